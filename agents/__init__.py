@@ -1,0 +1,16 @@
+"""gauntlet.agents: agents that act in envs and call tools (scripted/gold, RL, LLM)."""
+
+if __name__ != "gauntlet.agents":  # the folder is mounted by the build; a bare import would shadow other packages
+    raise ImportError("import gauntlet.agents, not the bare 'agents' folder (install the project: make test)")
+
+
+def register() -> None:
+    """Register this family's agents with the Gauntlet registry (called on `import gauntlet`)."""
+    from gauntlet.registry import registry
+
+    registry.add("agent", "random", "gauntlet.agents.basic:RandomAgent",
+                 "uniform samples from the action space, seeded per episode")
+    registry.add("agent", "replay", "gauntlet.agents.basic:ReplayAgent",
+                 "plays back the actions of a recorded episode (config: episode=PATH[, index=N])")
+    registry.add("agent", "gold", "gauntlet.agents.basic:GoldAgent",
+                 "replays a tool task's gold trajectory through the MCP session")

@@ -1,0 +1,270 @@
+"""Core performance suite: runner overhead, branching cost, MCP bridge latency, run_many scaling.
+
+Every figure is a ratio against a baseline measured in the same run (absolute times on a shared
+machine drift; ratios hold). Prints a table and writes JSON (default ``bench/results/core.json``).
+
+    gauntlet bench core [--quick] [--out PATH]
+
+Figures and targets:
+1. runner overhead: ``rollout`` vs a bare ``env.step`` loop on CartPole-v1, same agent and seeds,
+   median over trials. Recording to disk <= 1.5x, recording off <= 1.1x. Measured on full-length
+   episodes (a balancing controller, 500 steps) where per-step cost dominates, and on a random
+   agent's short episodes (about 22 steps) where the per-episode cost of the record shows.
+2. branching: snapshot + restore of InvertedPendulum-v5, in env steps (<= 3).
+3. MCP bridge: ``step`` round trip of ``gauntlet serve env:CartPole-v1`` over stdio and over
+   streamable HTTP vs a bare FastMCP echo tool on the same transport; p50 ratio <= 1.5.
+4. run_many: episodes/s with the local backend on 2 workers vs 1 process (>= 1.6x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import gauntlet
+from gauntlet.agent import Agent
+from gauntlet.batch import RunSpec, run_many
+from gauntlet.branching import branchable
+from gauntlet.episode import AgentSpec, EpisodeWriter
+from gauntlet.runner import rollout
+
+HERE = Path(__file__).resolve().parent
+
+
+class BalancingAgent(Agent):
+    """A linear state-feedback controller that keeps CartPole up for all 500 steps."""
+
+    name = "balance"
+
+    def act(self, observation: Any, info: dict[str, Any]) -> int:
+        x, x_dot, theta, theta_dot = observation
+        return int(theta + 0.5 * theta_dot + 0.05 * x + 0.1 * x_dot > 0)
+
+
+def _episodes(env, agent, seeds) -> int:
+    """The baseline: a bare step loop, with the same resets and agent calls rollout makes."""
+    steps = 0
+    for seed in seeds:
+        observation, info = env.reset(seed=seed)
+        agent.reset(seed=seed, observation_space=env.observation_space, action_space=env.action_space)
+        while True:
+            observation, _, terminated, truncated, info = env.step(agent.act(observation, info))
+            steps += 1
+            if terminated or truncated:
+                break
+    return steps
+
+
+def runner_overhead(trials: int, episodes_long: int, episodes_short: int, scratch: Path) -> dict[str, Any]:
+    env = gym.make("CartPole-v1")
+    results: dict[str, Any] = {}
+    for label, agent, n in (("full-length episodes (balancing agent, 500 steps)", BalancingAgent(), episodes_long),
+                            ("short episodes (random agent)", gauntlet.make_agent("random"), episodes_short)):
+        seeds = range(n)
+        ratios: dict[str, list[float]] = {"disk": [], "off": [], "memory": []}
+        step_us = []
+        for trial in range(trials):
+            start = time.perf_counter()
+            steps = _episodes(env, agent, seeds)
+            bare = time.perf_counter() - start
+            step_us.append(bare / steps * 1e6)
+            writer = EpisodeWriter(scratch / f"overhead-{trial}.jsonl")
+            for mode, record in (("disk", writer), ("off", "none"), ("memory", "memory")):
+                start = time.perf_counter()
+                for seed in seeds:
+                    rollout(env, agent, seed=seed, record=record)
+                ratios[mode].append((time.perf_counter() - start) / bare)
+            writer.close()
+        results[label] = {"bare_us_per_step": statistics.median(step_us),
+                          **{f"ratio_{mode}": statistics.median(values) for mode, values in ratios.items()}}
+    return results
+
+
+def branching_cost(repeats: int, n: int) -> dict[str, Any]:
+    env = branchable(gym.make("InvertedPendulum-v5"))
+    env.reset(seed=0)
+    action = np.zeros(1, dtype=np.float32)
+    ratios = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(n):
+            env.step(action)
+        step = (time.perf_counter() - start) / n
+        snapshot = env.snapshot()
+        start = time.perf_counter()
+        for _ in range(n):
+            env.restore(env.snapshot())
+        branch = (time.perf_counter() - start) / n
+        env.restore(snapshot)
+        ratios.append(branch / step)
+    return {"step_us": step * 1e6, "snapshot_restore_us": branch * 1e6, "ratio_steps": statistics.median(ratios)}
+
+
+# MCP bridge --------------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _server_command(target: str, transport: str, port: int | None) -> list[str]:
+    command = [sys.executable, str(HERE / "mcp_servers.py"), target, "--transport", transport]
+    return command + (["--port", str(port)] if port else [])
+
+
+async def _time_calls(session, tool: str, arguments_for, n: int, warmup: int) -> list[float]:
+    latencies = []
+    for i in range(n + warmup):
+        start = time.perf_counter()
+        result = await session.call_tool(tool, arguments_for(i))
+        elapsed = (time.perf_counter() - start) * 1e3
+        if result.isError:
+            raise RuntimeError(f"{tool} failed during the benchmark: {result.content}")
+        if i >= warmup:
+            latencies.append(elapsed)
+    return latencies
+
+
+async def _measure(target: str, transport: str, n: int) -> list[float]:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async def run(session: ClientSession) -> list[float]:
+        await session.initialize()
+        if target == "echo":
+            return await _time_calls(session, "echo", lambda i: {"value": i % 2}, n, warmup=20)
+        await session.call_tool("reset", {"seed": 0})
+        latencies, episodes = [], 0
+        for i in range(n + 20):
+            start = time.perf_counter()
+            result = await session.call_tool("step", {"action": i % 2})
+            elapsed = (time.perf_counter() - start) * 1e3
+            if result.isError:
+                raise RuntimeError(f"step failed during the benchmark: {result.content}")
+            if i >= 20:
+                latencies.append(elapsed)
+            payload = result.structuredContent or {}
+            if payload.get("terminated") or payload.get("truncated"):
+                episodes += 1  # resets are not timed: the figure is the step round trip
+                await session.call_tool("reset", {"seed": episodes})
+        return latencies
+
+    if transport == "stdio":
+        params = StdioServerParameters(command=sys.executable, args=_server_command(target, "stdio", None)[1:])
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            return await run(session)
+    port = _free_port()
+    process = subprocess.Popen(_server_command(target, "http", port), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            await asyncio.sleep(0.1)
+        async with streamablehttp_client(f"http://127.0.0.1:{port}/mcp") as (read, write, _), \
+                ClientSession(read, write) as session:
+            return await run(session)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def bridge_latency(n: int) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for transport in ("stdio", "http"):
+        echo = asyncio.run(_measure("echo", transport, n))
+        step = asyncio.run(_measure("env:CartPole-v1", transport, n))
+        results[transport] = {
+            "echo_p50_ms": float(np.percentile(echo, 50)), "echo_p99_ms": float(np.percentile(echo, 99)),
+            "step_p50_ms": float(np.percentile(step, 50)), "step_p99_ms": float(np.percentile(step, 99)),
+            "p50_ratio": float(np.percentile(step, 50) / np.percentile(echo, 50)),
+        }
+    return results
+
+
+def run_many_scaling(n_episodes: int, scratch: Path) -> dict[str, Any]:
+    spec = RunSpec(env_id="InvertedPendulum-v5", agent=AgentSpec(name="random"), max_steps=1000)
+    rates = {}
+    for workers in (1, 2):
+        out = scratch / f"run-many-{workers}"
+        shutil.rmtree(out, ignore_errors=True)
+        start = time.perf_counter()
+        run_many(spec, n_episodes, out, workers=workers, progress=False)
+        rates[workers] = n_episodes / (time.perf_counter() - start)
+    return {"episodes_per_s_1": rates[1], "episodes_per_s_2": rates[2], "speedup": rates[2] / rates[1],
+            "cpus": os.cpu_count()}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--out", default=str(HERE / "results" / "core.json"))
+    args = parser.parse_args(argv)
+    quick = args.quick
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        report = {
+            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                        "gauntlet": gauntlet.__version__},
+            "runner_overhead": runner_overhead(trials=3 if quick else 7, episodes_long=2 if quick else 20,
+                                               episodes_short=50 if quick else 500, scratch=scratch),
+            "branching": branching_cost(repeats=3 if quick else 7, n=200 if quick else 2000),
+            "mcp_bridge": bridge_latency(n=50 if quick else 500),
+            "run_many": run_many_scaling(n_episodes=40 if quick else 2000, scratch=scratch),
+        }
+    _print_table(report)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp_out = out.with_suffix(".tmp")
+    tmp_out.write_text(json.dumps(report, indent=2))
+    os.replace(tmp_out, out)
+    print(f"wrote {out}")
+    return report
+
+
+def _print_table(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="gauntlet bench core (ratios vs a baseline measured in the same run)")
+    for column in ("figure", "measured", "baseline", "ratio", "target"):
+        table.add_column(column)
+    for label, row in report["runner_overhead"].items():
+        base = f"bare loop {row['bare_us_per_step']:.1f} us/step"
+        table.add_row(f"rollout, recording to disk — {label}", "", base, f"{row['ratio_disk']:.2f}x", "<= 1.5x")
+        table.add_row(f"rollout, recording off — {label}", "", base, f"{row['ratio_off']:.2f}x", "<= 1.1x")
+        table.add_row(f"rollout, steps in memory — {label}", "", base, f"{row['ratio_memory']:.2f}x", "(info)")
+    branch = report["branching"]
+    table.add_row("snapshot+restore InvertedPendulum-v5", f"{branch['snapshot_restore_us']:.1f} us",
+                  f"env step {branch['step_us']:.1f} us", f"{branch['ratio_steps']:.2f} steps", "<= 3 steps")
+    for transport, row in report["mcp_bridge"].items():
+        table.add_row(f"MCP step round trip ({transport})",
+                      f"p50 {row['step_p50_ms']:.2f} ms, p99 {row['step_p99_ms']:.2f} ms",
+                      f"echo p50 {row['echo_p50_ms']:.2f} ms, p99 {row['echo_p99_ms']:.2f} ms",
+                      f"{row['p50_ratio']:.2f}x", "p50 <= 1.5x")
+    many = report["run_many"]
+    table.add_row("run_many local, 2 workers", f"{many['episodes_per_s_2']:.0f} episodes/s",
+                  f"1 process {many['episodes_per_s_1']:.0f} episodes/s", f"{many['speedup']:.2f}x", ">= 1.6x")
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()

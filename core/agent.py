@@ -1,0 +1,45 @@
+"""The agent contract: what the runner asks of anything that acts."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from gymnasium import spaces
+
+from gauntlet.episode import AgentSpec, Event, Message, ToolCall
+
+
+@dataclass
+class AgentOutput:
+    """An action plus what the agent wants recorded with it (LLM turns, tool calls, events)."""
+
+    action: Any
+    messages: list[Message] = field(default_factory=list)
+    tool_call: ToolCall | None = None
+    events: list[Event] = field(default_factory=list)
+
+
+class Agent(ABC):
+    """Something that acts: ``reset`` at the start of an episode, then ``act`` once per step.
+
+    ``act`` returns an action from the env's action space, or an ``AgentOutput`` when the agent has
+    more to record than the action.
+    """
+
+    name: str = "agent"
+
+    def spec(self) -> AgentSpec:
+        """Name and configuration that rebuild this agent with ``gauntlet.make_agent``."""
+        return AgentSpec(name=self.name, config=self.config())
+
+    def config(self) -> dict[str, Any]:
+        return {}
+
+    def reset(self, *, seed: int | None, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        """Prepare for a new episode; the default keeps nothing between episodes."""
+
+    @abstractmethod
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        """Choose the next action."""

@@ -1,0 +1,120 @@
+"""Registries: environments (Gymnasium's, under the ``gauntlet/`` namespace), tool servers, task
+suites, agents and data builders.
+
+Every entry names its implementation as a ``"module:attribute"`` string, so registering costs
+nothing and a family's heavy dependencies load only when one of its entries is used. Families
+register themselves through the ``gauntlet.plugins`` entry-point group; ``import gauntlet`` calls
+each plugin's ``register()`` once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+import gymnasium as gym
+
+NAMESPACE = "gauntlet"
+KINDS = ("server", "suite", "agent", "data")
+
+
+class UnknownEntryError(KeyError):
+    """A name that is not in a registry; the message lists what is."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered thing: its name, where its implementation lives, and what it is for."""
+
+    kind: str
+    name: str
+    target: str
+    description: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def load(self) -> Any:
+        """Import and return the object the entry names."""
+        return load_target(self.target)
+
+
+def load_target(target: str) -> Any:
+    module_name, _, attribute = target.partition(":")
+    if not attribute:
+        raise ValueError(f"target {target!r} must be 'module:attribute'")
+    obj: Any = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class Registry:
+    """All registered entries, by kind and name."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, dict[str, Entry]] = {kind: {} for kind in KINDS}
+
+    def add(self, kind: str, name: str, target: str, description: str = "", **metadata: Any) -> Entry:
+        if kind not in KINDS:
+            raise ValueError(f"unknown registry kind {kind!r}; expected one of {KINDS}")
+        entry = Entry(kind, name, target, description, metadata)
+        self._entries[kind][name] = entry
+        return entry
+
+    def get(self, kind: str, name: str) -> Entry:
+        try:
+            return self._entries[kind][name]
+        except KeyError:
+            known = ", ".join(sorted(self._entries[kind])) or "none registered"
+            raise UnknownEntryError(f"unknown {kind} {name!r} (known: {known})") from None
+
+    def names(self, kind: str) -> list[str]:
+        return sorted(self._entries[kind])
+
+    def entries(self, kind: str) -> list[Entry]:
+        return [self._entries[kind][name] for name in self.names(kind)]
+
+    @staticmethod
+    def env_ids() -> list[str]:
+        """Every env id registered under the ``gauntlet/`` namespace."""
+        return sorted(env_id for env_id in gym.registry if env_id.startswith(NAMESPACE + "/"))
+
+
+registry = Registry()
+
+
+def register_env(name: str, entry_point: str, *, vector_entry_point: str | None = None, **kwargs: Any) -> None:
+    """Register ``gauntlet/<name>`` with Gymnasium (lazily: ``entry_point`` is a string)."""
+    env_id = f"{NAMESPACE}/{name}"
+    if env_id in gym.registry:
+        return
+    gym.register(id=env_id, entry_point=entry_point, vector_entry_point=vector_entry_point, **kwargs)
+
+
+def make_agent(name: str, **config: Any) -> Any:
+    """Build the registered agent ``name`` with ``config`` as keyword arguments."""
+    return registry.get("agent", name).load()(**config)
+
+
+_plugins_loaded = False
+
+
+def load_plugins() -> None:
+    """Call ``register()`` of every ``gauntlet.plugins`` entry point, once per process."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from gauntlet import builtin
+
+    builtin.register()
+    for plugin in entry_points(group="gauntlet.plugins"):
+        try:
+            plugin.load()()
+        except Exception as exc:  # one broken plugin must not take the platform down
+            warnings.warn(f"gauntlet plugin {plugin.name!r} failed to register: {exc}", stacklevel=2)

@@ -1,0 +1,122 @@
+"""The Episode record: writing, reading, torn lines, sidecar arrays."""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import gauntlet
+from gauntlet.episode import (AgentSpec, Episode, EpisodeFormatError, EpisodeHeader, EpisodeWriter, Event,
+                              Outcome, Step, ToolCall, load_episodes)
+from gauntlet.runner import rollout
+
+
+def _header(episode_id="e1", observation=None):
+    return EpisodeHeader(run_id="r", episode_id=episode_id, env_id="X-v0", seed=3,
+                         agent=AgentSpec(name="random"), initial_observation=observation)
+
+
+def test_written_episode_reads_back_as_typed_records(tmp_path):
+    path = tmp_path / "ep.jsonl"
+    with EpisodeWriter(path) as writer:
+        writer.begin(_header(observation=np.arange(3, dtype=np.float32)))
+        writer.step(0, np.array([1.5, 2.5]), 1, 1.0, False, False, {"x": np.float32(0.5)},
+                    cost=0.25, tool_call=ToolCall(server="s", name="t", arguments={"a": 1}, result=2, latency_ms=1.0),
+                    events=[Event(source="m", kind="monitor", data={"risk": 0.1}, cost_ms=0.2)],
+                    privileged={"truth": 7})
+        writer.end(Outcome(score=1.0, success=True, metrics={"length": 1}))
+    (episode,) = load_episodes(path)
+    assert isinstance(episode, Episode) and episode.complete
+    assert episode.initial_observation == [0.0, 1.0, 2.0]
+    step = episode.steps[0]
+    assert isinstance(step, Step)
+    assert step.observation == [1.5, 2.5] and step.action == 1 and step.cost == 0.25
+    assert step.info == {"x": 0.5} and step.privileged == {"truth": 7}
+    assert step.tool_call.name == "t" and step.tool_call.result == 2
+    assert step.events[0].data == {"risk": 0.1} and step.events[0].cost_ms == 0.2
+    assert episode.outcome.success is True
+
+
+def test_every_line_is_flushed_as_it_happens(tmp_path):
+    path = tmp_path / "ep.jsonl"
+    writer = EpisodeWriter(path)
+    writer.begin(_header())
+    writer.step(0, 0, 0, 1.0, False, False, {})
+    # Read while the writer is still open: a crash now must leave these lines on disk.
+    lines = path.read_text().splitlines()
+    assert [json.loads(line)["kind"] for line in lines] == ["header", "step"]
+    (episode,) = load_episodes(path)
+    assert not episode.complete and len(episode.steps) == 1
+    writer.close()
+
+
+def test_torn_last_line_is_skipped_with_a_warning_and_the_prefix_returned(tmp_path):
+    path = tmp_path / "ep.jsonl"
+    with EpisodeWriter(path) as writer:
+        writer.begin(_header())
+        for i in range(3):
+            writer.step(i, i, 0, 1.0, False, False, {})
+    with open(path, "ab") as handle:
+        handle.write(b'{"kind":"step","index":3,"observ')
+    with pytest.warns(UserWarning, match="torn last line"):
+        (episode,) = load_episodes(path)
+    assert [s.index for s in episode.steps] == [0, 1, 2]
+    assert episode.outcome is None
+
+
+def test_a_corrupt_line_in_the_middle_is_an_error_not_silently_dropped(tmp_path):
+    path = tmp_path / "ep.jsonl"
+    with EpisodeWriter(path) as writer:
+        writer.begin(_header())
+        writer.step(0, 0, 0, 1.0, False, False, {})
+    text = path.read_text().splitlines()
+    path.write_text(text[0] + "\nnot json\n" + text[1] + "\n")
+    with pytest.raises(EpisodeFormatError, match="line 2 is not JSON"):
+        load_episodes(path)
+
+
+def test_file_that_does_not_match_the_schema_names_the_problem(tmp_path):
+    path = tmp_path / "ep.jsonl"
+    path.write_text('{"kind":"header","run_id":"r"}\n')
+    with pytest.raises(EpisodeFormatError, match="does not match schema"):
+        load_episodes(path)
+
+
+def test_large_arrays_go_to_the_sidecar_and_load_by_key(tmp_path):
+    path = tmp_path / "ep.jsonl"
+    image = np.random.default_rng(0).integers(0, 255, size=(16, 16, 3), dtype=np.uint8)
+    with EpisodeWriter(path) as writer:
+        writer.begin(_header())
+        writer.step(0, {"image": image, "pos": np.array([1.0, 2.0])}, 0, 0.0, False, False, {})
+        writer.end(Outcome(score=0.0))
+    (episode,) = load_episodes(path)
+    summary = episode.steps[0].observation["image"]
+    assert summary["shape"] == [16, 16, 3] and summary["dtype"] == "uint8"
+    assert summary["max"] == float(image.max())
+    assert episode.steps[0].observation["pos"] == [1.0, 2.0]
+    np.testing.assert_array_equal(episode.array(summary["__array__"]), image)
+
+
+def test_several_episodes_in_one_file_read_in_order(tmp_path):
+    path = tmp_path / "many.jsonl"
+    env = gym.make("CartPole-v1")
+    agent = gauntlet.make_agent("random")
+    with EpisodeWriter(path) as writer:
+        returns = [rollout(env, agent, seed=s, record=writer).outcome.score for s in range(3)]
+    episodes = load_episodes(path)
+    assert [e.seed for e in episodes] == [0, 1, 2]
+    assert [e.outcome.score for e in episodes] == returns
+    assert [e.total_reward for e in episodes] == returns
+
+
+def test_episode_file_is_plain_json_lines_readable_without_gauntlet(tmp_path):
+    path = tmp_path / "ep.jsonl"
+    rollout(gym.make("CartPole-v1"), gauntlet.make_agent("random"), seed=0, record=path)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert records[0]["kind"] == "header" and records[0]["schema_version"] == 1
+    assert records[0]["versions"]["gauntlet"] == gauntlet.__version__
+    assert all(r["kind"] == "step" for r in records[1:-1]) and records[-1]["kind"] == "outcome"
+    assert sum(r["reward"] for r in records[1:-1]) == records[-1]["score"]

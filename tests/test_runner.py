@@ -1,0 +1,161 @@
+"""rollout and run_many: recording modes, hooks, seeds, resumption, backends."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import gauntlet
+from gauntlet.batch import RunFolderError, RunSpec, episode_path, run_many
+from gauntlet.episode import AgentSpec, load_episodes
+from gauntlet.hooks import Decision
+from gauntlet.runner import episode_seed, rollout
+
+
+def _bare_return(env_id, seed, actions):
+    env = gym.make(env_id)
+    env.reset(seed=seed)
+    total = 0.0
+    for action in actions:
+        _, reward, terminated, truncated, _ = env.step(action)
+        total += reward
+        if terminated or truncated:
+            break
+    return total
+
+
+def test_rollout_records_what_a_bare_step_loop_computes():
+    env = gym.make("InvertedPendulum-v5")
+    episode = rollout(env, gauntlet.make_agent("random"), seed=4)
+    assert episode.outcome.score == _bare_return("InvertedPendulum-v5", 4, episode.actions)
+    assert episode.outcome.metrics["length"] == len(episode.steps)
+    assert episode.steps[-1].terminated or episode.steps[-1].truncated
+
+
+@pytest.mark.parametrize("record", ["memory", "none", "disk"])
+def test_recording_modes_agree_on_the_outcome(record, tmp_path):
+    env = gym.make("CartPole-v1")
+    mode = tmp_path / "ep.jsonl" if record == "disk" else record
+    episode = rollout(env, gauntlet.make_agent("random"), seed=11, record=mode)
+    reference = rollout(env, gauntlet.make_agent("random"), seed=11)
+    assert episode.outcome == reference.outcome
+    assert len(episode.steps) == (len(reference.steps) if record == "memory" else 0)
+    if record == "disk":
+        (loaded,) = load_episodes(mode)
+        assert loaded.actions == [int(a) for a in reference.actions]
+
+
+def test_max_steps_cuts_the_episode_and_marks_it_truncated():
+    episode = rollout(gym.make("Pendulum-v1"), gauntlet.make_agent("random"), seed=0, max_steps=7)
+    assert len(episode.steps) == 7 and episode.steps[-1].truncated
+
+
+def test_replay_agent_reproduces_a_recorded_episode_exactly(tmp_path):
+    path = tmp_path / "ep.jsonl"
+    original = rollout(gym.make("HalfCheetah-v5"), gauntlet.make_agent("random"), seed=2, max_steps=50, record=path,
+                       keep_steps=True)
+    replayed = rollout(gym.make("HalfCheetah-v5"), gauntlet.make_agent("replay", episode=path), seed=2, max_steps=50)
+    assert replayed.outcome.score == original.outcome.score
+    for a, b in zip(original.steps, replayed.steps, strict=True):
+        np.testing.assert_array_equal(a.observation, b.observation)
+
+
+class _AngleMonitor:
+    name = "angle"
+
+    def observe(self, step):
+        return {"abs_angle": float(abs(step.observation[2]))}
+
+
+class _NoPushRight:
+    """Replaces every 'push right' with 'push left' and halts after 5 steps."""
+
+    name = "no-right"
+
+    def decide(self, prefix, candidates):
+        if len(prefix.steps) >= 5:
+            return Decision.intervene("halt", reason="enough")
+        if int(candidates[0]) == 1:
+            assert hasattr(prefix.env, "snapshot")  # controllers get a Branchable env
+            return Decision.intervene("replace_action", action=0, reason="no pushing right")
+        return Decision.proceed()
+
+
+def test_hooks_record_monitor_scores_and_controller_interventions():
+    episode = rollout(gym.make("CartPole-v1"), gauntlet.make_agent("random"), seed=0,
+                      hooks=[_AngleMonitor(), _NoPushRight()])
+    assert len(episode.steps) == 5 and episode.steps[-1].truncated
+    assert all(int(step.action) == 0 for step in episode.steps)
+    for step in episode.steps:
+        monitor = [e for e in step.events if e.kind == "monitor"]
+        assert monitor[0].data["abs_angle"] == pytest.approx(abs(step.observation[2]))
+        assert all(e.cost_ms >= 0 for e in step.events)
+    interventions = [e for s in episode.steps for e in s.events if e.kind == "intervention"]
+    assert interventions and all(e.data["intervention"] == "replace_action" for e in interventions)
+
+
+def test_episode_seeds_are_stable_and_distinct():
+    seeds = [episode_seed(7, i) for i in range(1000)]
+    assert len(set(seeds)) == 1000
+    assert seeds[:10] == [episode_seed(7, i) for i in range(10)]
+    assert episode_seed(8, 0) != episode_seed(7, 0)
+
+
+def test_run_many_gives_the_same_episodes_on_one_or_two_workers(tmp_path):
+    spec = RunSpec(env_id="CartPole-v1", seed=3)
+    one = run_many(spec, 12, tmp_path / "one", workers=1, progress=False)
+    two = run_many(spec, 12, tmp_path / "two", workers=2, progress=False)
+    assert [e.score for e in one.episodes] == [e.score for e in two.episodes]
+    assert [e.seed for e in one.episodes] == [episode_seed(3, i) for i in range(12)]
+    assert len(load_episodes(tmp_path / "two")) == 12
+
+
+def test_run_many_resumes_skipping_complete_episodes_and_redoing_torn_ones(tmp_path):
+    spec = RunSpec(env_id="CartPole-v1", seed=0)
+    first = run_many(spec, 6, tmp_path, workers=1, progress=False)
+    # Simulate a crash mid-episode: episode 4 lost its outcome line, episode 5 never started.
+    torn = episode_path(tmp_path, 4)
+    torn.write_text("\n".join(torn.read_text().splitlines()[:-2]) + "\n")
+    episode_path(tmp_path, 5).unlink()
+    calls = []
+    again = run_many(spec, 8, tmp_path, workers=1, progress=calls.append)
+    assert again.skipped == 4 and again.ran == 4
+    assert sorted(s.index for s in calls) == [4, 5, 6, 7]
+    assert [e.score for e in again.episodes[:6]] == [e.score for e in first.episodes]
+
+
+def test_run_many_refuses_a_folder_that_holds_another_run(tmp_path):
+    run_many(RunSpec(env_id="CartPole-v1"), 1, tmp_path, workers=1, progress=False)
+    with pytest.raises(RunFolderError, match="different run"):
+        run_many(RunSpec(env_id="Pendulum-v1"), 1, tmp_path, workers=1, progress=False)
+
+
+def test_run_many_rejects_unknown_env_before_touching_the_folder(tmp_path):
+    with pytest.raises(gym.error.Error):
+        run_many(RunSpec(env_id="NoSuchEnv-v0"), 1, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_folder_records_spec_and_versions(tmp_path):
+    spec = RunSpec(env_id="CartPole-v1", agent=AgentSpec(name="random"), max_steps=10)
+    result = run_many(spec, 2, tmp_path, workers=1, progress=False)
+    meta = json.loads((tmp_path / "run.json").read_text())
+    assert meta["run_id"] == result.run_id and RunSpec.model_validate(meta["spec"]) == spec
+    assert all(e.length <= 10 for e in result.episodes)
+
+
+@pytest.mark.timeout(240)
+def test_ray_backend_matches_the_local_backend(tmp_path):
+    pytest.importorskip("ray")
+    spec = RunSpec(env_id="CartPole-v1", seed=9)
+    local = run_many(spec, 6, tmp_path / "local", workers=1, progress=False)
+    remote = run_many(spec, 6, tmp_path / "ray", backend="ray", workers=2, progress=False)
+    assert [e.score for e in remote.episodes] == [e.score for e in local.episodes]
+    local_eps = load_episodes(tmp_path / "local")
+    ray_eps = load_episodes(tmp_path / "ray")
+    assert [e.actions for e in ray_eps] == [e.actions for e in local_eps]
+    shutil.rmtree(tmp_path / "ray")
