@@ -145,7 +145,7 @@ def run_episode(spec: RunSpec, run_id: str, index: int, path: Path) -> EpisodeSu
         stale.unlink(missing_ok=True)
     seed = episode_seed(spec.seed, index)
     episode = rollout(env, agent, seed=seed, max_steps=spec.max_steps, record=path, run_id=run_id,
-                      episode_id=f"{run_id}-{index:06d}", config={"index": index, **spec.env_kwargs})
+                      episode_id=f"{run_id}-{index:06d}", config={"run_index": index})
     return EpisodeSummary(index=index, episode_id=episode.episode_id, seed=seed,
                           score=episode.outcome.score, length=episode.outcome.metrics["length"],
                           success=episode.outcome.success)

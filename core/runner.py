@@ -18,10 +18,11 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import orjson
 
 from gauntlet.agent import Agent, AgentOutput
 from gauntlet.branching import branchable
-from gauntlet.episode import Episode, EpisodeHeader, EpisodeWriter, Event, Outcome, Step
+from gauntlet.episode import Episode, EpisodeHeader, EpisodeWriter, Event, Outcome, Step, dumps
 from gauntlet.hooks import Controller, Decision, Monitor, Prefix
 from gauntlet.versions import versions
 
@@ -40,6 +41,12 @@ _episode_counter = itertools.count()
 def _env_id(env: gym.Env) -> str | None:
     spec = getattr(env.unwrapped, "spec", None)
     return spec.id if spec is not None else None
+
+
+def _env_kwargs(env: gym.Env) -> dict[str, Any]:
+    """The kwargs the env was made with (from its spec), as JSON: replay re-creates the env from them."""
+    spec = getattr(env.unwrapped, "spec", None)
+    return orjson.loads(dumps(spec.kwargs)) if spec is not None and spec.kwargs else {}
 
 
 def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: int | None = None,
@@ -69,7 +76,8 @@ def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: i
     observation, info = env.reset(seed=seed)
     agent.reset(seed=seed, observation_space=env.observation_space, action_space=env.action_space)
     header = EpisodeHeader(run_id=run_id, episode_id=episode_id, env_id=_env_id(env), seed=seed,
-                           agent=agent.spec(), config=config or {}, versions=versions(),
+                           agent=agent.spec(), config={"env_kwargs": _env_kwargs(env), **(config or {})},
+                           versions=versions(),
                            initial_observation=observation, reset_info=dict(info))
     if writer is not None:
         writer.begin(header)

@@ -159,3 +159,11 @@ def test_ray_backend_matches_the_local_backend(tmp_path):
     ray_eps = load_episodes(tmp_path / "ray")
     assert [e.actions for e in ray_eps] == [e.actions for e in local_eps]
     shutil.rmtree(tmp_path / "ray")
+
+
+def test_rollout_records_the_env_kwargs_so_the_episode_can_be_remade(tmp_path):
+    env = gym.make("FrozenLake-v1", is_slippery=False)
+    episode = rollout(env, gauntlet.make_agent("random"), seed=0, record=tmp_path / "ep.jsonl")
+    (loaded,) = load_episodes(tmp_path / "ep.jsonl")
+    assert loaded.config["env_kwargs"]["is_slippery"] is False
+    assert episode.config["env_kwargs"] == loaded.config["env_kwargs"]

@@ -1,0 +1,144 @@
+"""The ``gauntlet`` command line: list, run, serve, eval, replay, branch, report, bench, data, demo.
+
+Every command's errors go through ``main``: a problem the user can fix (bad option, unknown env or
+agent, malformed episode file, action outside the space, port in use, unwritable folder) is printed
+as one line on stderr, ``error: <what> <how to fix it>``, with exit status 2 and no traceback.
+Anything else is a bug: one line too, exit status 1, and ``GAUNTLET_DEBUG=1`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import typer
+from rich.table import Table
+
+from gauntlet.cli_commands import episodes, resources, running
+from gauntlet.cli_commands.common import console
+from gauntlet.errors import UserError
+
+# Recent typer carries its own copy of click; older releases raise click's exceptions.
+try:
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+except ImportError:
+    from click.exceptions import ClickException, NoArgsIsHelpError
+
+EXIT_USER_ERROR = 2
+EXIT_BUG = 1
+DEBUG_VARIABLE = "GAUNTLET_DEBUG"
+
+app = typer.Typer(name="gauntlet", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  help="Gymnasium environments and MCP tool servers where AI agents are put through real trials.")
+
+
+@app.command("list")
+def list_entries() -> None:
+    """Show what is registered: envs, tool servers, task suites, agents and data builders."""
+    import gymnasium as gym
+
+    from gauntlet.registry import registry
+
+    envs = Table(title="environments", caption="Any other Gymnasium id works too, e.g. CartPole-v1.")
+    envs.add_column("id")
+    envs.add_column("entry point")
+    for env_id in registry.env_ids():
+        envs.add_row(env_id, str(gym.registry[env_id].entry_point))
+    console.print(envs)
+    titles = {"server": "tool servers", "suite": "task suites", "agent": "agents", "data": "data builders"}
+    for kind, title in titles.items():
+        entries = registry.entries(kind)
+        if not entries:
+            console.print(f"[bold]{title}[/bold]: none registered")
+            continue
+        table = Table(title=title)
+        for column in ("name", "description", "implementation"):
+            table.add_column(column)
+        for entry in entries:
+            table.add_row(entry.name, entry.description, entry.target)
+        console.print(table)
+
+
+running.register(app)
+episodes.register(app)
+resources.register(app)
+
+
+# Errors ------------------------------------------------------------------------------------------
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def user_error_message(exc: BaseException) -> str | None:
+    """The one-line message for an error the user can fix, or None if ``exc`` is a bug."""
+    import gymnasium.error
+
+    from gauntlet.registry import UnknownEntryError
+
+    if isinstance(exc, UserError):
+        return str(exc)
+    if isinstance(exc, UnknownEntryError):
+        return f"{exc}; `gauntlet list` shows what is registered"
+    if isinstance(exc, (gymnasium.error.NameNotFound, gymnasium.error.VersionNotFound,
+                        gymnasium.error.NamespaceNotFound)):
+        return f"{exc} Check the env id: `gauntlet list` shows Gauntlet's envs, and any Gymnasium id works."
+    if isinstance(exc, gymnasium.error.Error):
+        return str(exc)
+    if isinstance(exc, OSError):
+        # The OS's own message names the path; ours (FileNotFoundError("no episode file ...")) is whole.
+        if exc.strerror and exc.filename:
+            return f"{exc.strerror}: {exc.filename}; check the path and its permissions"
+        return str(exc)
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON ({exc})"
+    if isinstance(exc, ValueError):  # EpisodeFormatError, RunFolderError, actions outside the space
+        return str(exc)
+    return None
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    sys.stderr.write(f"error: {_one_line(message)}\n")
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+def _show_warning(message: Any, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    # A warning (a torn last line in an episode file, say) is news for the user, not a code location.
+    sys.stderr.write(f"warning: {_one_line(str(message))}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``gauntlet`` console script."""
+    debug = bool(os.environ.get(DEBUG_VARIABLE))
+    command = typer.main.get_command(app)
+    try:
+        with warnings.catch_warnings():
+            if not debug:
+                warnings.showwarning = _show_warning
+            code = command.main(args=list(argv) if argv is not None else None, prog_name="gauntlet",
+                                standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        console.print(exc.format_message(), markup=False)
+        code = 0
+    except ClickException as exc:  # usage errors: unknown option, missing argument, bad value
+        context = getattr(exc, "ctx", None)
+        where = f"; see `{context.command_path} --help`" if context is not None else ""
+        _fail(f"{exc.format_message().rstrip('.')}{where}", EXIT_USER_ERROR)
+    except Exception as exc:
+        if debug:
+            raise
+        message = user_error_message(exc)
+        if message is not None:
+            _fail(message, EXIT_USER_ERROR)
+        _fail(f"unexpected {type(exc).__name__}: {exc} (this is a bug; run with {DEBUG_VARIABLE}=1 "
+              "for the traceback)", EXIT_BUG)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

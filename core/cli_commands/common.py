@@ -1,0 +1,45 @@
+"""What every command shares: the console, JSON options, and agent construction from options."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from gauntlet.agent import Agent
+from gauntlet.errors import UserError, check_arguments
+from gauntlet.registry import make_agent, registry
+
+console = Console(highlight=False)
+
+# Options several commands take, spelled once.
+AgentConfigOption = Annotated[str | None, typer.Option(help="Agent keyword arguments as a JSON object.")]
+EnvKwargsOption = Annotated[str | None, typer.Option(help="gymnasium.make keyword arguments as a JSON object.")]
+
+
+def parse_json(option: str, text: str) -> Any:
+    """The value of a JSON option; ``UserError`` naming the option when it is not JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{option} is not valid JSON ({exc.msg} at character {exc.pos}); "
+                        f"""quote it for the shell, e.g. {option} '{{"key": 1}}'""") from None
+
+
+def parse_json_object(option: str, text: str | None) -> dict[str, Any]:
+    """A JSON option that must be an object (keyword arguments); empty when the option is absent."""
+    if text is None:
+        return {}
+    value = parse_json(option, text)
+    if not isinstance(value, dict):
+        raise UserError(f"{option} must be a JSON object of keyword arguments, e.g. {option} "
+                        f"""'{{"key": 1}}', not {text}""")
+    return value
+
+
+def build_agent(name: str, config: dict[str, Any]) -> Agent:
+    """The registered agent ``name`` built with ``config``; ``UserError`` if the config does not fit it."""
+    check_arguments(registry.get("agent", name).load(), what=f"agent {name!r}", fix="fix --agent-config", **config)
+    return make_agent(name, **config)

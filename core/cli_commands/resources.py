@@ -1,0 +1,114 @@
+"""Commands around the platform itself: ``data`` (build generated data into the cache), ``bench``
+(performance suites of a source checkout) and ``demo`` (a tour of the platform)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gauntlet.cli_commands.common import console, parse_json_object
+from gauntlet.errors import UserError, check_arguments
+from gauntlet.registry import registry
+
+data_app = typer.Typer(help="Generated data: list the builders, build one into the cache.", no_args_is_help=True)
+
+
+def cache_root() -> Path:
+    """Where generated data live: ``$GAUNTLET_HOME``, default ``~/.cache/gauntlet``."""
+    home = os.environ.get("GAUNTLET_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".cache" / "gauntlet"
+
+
+def builder_cache_dir(name: str) -> Path:
+    """The cache folder of data builder ``name`` at its registered version."""
+    entry = registry.get("data", name)
+    return cache_root() / name / str(entry.metadata.get("version", "unversioned"))
+
+
+@data_app.command("list")
+def data_list() -> None:
+    """Show the registered data builders and whether each is built."""
+    entries = registry.entries("data")
+    if not entries:
+        console.print("No data builders are registered yet. Env and tool families register theirs when "
+                      "installed; `gauntlet data build NAME` then builds one into "
+                      f"{cache_root()}.")
+        return
+    table = Table(title=f"data builders (cache: {cache_root()})")
+    for column in ("name", "version", "built", "description"):
+        table.add_column(column)
+    for entry in entries:
+        folder = builder_cache_dir(entry.name)
+        built = "yes" if folder.is_dir() and any(folder.iterdir()) else "no"
+        table.add_row(entry.name, folder.name, built, entry.description)
+    console.print(table)
+
+
+@data_app.command("build")
+def data_build(
+    name: Annotated[str, typer.Argument(help="Registered data builder (see `gauntlet data list`).")],
+    config: Annotated[str | None, typer.Option(help="Builder keyword arguments as a JSON object.")] = None,
+) -> None:
+    """Build a family's generated data into the cache (deterministic; rebuilding gives the same files)."""
+    if not registry.names("data"):
+        raise UserError(f"no data builders are registered, so there is no {name!r} to build; "
+                        "install the family that provides it")
+    entry = registry.get("data", name)
+    kwargs = parse_json_object("--config", config)
+    folder = builder_cache_dir(name)
+    folder.mkdir(parents=True, exist_ok=True)
+    builder = entry.load()
+    check_arguments(builder, folder, what=f"data builder {name!r}", fix="fix --config", **kwargs)
+    with console.status(f"building {name}"):
+        built = builder(folder, **kwargs)
+    console.print(f"built [bold]{name}[/bold] into {built}")
+
+
+def _bench_folders() -> list[Path]:
+    import gauntlet
+
+    checkout = Path(gauntlet.__file__).resolve().parents[1]
+    return list(dict.fromkeys([Path.cwd() / "bench", checkout / "bench"]))
+
+
+def bench(
+    ctx: typer.Context,
+    suite: Annotated[str, typer.Argument(help="Suite name: runs bench/<SUITE>.py; further arguments go to it.")],
+) -> None:
+    """Run a performance suite of the source checkout (bench/<SUITE>.py), passing on extra arguments."""
+    if not re.fullmatch(r"[A-Za-z0-9_\-]+", suite):
+        raise UserError(f"bench suite names are plain names like 'core', not {suite!r}")
+    folders = _bench_folders()
+    for folder in folders:
+        script = folder / f"{suite}.py"
+        if script.is_file():
+            completed = subprocess.run([sys.executable, str(script), *ctx.args], check=False)
+            raise typer.Exit(completed.returncode)
+    available = sorted({path.stem for folder in folders if folder.is_dir() for path in folder.glob("*.py")
+                        if not path.name.startswith("_")})
+    where = " or ".join(str(folder) for folder in folders)
+    known = f" (available: {', '.join(available)})" if available else ""
+    raise UserError(f"bench suites run from a source checkout; no bench/{suite}.py under {where}{known}")
+
+
+def demo(
+    out: Annotated[Path, typer.Option(help="Folder for the demo's run, branch and report.")] = Path("runs/demo"),
+) -> None:
+    """A short tour: record a run, replay it, branch an episode, serve an env over MCP, write a report."""
+    from gauntlet.demo import run_demo
+
+    run_demo(out, console=console)
+
+
+def register(app: typer.Typer) -> None:
+    """Mount this module's commands on ``app``."""
+    app.add_typer(data_app, name="data")
+    app.command("bench", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(bench)
+    app.command("demo")(demo)

@@ -1,0 +1,338 @@
+"""The gauntlet command line, run as users run it: the console script in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import anyio
+import pytest
+
+from gauntlet import load_episodes
+from gauntlet.cli import main
+from gauntlet.registry import Entry, registry
+
+EPISODES = 6
+
+
+def gauntlet(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the ``gauntlet`` console script; wide columns so tables print whole."""
+    script = Path(sys.executable).with_name("gauntlet")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "gauntlet.cli"]
+    env = {key: value for key, value in os.environ.items() if key != "GAUNTLET_DEBUG"}
+    env["COLUMNS"] = "200"
+    return subprocess.run([*command, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+    for word in words:
+        assert word in result.stderr
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    # max_steps 15 cuts most random CartPole episodes short, so replay meets the runner's truncation too.
+    out = tmp_path_factory.mktemp("cli") / "run"
+    result = gauntlet("run", "CartPole-v1", "-n", str(EPISODES), "--seed", "3", "--max-steps", "15",
+                      "--workers", "2", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.fixture
+def episode_file(run_dir, tmp_path) -> Path:
+    """A private copy of one recorded episode, free to edit."""
+    copy = tmp_path / "episode.jsonl"
+    shutil.copy(run_dir / "episodes" / "ep-000001.jsonl", copy)
+    return copy
+
+
+# Round trip -------------------------------------------------------------------------------------
+def test_run_records_every_episode_and_prints_a_summary(run_dir):
+    episodes = load_episodes(run_dir)
+    assert len(episodes) == EPISODES and all(episode.complete for episode in episodes)
+    result = gauntlet("run", "CartPole-v1", "-n", str(EPISODES), "--seed", "3", "--max-steps", "15",
+                      "--out", str(run_dir))
+    assert result.returncode == 0, result.stderr
+    mean = sum(episode.total_reward for episode in episodes) / EPISODES
+    assert f"{mean:.3f}" in result.stdout
+    assert str(run_dir) in result.stdout and f"resumed {EPISODES} already complete" in result.stdout
+
+
+def test_replay_of_a_recorded_run_reports_every_episode_matches(run_dir):
+    result = gauntlet("replay", str(run_dir))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("match") >= EPISODES and "MISMATCH" not in result.stdout
+    assert f"all {EPISODES} episodes reproduce their recordings exactly" in result.stdout
+
+
+def test_replay_of_an_edited_episode_names_the_first_differing_step_and_exits_1(episode_file):
+    lines = episode_file.read_text().splitlines()
+    step = json.loads(lines[2])  # header, step 0, step 1
+    step["observation"][0] += 1e-3
+    lines[2] = json.dumps(step)
+    episode_file.write_text("\n".join(lines) + "\n")
+    result = gauntlet("replay", str(episode_file))
+    assert result.returncode == 1
+    assert "MISMATCH at step 1: observation" in result.stdout
+
+
+def test_branch_with_another_action_writes_an_episode_that_replays_exactly(episode_file, tmp_path):
+    original = load_episodes(episode_file)[0]
+    at = 3
+    other = 1 - original.steps[at].action
+    out = tmp_path / "branch.jsonl"
+    result = gauntlet("branch", str(episode_file), "--at", str(at), "--action", str(other), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "original" in result.stdout and "branch" in result.stdout
+    branched = load_episodes(out)[0]
+    assert branched.actions[:at] == original.actions[:at]
+    assert branched.steps[:at] == original.steps[:at]
+    assert branched.actions[at] == other
+    assert f"{branched.total_reward:.3f}" in result.stdout and f"{original.total_reward:.3f}" in result.stdout
+    replayed = gauntlet("replay", str(out))
+    assert replayed.returncode == 0 and "reproduces its recording exactly" in replayed.stdout
+
+
+def test_branch_with_an_agent_and_a_step_cap_stops_at_the_cap(episode_file, tmp_path):
+    out = tmp_path / "branch.jsonl"
+    result = gauntlet("branch", str(episode_file), "--at", "2", "--agent", "random", "--max-steps", "5",
+                      "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    branched = load_episodes(out)[0]
+    assert len(branched.steps) <= 5
+    assert branched.steps[-1].terminated or branched.steps[-1].truncated
+
+
+def test_report_of_a_run_writes_one_html_file_in_the_run_folder(run_dir):
+    result = gauntlet("report", str(run_dir))
+    assert result.returncode == 0, result.stderr
+    page = (run_dir / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "CartPole-v1" in page
+
+
+def test_list_shows_agents_and_that_any_gymnasium_id_works():
+    result = gauntlet("list")
+    assert result.returncode == 0, result.stderr
+    assert "random" in result.stdout and "replay" in result.stdout
+    assert "Any other Gymnasium id works" in result.stdout
+
+
+def test_data_list_without_builders_says_so_and_succeeds():
+    result = gauntlet("data", "list")
+    assert result.returncode == 0 and "No data builders are registered" in result.stdout
+
+
+def test_bench_runs_the_suite_script_with_the_extra_arguments_and_its_exit_status(tmp_path):
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "probe.py").write_text(
+        "import json, sys\nprint(json.dumps(sys.argv[1:]))\nsys.exit(3)\n")
+    result = gauntlet("bench", "probe", "--quick", "--out", "x.json", cwd=tmp_path)
+    assert result.returncode == 3
+    assert json.loads(result.stdout) == ["--quick", "--out", "x.json"]
+
+
+def test_serve_over_stdio_lets_a_client_reset_and_step_the_env():
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    script = Path(sys.executable).with_name("gauntlet")
+    params = StdioServerParameters(command=str(script), args=["serve", "env:CartPole-v1"])
+
+    async def session() -> tuple[dict, dict]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            start = await client.call_tool("reset", {"seed": 0})
+            stepped = await client.call_tool("step", {"action": 1})
+            return start.structuredContent, stepped.structuredContent
+
+    start, stepped = anyio.run(session)
+    assert len(start["observation"]) == 4 and stepped["step"] == 1
+    assert "reward" not in stepped
+
+
+def test_demo_runs_end_to_end_and_writes_its_report(tmp_path):
+    result = gauntlet("demo", "--out", str(tmp_path / "demo"))
+    assert result.returncode == 0, result.stderr
+    assert "every step matches" in result.stdout
+    assert "the same observation, bit for bit" in result.stdout
+    assert (tmp_path / "demo" / "report.html").is_file()
+    assert load_episodes(tmp_path / "demo" / "branch.jsonl")[0].complete
+
+
+TOY_TASKS = [
+    {"id": "cartpole-observation-size", "server": "env:CartPole-v1", "answer": 4, "eval_spec": {"kind": "numeric"},
+     "question": "Reset the environment with seed 0. How many numbers are in the observation?",
+     "gold_trajectory": [{"call": "reset", "args": {"seed": 0}, "obs": None}]},
+    {"id": "cartpole-one-push", "server": "env:CartPole-v1", "answer": "no", "eval_spec": {"kind": "exact"},
+     "question": "Reset with seed 1 and push the cart right once. Did the episode end?",
+     "gold_trajectory": [{"call": "reset", "args": {"seed": 1}, "obs": None},
+                         {"call": "step", "args": {"action": 1}, "obs": None}]},
+]
+
+
+@pytest.fixture
+def toy_suite(tmp_path, monkeypatch) -> str:
+    """A registered two-task suite on the CartPole env server, for this test only."""
+    path = tmp_path / "toy.jsonl"
+    path.write_text("".join(json.dumps(task) + "\n" for task in TOY_TASKS))
+    module = types.ModuleType("gauntlet_toy_suite")
+    module.SUITE = str(path)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(registry._entries["suite"], "toy", Entry("suite", "toy", "gauntlet_toy_suite:SUITE"))
+    return "toy"
+
+
+def test_eval_with_the_gold_agent_scores_every_task_1_and_records_replayable_episodes(toy_suite, tmp_path, capsys):
+    out = tmp_path / "eval"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", toy_suite, "--agent", "gold", "--out", str(out)])
+    assert exit_info.value.code == 0, capsys.readouterr().err
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["mean_score"] == 1.0
+    assert [task["task_id"] for task in scores["tasks"]] == [task["id"] for task in TOY_TASKS]
+    assert len(load_episodes(out)) == len(TOY_TASKS)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["replay", str(out)])
+    assert exit_info.value.code == 0
+    assert "all 2 episodes reproduce" in capsys.readouterr().out
+
+
+def test_data_build_runs_the_builder_into_its_versioned_cache_folder(isolated_home, monkeypatch, capsys):
+    def build(cache_dir: Path, size: int = 1) -> Path:
+        target = cache_dir / "numbers.txt"
+        target.write_text(" ".join(map(str, range(size))))
+        return target
+
+    module = types.ModuleType("gauntlet_toy_data")
+    module.build = build
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(registry._entries["data"], "numbers",
+                        Entry("data", "numbers", "gauntlet_toy_data:build", "counting", {"version": "v2"}))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["data", "build", "numbers", "--config", '{"size": 3}'])
+    assert exit_info.value.code == 0, capsys.readouterr().err
+    assert (isolated_home / "numbers" / "v2" / "numbers.txt").read_text() == "0 1 2"
+    with pytest.raises(SystemExit):
+        main(["data", "list"])
+    assert "numbers" in capsys.readouterr().out
+
+
+# Bad input: one line on stderr, exit status 2, no traceback ------------------------------------
+def test_an_unknown_env_id_is_named_with_where_to_look():
+    assert_one_line_error(gauntlet("run", "NoSuchEnv-v0", "-n", "1"), "NoSuchEnv", "gauntlet list")
+
+
+def test_an_unknown_env_version_is_named():
+    assert_one_line_error(gauntlet("run", "CartPole-v9", "-n", "1"), "v9")
+
+
+def test_an_unknown_agent_is_named_with_the_known_ones():
+    assert_one_line_error(gauntlet("run", "CartPole-v1", "--agent", "nobody"), "nobody", "random")
+
+
+def test_bad_json_in_an_option_names_the_option():
+    assert_one_line_error(gauntlet("run", "CartPole-v1", "--env-kwargs", "{oops"), "--env-kwargs", "JSON")
+
+
+def test_env_kwargs_the_env_does_not_take_are_named():
+    assert_one_line_error(gauntlet("run", "CartPole-v1", "--env-kwargs", '{"gravity": 1}'), "gravity")
+
+
+def test_an_unwritable_output_folder_is_named(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert_one_line_error(gauntlet("run", "CartPole-v1", "-n", "1", "--out", str(blocker / "run")), "--out")
+
+
+def test_a_report_that_cannot_be_written_is_named(run_dir, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert_one_line_error(gauntlet("report", str(run_dir), "--out", str(blocker / "report.html")), "a-file")
+
+
+def test_a_malformed_episode_file_is_named(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("this is not json\nnor is this\n")
+    assert_one_line_error(gauntlet("replay", str(bad)), "bad.jsonl", "line 1")
+
+
+def test_a_missing_episode_file_is_named(tmp_path):
+    assert_one_line_error(gauntlet("replay", str(tmp_path / "nowhere.jsonl")), "nowhere.jsonl")
+
+
+def test_an_action_outside_the_space_names_the_space(episode_file, tmp_path):
+    result = gauntlet("branch", str(episode_file), "--at", "1", "--action", "7", "--out", str(tmp_path / "b.jsonl"))
+    assert_one_line_error(result, "7", "Discrete(2)")
+
+
+def test_a_branch_step_beyond_the_episode_gives_the_valid_range(episode_file):
+    assert_one_line_error(gauntlet("branch", str(episode_file), "--at", "999"), "999", "steps 0 to")
+
+
+def test_an_unknown_option_points_to_help():
+    assert_one_line_error(gauntlet("run", "CartPole-v1", "--no-such-option"), "--no-such-option", "--help")
+
+
+def test_a_port_in_use_is_named_with_the_option_to_change():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = gauntlet("serve", "env:CartPole-v1", "--transport", "http", "--port", str(port))
+    assert_one_line_error(result, str(port), "--port")
+
+
+def test_an_unknown_server_is_named():
+    assert_one_line_error(gauntlet("serve", "no-such-server"), "no-such-server")
+
+
+def test_a_missing_bench_suite_says_where_it_looked(tmp_path):
+    assert_one_line_error(gauntlet("bench", "no_such_suite", cwd=tmp_path),
+                          "bench suites run from a source checkout", "no_such_suite")
+
+
+def test_eval_without_registered_suites_says_so():
+    assert_one_line_error(gauntlet("eval", "anything", "--agent", "random", "--out", "x"),
+                          "no task suites registered")
+
+
+def test_data_build_of_an_unknown_builder_says_none_are_registered():
+    assert_one_line_error(gauntlet("data", "build", "nothing"), "no data builders are registered")
+
+
+# Unexpected errors -------------------------------------------------------------------------------
+def test_an_unexpected_error_is_one_line_with_a_debug_hint(monkeypatch, capsys):
+    from gauntlet.registry import registry
+
+    def broken(kind):
+        raise RuntimeError("the registry is broken")
+
+    monkeypatch.delenv("GAUNTLET_DEBUG", raising=False)
+    monkeypatch.setattr(registry, "entries", broken)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["list"])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the registry is broken" in err and "GAUNTLET_DEBUG=1" in err
+
+
+def test_with_gauntlet_debug_set_an_unexpected_error_raises(monkeypatch):
+    from gauntlet.registry import registry
+
+    def broken(kind):
+        raise RuntimeError("the registry is broken")
+
+    monkeypatch.setenv("GAUNTLET_DEBUG", "1")
+    monkeypatch.setattr(registry, "entries", broken)
+    with pytest.raises(RuntimeError, match="the registry is broken"):
+        main(["list"])
