@@ -12,5 +12,5 @@ def register() -> None:
                  "uniform samples from the action space, seeded per episode")
     registry.add("agent", "replay", "gauntlet.agents.basic:ReplayAgent",
                  "plays back the actions of a recorded episode (config: episode=PATH[, index=N])")
-    registry.add("agent", "gold", "gauntlet.agents.basic:GoldAgent",
-                 "replays a tool task's gold trajectory through the MCP session")
+    registry.add("agent", "gold", "gauntlet.agents.tool:GoldAgent",
+                 "replays a tool task's gold trajectory, then submits its answer (config: suite=PATH)")

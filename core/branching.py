@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.wrappers import PassiveEnvChecker
 
 STRATEGIES = ("native", "mujoco", "attributes", "deepcopy")
 # Attributes of classic-control envs that hold rendering resources, not simulation state.
@@ -127,6 +128,10 @@ class BranchableEnv(gym.Wrapper):
 
     @staticmethod
     def _wrapper_state(wrapper: gym.Env) -> dict[str, Any]:
+        # The passive checker's flags record which one-time checks already ran; they are not env
+        # state, and rewinding them alone (its cached data is not plain) breaks its next check.
+        if isinstance(wrapper, PassiveEnvChecker):
+            return {}
         return {k: copy.deepcopy(v) for k, v in vars(wrapper).items()
                 if k != "env" and not k.startswith("_cached") and _is_plain(v)}
 

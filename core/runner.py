@@ -108,6 +108,14 @@ def _success(info: dict[str, Any]) -> bool | None:
     return None if value is None else bool(value)
 
 
+def _tool_call_from_info(info: dict[str, Any], extra: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Move a ``tool_call`` an env reports in ``info`` (ToolTaskEnv does) to the step's own field."""
+    if "tool_call" not in info or (extra and extra.get("tool_call") is not None):
+        return info, extra
+    info = dict(info)
+    return info, {**(extra or {}), "tool_call": info.pop("tool_call")}
+
+
 def _split(output: Any) -> tuple[Any, dict[str, Any]]:
     if isinstance(output, AgentOutput):
         extra = {"messages": output.messages, "tool_call": output.tool_call, "events": list(output.events)}
@@ -154,14 +162,17 @@ def _recording_loop(env, agent, observation, info, limit, writer, keep_steps):
         if cost:
             total_cost += cost
             extra = {**(extra or {}), "cost": float(cost)}
+        step_info = info
+        if info and "tool_call" in info:
+            step_info, extra = _tool_call_from_info(info, extra)
         if write is not None:
-            write(n - 1, observation, action, reward, terminated, truncated, info, extra)
+            write(n - 1, observation, action, reward, terminated, truncated, step_info, extra)
         if construct is not None:
             extra = extra or {}
             # Every field given explicitly: model_construct's default lookup is far slower than a step.
             steps.append(construct(index=n - 1, observation=observation, action=action, reward=float(reward),
                                    cost=float(cost or 0.0), terminated=terminated, truncated=truncated,
-                                   info=info, tool_call=extra.get("tool_call"),
+                                   info=step_info, tool_call=extra.get("tool_call"),
                                    messages=extra.get("messages", []), events=extra.get("events", []),
                                    privileged=info.get("privileged")))
         if terminated or truncated:
@@ -205,9 +216,10 @@ def _hooked_loop(env, agent, observation, info, limit, writer, monitors, control
         cost = float(info.get("cost", 0.0))
         total += reward
         total_cost += cost
+        step_info, extra = _tool_call_from_info(info, extra)
         step = Step.model_construct(index=len(steps), observation=observation, action=action,
                                     reward=float(reward), cost=cost, terminated=terminated,
-                                    truncated=truncated, info=info, events=events,
+                                    truncated=truncated, info=step_info, events=events,
                                     messages=extra.get("messages", []), tool_call=extra.get("tool_call"),
                                     privileged=info.get("privileged"))
         for monitor in monitors:

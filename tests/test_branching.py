@@ -107,3 +107,15 @@ def test_snapshot_pickles_small():
     restored = pickle.loads(blob)
     assert restored.strategy == "mujoco" and restored.env_id == "InvertedPendulum-v5"
     assert copy.deepcopy(restored).state.tobytes() == restored.state.tobytes()
+
+
+def test_restoring_one_snapshot_twice_through_gym_make_wrappers_keeps_stepping():
+    env = branchable(gym.make("CartPole-v1"))  # includes the passive env checker
+    env.reset(seed=0)
+    env.step(0)
+    snapshot = env.snapshot()
+    env.restore(snapshot)
+    first = env.step(1)
+    env.restore(snapshot)
+    second = env.step(1)
+    np.testing.assert_array_equal(first[0], second[0])

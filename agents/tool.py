@@ -1,0 +1,67 @@
+"""Agents for tool tasks: the gold agent, which replays a task's gold trajectory."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gymnasium import spaces
+
+from gauntlet.agent import Agent, AgentOutput
+from gauntlet.bridges.tool_task_env import tool_call_action
+from gauntlet.episode import Event, ToolCall
+from gauntlet.tasks import GoldCall, ToolTask, load_suite
+
+
+class GoldAgent(Agent):
+    """Replays a tool task's gold trajectory, then submits the gold answer (for ``ToolTaskEnv``).
+
+    It learns which task it faces from ``info['task_id']`` and looks the task up in ``suite`` (a
+    suite path or a list of tasks). When a call's result differs from the ``obs`` the gold
+    trajectory records for it, the next step carries a ``note`` event ``gold_obs_mismatch``: the
+    suite and the server disagree. A gold run must score 1.0; one that does not is a broken suite.
+    """
+
+    name = "gold"
+
+    def __init__(self, suite: str | os.PathLike[str] | Sequence[ToolTask]):
+        self._source = str(suite) if isinstance(suite, (str, os.PathLike)) else None
+        tasks = load_suite(Path(suite)) if self._source else list(suite)
+        self._tasks = {task.id: task for task in tasks}
+        self._task: ToolTask | None = None
+        self._cursor = 0
+
+    def config(self) -> dict[str, Any]:
+        return {"suite": self._source} if self._source else {}
+
+    def reset(self, *, seed: int | None, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        self._task, self._cursor = None, 0
+
+    def act(self, observation: Any, info: dict[str, Any]) -> AgentOutput:
+        if self._task is None:
+            task_id = info.get("task_id")
+            if task_id not in self._tasks:
+                raise KeyError(f"GoldAgent has no task {task_id!r} (its suite has {len(self._tasks)} tasks); "
+                               "it acts in ToolTaskEnv, whose info names the task")
+            self._task = self._tasks[task_id]
+        events = self._check_last_result(info)
+        gold = self._task.gold_trajectory
+        if self._cursor < len(gold):
+            action = tool_call_action(gold[self._cursor].call, gold[self._cursor].args)
+        else:
+            action = tool_call_action(info.get("answer_tool", "submit_answer"), {"answer": self._task.answer})
+        self._cursor += 1
+        return AgentOutput(action=action, events=events)
+
+    def _check_last_result(self, info: dict[str, Any]) -> list[Event]:
+        if not 0 < self._cursor <= len(self._task.gold_trajectory):
+            return []
+        expected: GoldCall = self._task.gold_trajectory[self._cursor - 1]
+        call = info.get("tool_call")
+        if not isinstance(call, ToolCall) or expected.obs is None or call.result == expected.obs:
+            return []
+        return [Event(source=self.name, kind="note",
+                      data={"gold_obs_mismatch": {"call": expected.call, "index": self._cursor - 1,
+                                                  "expected": expected.obs, "got": call.result}})]
