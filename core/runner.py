@@ -13,6 +13,7 @@ import itertools
 import os
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ import orjson
 
 from gauntlet.agent import Agent, AgentOutput
 from gauntlet.branching import branchable
-from gauntlet.episode import Episode, EpisodeHeader, EpisodeWriter, Event, Outcome, Step, dumps
+from gauntlet.episode import SCHEMA_VERSION, Episode, EpisodeHeader, EpisodeWriter, Event, Outcome, Step, dumps
 from gauntlet.hooks import Controller, Decision, Monitor, Prefix
 from gauntlet.versions import versions
 
@@ -75,10 +76,12 @@ def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: i
 
     observation, info = env.reset(seed=seed)
     agent.reset(seed=seed, observation_space=env.observation_space, action_space=env.action_space)
-    header = EpisodeHeader(run_id=run_id, episode_id=episode_id, env_id=_env_id(env), seed=seed,
-                           agent=agent.spec(), config={"env_kwargs": _env_kwargs(env), **(config or {})},
-                           versions=versions(),
-                           initial_observation=observation, reset_info=dict(info))
+    # Every field given and already of its type, so no validation pass on the per-episode path.
+    header = EpisodeHeader.model_construct(
+        schema_version=SCHEMA_VERSION, run_id=run_id, episode_id=episode_id, env_id=_env_id(env), task_id=None,
+        seed=seed, agent=agent.spec(), config={"env_kwargs": _env_kwargs(env), **(config or {})},
+        versions=versions(), created_at=datetime.now(UTC).isoformat(), initial_observation=observation,
+        reset_info=dict(info))
     if writer is not None:
         writer.begin(header)
     limit = max_steps if max_steps is not None else -1
@@ -92,8 +95,8 @@ def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: i
                                                                      writer, keep_steps)
         else:
             steps, (total, total_cost, length, info) = [], _bare_loop(env, agent, observation, info, limit)
-        outcome = Outcome(score=total, success=_success(info),
-                          metrics={"return": total, "length": length, "cost": total_cost})
+        outcome = Outcome.model_construct(score=total, success=_success(info),
+                                          metrics={"return": total, "length": length, "cost": total_cost})
         if writer is not None:
             writer.end(outcome)
     finally:

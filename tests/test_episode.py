@@ -10,7 +10,7 @@ import pytest
 
 import gauntlet
 from gauntlet.episode import (AgentSpec, Episode, EpisodeFormatError, EpisodeHeader, EpisodeWriter, Event,
-                              Outcome, Step, ToolCall, load_episodes)
+                              Message, Outcome, Step, ToolCall, load_episodes)
 from gauntlet.runner import rollout
 
 
@@ -120,3 +120,14 @@ def test_episode_file_is_plain_json_lines_readable_without_gauntlet(tmp_path):
     assert records[0]["versions"]["gauntlet"] == gauntlet.__version__
     assert all(r["kind"] == "step" for r in records[1:-1]) and records[-1]["kind"] == "outcome"
     assert sum(r["reward"] for r in records[1:-1]) == records[-1]["score"]
+
+
+def test_llm_messages_keep_their_extra_fields_through_a_file(tmp_path):
+    path = tmp_path / "ep.jsonl"
+    with EpisodeWriter(path) as writer:
+        writer.begin(_header())
+        writer.step(0, 0, 0, 0.0, False, False, {},
+                    messages=[Message(role="assistant", content="hi", tool_calls=[{"name": "step"}])])
+    (episode,) = load_episodes(path)
+    message = episode.steps[0].messages[0]
+    assert message.role == "assistant" and message.tool_calls == [{"name": "step"}]

@@ -40,6 +40,7 @@ from gauntlet.bridges.env_sessions import (
     describe_spaces,
     observation_json,
 )
+from gauntlet.bridges.validation import install_server_validation_cache
 from gauntlet.spaces import describe
 
 
@@ -136,6 +137,7 @@ def build_env_server(env_id: str, *, env_kwargs: dict | None = None, expose_rewa
     receives one Episode JSONL per client session. Returns an ``EnvServer`` (a FastMCP subclass)
     whose ``control`` attribute is the operator's view.
     """
+    install_server_validation_cache()
     action_space, observation_space = describe_spaces(env_id, env_kwargs)
     action_doc, observation_doc = describe(action_space), describe(observation_space)
     control = EnvControl(env_id, env_kwargs, record=record)

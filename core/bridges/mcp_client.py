@@ -23,6 +23,8 @@ from typing import Any
 from mcp import ClientSession, types
 from mcp.server.fastmcp import FastMCP
 
+from gauntlet.bridges.validation import validate_once
+
 
 @dataclass(frozen=True)
 class ServerTarget:
@@ -106,7 +108,7 @@ async def open_session(target: ServerTarget) -> AsyncIterator[tuple[ClientSessio
 
         server = target.factory()
         async with create_connected_server_and_client_session(server) as session:
-            yield session, server.name
+            yield validate_once(session), server.name
         return
     if target.command is not None:
         from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -115,13 +117,13 @@ async def open_session(target: ServerTarget) -> AsyncIterator[tuple[ClientSessio
                                            env=dict(target.env) or None)
         async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
             result = await session.initialize()
-            yield session, result.serverInfo.name
+            yield validate_once(session), result.serverInfo.name
         return
     from mcp.client.streamable_http import streamable_http_client
 
     async with streamable_http_client(target.url) as (read, write, _), ClientSession(read, write) as session:
         result = await session.initialize()
-        yield session, result.serverInfo.name
+        yield validate_once(session), result.serverInfo.name
 
 
 class BlockingMCPClient:

@@ -38,6 +38,8 @@ import anyio
 import uvicorn
 from mcp.server.fastmcp import FastMCP
 
+from gauntlet.bridges.validation import install_server_validation_cache
+
 TRANSPORTS = ("stdio", "http")
 GRACEFUL_SHUTDOWN_S = 3.0
 ENV_PREFIX = "env:"
@@ -117,6 +119,7 @@ def http_url(sock: socket.socket, path: str = "/mcp") -> str:
 def serve(server: FastMCP, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000) -> None:
     """Run ``server`` until its client disconnects (stdio) or the process is interrupted (http)."""
     _check_transport(transport)
+    install_server_validation_cache()
     sock = bind_port(host, port) if transport == "http" else None
     anyio.run(_serve_all, server, transport, sock, None, None)
 
