@@ -5,8 +5,8 @@ if __name__ != "gauntlet.agents":  # the folder is mounted by the build; a bare 
 
 
 def register() -> None:
-    """Register this family's agents with the Gauntlet registry (called on `import gauntlet`)."""
-    from gauntlet.registry import registry
+    """Register the agents every env supports, then each agent family's own (its ``registration.py``)."""
+    from gauntlet.registry import register_subpackages, registry
 
     registry.add("agent", "random", "gauntlet.agents.basic:RandomAgent",
                  "uniform samples from the action space, seeded per episode")
@@ -14,3 +14,4 @@ def register() -> None:
                  "plays back the actions of a recorded episode (config: episode=PATH[, index=N])")
     registry.add("agent", "gold", "gauntlet.agents.tool:GoldAgent",
                  "replays a tool task's gold trajectory, then submits its answer (config: suite=PATH)")
+    register_subpackages(__name__, __path__[0])

@@ -1,8 +1,15 @@
-"""gauntlet.controllers: oversight controllers and monitors."""
+"""gauntlet.controllers: oversight controllers and monitors.
+
+Each family is a sub-package with a light ``registration.py`` whose ``register()`` adds its entries
+(string entry points only); ``register()`` below finds them all.
+"""
 
 if __name__ != "gauntlet.controllers":  # the folder is mounted by the build; a bare import would shadow other packages
     raise ImportError("import gauntlet.controllers, not the bare 'controllers' folder (install the project: make test)")
 
 
 def register() -> None:
-    """Register this family's entries with the Gauntlet registries (called on `import gauntlet`)."""
+    """Register every family of this package with the Gauntlet registries (called on `import gauntlet`)."""
+    from gauntlet.registry import register_subpackages
+
+    register_subpackages(__name__, __path__[0])

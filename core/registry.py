@@ -10,9 +10,11 @@ each plugin's ``register()`` once.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import warnings
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -94,6 +96,18 @@ def register_env(name: str, entry_point: str, *, vector_entry_point: str | None 
     if env_id in gym.registry:
         return
     gym.register(id=env_id, entry_point=entry_point, vector_entry_point=vector_entry_point, **kwargs)
+
+
+def register_subpackages(package: str, folder: str) -> None:
+    """Call ``register()`` in ``<package>.<family>.registration`` for every family folder that has one.
+
+    This is how ``gauntlet.envs`` and the other family packages find their families without a list
+    to keep up to date. A family's ``__init__.py`` and ``registration.py`` must stay light (no heavy
+    imports): registering happens on every ``import gauntlet``.
+    """
+    for module in pkgutil.iter_modules([folder]):
+        if module.ispkg and (Path(folder) / module.name / "registration.py").is_file():
+            importlib.import_module(f"{package}.{module.name}.registration").register()
 
 
 def make_agent(name: str, **config: Any) -> Any:

@@ -221,7 +221,11 @@ def test_data_build_runs_the_builder_into_its_versioned_cache_folder(isolated_ho
     with pytest.raises(SystemExit) as exit_info:
         main(["data", "build", "numbers", "--config", '{"size": 3}'])
     assert exit_info.value.code == 0, capsys.readouterr().err
-    assert (isolated_home / "numbers" / "v2" / "numbers.txt").read_text() == "0 1 2"
+    from gauntlet.datacache import entry_dir, verify
+
+    folder = entry_dir("numbers", "v2", {"size": 3})
+    assert folder.is_relative_to(isolated_home) and (folder / "numbers.txt").read_text() == "0 1 2"
+    assert verify(folder)
     with pytest.raises(SystemExit):
         main(["data", "list"])
     assert "numbers" in capsys.readouterr().out

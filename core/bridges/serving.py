@@ -102,6 +102,9 @@ def bind_port(host: str, port: int, option: str = "--port") -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        # Listening now means a client that connects as soon as the URL is announced waits in the
+        # backlog instead of being refused while the HTTP server is still starting.
+        sock.listen(128)
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:

@@ -14,22 +14,15 @@ import typer
 from rich.table import Table
 
 from gauntlet.cli_commands.common import console, parse_json_object
+from gauntlet.datacache import MANIFEST, cache_root, ensure_built, entry_dir
 from gauntlet.errors import UserError, check_arguments
 from gauntlet.registry import registry
 
 data_app = typer.Typer(help="Generated data: list the builders, build one into the cache.", no_args_is_help=True)
 
 
-def cache_root() -> Path:
-    """Where generated data live: ``$GAUNTLET_HOME``, default ``~/.cache/gauntlet``."""
-    home = os.environ.get("GAUNTLET_HOME")
-    return Path(home).expanduser() if home else Path.home() / ".cache" / "gauntlet"
-
-
-def builder_cache_dir(name: str) -> Path:
-    """The cache folder of data builder ``name`` at its registered version."""
-    entry = registry.get("data", name)
-    return cache_root() / name / str(entry.metadata.get("version", "unversioned"))
+def _version(name: str) -> str:
+    return str(registry.get("data", name).metadata.get("version", "unversioned"))
 
 
 @data_app.command("list")
@@ -45,9 +38,9 @@ def data_list() -> None:
     for column in ("name", "version", "built", "description"):
         table.add_column(column)
     for entry in entries:
-        folder = builder_cache_dir(entry.name)
-        built = "yes" if folder.is_dir() and any(folder.iterdir()) else "no"
-        table.add_row(entry.name, folder.name, built, entry.description)
+        folder = entry_dir(entry.name, _version(entry.name))
+        built = "yes" if (folder / MANIFEST).is_file() else "no"
+        table.add_row(entry.name, _version(entry.name), built, entry.description)
     console.print(table)
 
 
@@ -55,6 +48,7 @@ def data_list() -> None:
 def data_build(
     name: Annotated[str, typer.Argument(help="Registered data builder (see `gauntlet data list`).")],
     config: Annotated[str | None, typer.Option(help="Builder keyword arguments as a JSON object.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even if a verified copy is cached.")] = False,
 ) -> None:
     """Build a family's generated data into the cache (deterministic; rebuilding gives the same files)."""
     if not registry.names("data"):
@@ -62,13 +56,11 @@ def data_build(
                         "install the family that provides it")
     entry = registry.get("data", name)
     kwargs = parse_json_object("--config", config)
-    folder = builder_cache_dir(name)
-    folder.mkdir(parents=True, exist_ok=True)
     builder = entry.load()
-    check_arguments(builder, folder, what=f"data builder {name!r}", fix="fix --config", **kwargs)
+    check_arguments(builder, cache_root(), what=f"data builder {name!r}", fix="fix --config", **kwargs)
     with console.status(f"building {name}"):
-        built = builder(folder, **kwargs)
-    console.print(f"built [bold]{name}[/bold] into {built}")
+        built = ensure_built(name, _version(name), builder, params=kwargs, rebuild=force)
+    console.print(f"built [bold]{name}[/bold] into {built} (files checksummed in {MANIFEST})")
 
 
 def _bench_folders() -> list[Path]:

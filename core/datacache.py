@@ -1,0 +1,108 @@
+"""The data cache: where deterministic builders put generated data, keyed by version and parameters.
+
+    path = ensure_built("tactile-mnist", version="1", build=build_meshes, params={"seed": 0})
+
+The first call runs ``build(folder, **params)`` into a scratch folder, writes ``MANIFEST.json``
+(sha256 and size of every file) and moves the folder into place atomically, so a crash never leaves
+a half-built entry that looks complete. Later calls verify the files against the manifest (once per
+process) and rebuild an entry whose files were corrupted or removed. The cache lives in
+``$GAUNTLET_HOME`` (default ``~/.cache/gauntlet``): ``<name>/<version>/<params hash>/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "MANIFEST.json"
+_verified: set[Path] = set()
+_lock = threading.Lock()
+
+
+class DataCacheError(RuntimeError):
+    """A builder failed or produced nothing usable."""
+
+
+def cache_root() -> Path:
+    """Where generated data live: ``$GAUNTLET_HOME``, default ``~/.cache/gauntlet``."""
+    home = os.environ.get("GAUNTLET_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".cache" / "gauntlet"
+
+
+def params_key(params: dict[str, Any]) -> str:
+    """A short stable hash of builder parameters (JSON with sorted keys)."""
+    text = json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def entry_dir(name: str, version: str, params: dict[str, Any] | None = None) -> Path:
+    return cache_root() / name / str(version) / params_key(params or {})
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    files = {str(p.relative_to(folder)): {"sha256": _sha256(p), "bytes": p.stat().st_size}
+             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
+    return {"files": files}
+
+
+def verify(folder: Path) -> bool:
+    """Whether every file listed in the folder's manifest is present with its recorded checksum."""
+    manifest_path = folder / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        files = manifest["files"]
+    except (OSError, ValueError, KeyError):
+        return False
+    for relative, expected in files.items():
+        path = folder / relative
+        if not path.is_file() or path.stat().st_size != expected["bytes"] or _sha256(path) != expected["sha256"]:
+            return False
+    return True
+
+
+def ensure_built(name: str, version: str, build: Callable[..., Any], *, params: dict[str, Any] | None = None,
+                 rebuild: bool = False) -> Path:
+    """The cache folder of ``name`` at ``version`` with ``params``, built first if needed (see module doc)."""
+    params = params or {}
+    folder = entry_dir(name, version, params)
+    with _lock:
+        if not rebuild and folder in _verified and (folder / MANIFEST).exists():
+            return folder
+        if not rebuild and folder.is_dir():
+            if verify(folder):
+                _verified.add(folder)
+                return folder
+            warnings.warn(f"cached data {name} v{version} at {folder} failed its checksum; rebuilding",
+                          stacklevel=2)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+        try:
+            build(scratch, **params)
+            if not any(p.is_file() for p in scratch.rglob("*")):
+                raise DataCacheError(f"data builder {name!r} wrote no files")
+            manifest = {"name": name, "version": str(version), "params": params, **_manifest(scratch)}
+            (scratch / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+            if folder.exists():
+                shutil.rmtree(folder)
+            os.replace(scratch, folder)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        _verified.add(folder)
+        return folder
