@@ -1,7 +1,8 @@
 """gauntlet.agents: agents that act in envs and call tools (scripted/gold, RL, LLM)."""
 
-if __name__ != "gauntlet.agents":  # the folder is mounted by the build; a bare import would shadow other packages
-    raise ImportError("import gauntlet.agents, not the bare 'agents' folder (install the project: make test)")
+from gauntlet.registry import require_mounted
+
+require_mounted(__name__, "gauntlet.agents")
 
 
 def register() -> None:

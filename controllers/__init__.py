@@ -1,15 +1,10 @@
 """gauntlet.controllers: oversight controllers and monitors.
 
 Each family is a sub-package with a light ``registration.py`` whose ``register()`` adds its entries
-(string entry points only); ``register()`` below finds them all.
+(string entry points only); ``register`` below finds them all.
 """
 
-if __name__ != "gauntlet.controllers":  # the folder is mounted by the build; a bare import would shadow other packages
-    raise ImportError("import gauntlet.controllers, not the bare 'controllers' folder (install the project: make test)")
+from gauntlet.registry import families_registrar, require_mounted
 
-
-def register() -> None:
-    """Register every family of this package with the Gauntlet registries (called on `import gauntlet`)."""
-    from gauntlet.registry import register_subpackages
-
-    register_subpackages(__name__, __path__[0])
+require_mounted(__name__, "gauntlet.controllers")
+register = families_registrar(__name__, __path__[0])

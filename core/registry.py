@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -96,6 +97,23 @@ def register_env(name: str, entry_point: str, *, vector_entry_point: str | None 
     if env_id in gym.registry:
         return
     gym.register(id=env_id, entry_point=entry_point, vector_entry_point=vector_entry_point, **kwargs)
+
+
+def require_mounted(module_name: str, expected: str) -> None:
+    """Refuse a family folder imported under its bare name: it would shadow other packages."""
+    if module_name != expected:
+        bare = expected.rsplit(".", 1)[-1]
+        raise ImportError(f"import {expected}, not the bare {bare!r} folder (install the project: make test)")
+
+
+def families_registrar(package: str, folder: str) -> Callable[[], None]:
+    """The ``register()`` of a family package: registers every family found in ``folder``."""
+
+    def register() -> None:
+        register_subpackages(package, folder)
+
+    register.__doc__ = f"Register every family of {package} (called on `import gauntlet`)."
+    return register
 
 
 def register_subpackages(package: str, folder: str) -> None:

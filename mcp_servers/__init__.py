@@ -1,15 +1,10 @@
 """gauntlet.mcp_servers: MCP tool servers, one sub-package per domain.
 
 Each family is a sub-package with a light ``registration.py`` whose ``register()`` adds its entries
-(string entry points only); ``register()`` below finds them all.
+(string entry points only); ``register`` below finds them all.
 """
 
-if __name__ != "gauntlet.mcp_servers":  # the folder is mounted by the build; a bare import would shadow other packages
-    raise ImportError("import gauntlet.mcp_servers, not the bare 'mcp_servers' folder (install the project: make test)")
+from gauntlet.registry import families_registrar, require_mounted
 
-
-def register() -> None:
-    """Register every family of this package with the Gauntlet registries (called on `import gauntlet`)."""
-    from gauntlet.registry import register_subpackages
-
-    register_subpackages(__name__, __path__[0])
+require_mounted(__name__, "gauntlet.mcp_servers")
+register = families_registrar(__name__, __path__[0])

@@ -192,35 +192,21 @@ async def test_snapshot_then_restore_over_mcp_gives_identical_futures_in_mujoco(
 
 
 @pytest.mark.anyio
-async def test_render_returns_a_png_of_the_env_frame():
-    async with connect(build_env_server(BEACON)) as client:
-        await client.call_tool("reset", {"seed": 2})
-        await client.call_tool("step", {"action": 2})
+@pytest.mark.parametrize("env_id,seed,action", [(BEACON, 2, 2), ("CartPole-v1", 4, 1)])
+async def test_render_returns_a_png_of_the_env_frame(env_id, seed, action):
+    async with connect(build_env_server(env_id)) as client:
+        await client.call_tool("reset", {"seed": seed})
+        await client.call_tool("step", {"action": action})
         result = await client.call_tool("render", {})
+    assert not result.isError, result.content
     [image] = result.content
     assert image.type == "image" and image.mimeType == "image/png"
     import base64
 
     frame = np.asarray(Image.open(io.BytesIO(base64.b64decode(image.data))))
-    env = gym.make(BEACON, render_mode="rgb_array")
-    env.reset(seed=2)
-    env.step(2)
-    assert np.array_equal(frame, env.render())
-
-
-@pytest.mark.anyio
-async def test_render_of_a_gymnasium_classic_control_env_matches_its_own_frame():
-    async with connect(build_env_server("CartPole-v1")) as client:
-        await client.call_tool("reset", {"seed": 4})
-        await client.call_tool("step", {"action": 1})
-        result = await client.call_tool("render", {})
-    assert not result.isError, result.content
-    import base64
-
-    frame = np.asarray(Image.open(io.BytesIO(base64.b64decode(result.content[0].data))))
-    env = gym.make("CartPole-v1", render_mode="rgb_array")
-    env.reset(seed=4)
-    env.step(1)
+    env = gym.make(env_id, render_mode="rgb_array")
+    env.reset(seed=seed)
+    env.step(action)
     assert np.array_equal(frame, env.render())
 
 
