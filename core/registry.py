@@ -21,7 +21,7 @@ from typing import Any
 import gymnasium as gym
 
 NAMESPACE = "gauntlet"
-KINDS = ("server", "suite", "agent", "data")
+KINDS = ("server", "suite", "agent", "data", "demo")
 
 
 class UnknownEntryError(KeyError):

@@ -340,3 +340,26 @@ def test_with_gauntlet_debug_set_an_unexpected_error_raises(monkeypatch):
     monkeypatch.setattr(registry, "entries", broken)
     with pytest.raises(RuntimeError, match="the registry is broken"):
         main(["list"])
+
+
+def test_demo_runs_every_family_demo_and_fails_loudly_when_one_breaks(tmp_path, monkeypatch, capsys):
+    ran = []
+    module = types.ModuleType("gauntlet_toy_demos")
+    module.good = lambda out: ran.append(out)
+
+    def broken(out):
+        raise RuntimeError("renderer exploded")
+
+    module.broken = broken
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(registry._entries["demo"], "aaa-broken", Entry("demo", "aaa-broken", "gauntlet_toy_demos:broken", "x"))
+    monkeypatch.setitem(registry._entries["demo"], "zzz-good", Entry("demo", "zzz-good", "gauntlet_toy_demos:good", "y"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--out", str(tmp_path), "--only", "zzz-good"])
+    assert exit_info.value.code == 0 and ran == [tmp_path / "zzz-good"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--out", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 2 and "aaa-broken" in captured.err and "renderer exploded" in captured.out
+    assert len(ran) == 2  # the good demo still ran after the broken one
+    assert (tmp_path / "report.html").exists()
