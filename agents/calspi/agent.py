@@ -1,0 +1,163 @@
+"""The Cal-SPI agent: fit the ensemble, calibrate it, and act by gated search with a baseline-relative switch.
+
+    agent = gauntlet.make_agent("calspi", domain="Hopper", dataset_size=10_000)
+    episode = gauntlet.rollout(gym.make("gauntlet/CalSPI-Hopper-v0"), agent, seed=0)
+
+Offline pipeline (``fit_model``), on the task's dataset split at random into train / validation /
+calibration (70 / 10 / 20 % by default):
+1. ensemble dynamics trained on the training split, elites chosen on validation (``ensemble``);
+2. nonconformity scores on the calibration split and the Wilks threshold for (p, gamma)
+   (``calibration``); too few calibration transitions for (p, gamma) is a ``ValueError`` saying
+   how many are needed;
+3. at each step, gated MCTS from the current state and the root switch (``planner``). Every
+   decision is an Episode event (source ``calspi``, kind ``decision``) holding the certificate,
+   the values compared and whether it switched.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from gauntlet.agent import Agent, AgentOutput
+from gauntlet.agents.calspi.calibration import Certificate, calibrate, min_calibration_size, nonconformity_scores
+from gauntlet.agents.calspi.planner import GatedSearch, SearchConfig
+from gauntlet.episode import Event
+
+VARIANTS = {
+    # name: planner settings that define it (see the planner's docstring)
+    "calspi": {"gate": True, "switching": "certified", "penalty": 0.0},
+    "no-gate": {"gate": False, "switching": "greedy", "penalty": 0.0},
+    "mopo": {"gate": False, "switching": "greedy", "penalty": 1.0},
+}
+
+
+@dataclass
+class ModelConfig:
+    members: int = 7
+    elites: int = 5
+    hidden: int = 200
+    layers: int = 3
+    epochs: int = 30
+    train_fraction: float = 0.7
+    validation_fraction: float = 0.1
+
+
+@dataclass
+class FittedModel:
+    """An ensemble with its certificate and the dataset facts the planner needs."""
+
+    model: Any  # EnsembleDynamics
+    certificate: Certificate
+    reward_floor: float
+    reward_scale: float
+    calibration_indices: np.ndarray
+    history: dict[str, list[float]]
+
+
+def split_indices(n: int, config: ModelConfig, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    order = np.random.default_rng([seed, n]).permutation(n)
+    n_train, n_validation = int(config.train_fraction * n), int(config.validation_fraction * n)
+    return order[:n_train], order[n_train:n_train + n_validation], order[n_train + n_validation:]
+
+
+def fit_model(task: Any, *, p: float, gamma: float, seed: int, config: ModelConfig | None = None) -> FittedModel:
+    """Steps 1-2 of Cal-SPI on ``task.dataset``: ensemble with elites, then the Wilks certificate."""
+    import torch
+
+    from gauntlet.agents.calspi.ensemble import EnsembleDynamics
+
+    config = config or ModelConfig()
+    dataset = task.dataset.validate(task.observation_space.shape[0], task.action_space.shape[0])
+    train, validation, held_out = split_indices(len(dataset), config, seed)
+    needed = min_calibration_size(p, gamma)  # also validates p and gamma
+    if len(held_out) < needed:
+        calibration_fraction = 1 - config.train_fraction - config.validation_fraction
+        raise ValueError(f"too little calibration data: the dataset's {len(dataset)} transitions leave "
+                         f"{len(held_out)} for calibration, but p={p}, gamma={gamma} needs at least {needed} "
+                         f"(a dataset of at least {int(np.ceil(needed / calibration_fraction))} transitions)")
+    torch.set_num_threads(1)
+    tr, va, ca = dataset.subset(train), dataset.subset(validation), dataset.subset(held_out)
+    model = EnsembleDynamics(dataset.observations.shape[1], dataset.actions.shape[1], members=config.members,
+                             elites=config.elites, hidden=config.hidden, layers=config.layers, seed=seed)
+    history = model.fit(tr.observations, tr.actions, tr.next_observations, tr.rewards,
+                        validation=(va.observations, va.actions, va.next_observations, va.rewards),
+                        epochs=config.epochs)
+    prediction = model.predict(ca.observations, ca.actions)
+    targets = model.normalised_targets(ca.observations, ca.next_observations, ca.rewards)
+    # Nonconformity score on the held-out split, then the Wilks order statistic (calibration).
+    scores = nonconformity_scores(targets, prediction.normalised_mean, prediction.disagreement)
+    certificate = calibrate(scores, prediction.state_disagreement, p=p, gamma=gamma)
+    return FittedModel(model=model, certificate=certificate, reward_floor=float(dataset.rewards.min()),
+                       reward_scale=float(max(dataset.rewards.std(), 1e-3)), calibration_indices=held_out,
+                       history=history)
+
+
+class CalSPIAgent(Agent):
+    """Cal-SPI (``variant="calspi"``) and its search ablations (``"no-gate"``, ``"mopo"``)."""
+
+    name = "calspi"
+
+    def __init__(self, domain: str, dataset_size: int = 10_000, *, dataset_seed: int = 0, p: float = 0.95,
+                 gamma: float = 0.95, seed: int = 0, variant: str = "calspi", search: dict[str, Any] | None = None,
+                 model: dict[str, Any] | None = None):
+        import gymnasium as gym
+
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown Cal-SPI variant {variant!r}; expected one of {sorted(VARIANTS)}")
+        self.domain, self.dataset_size, self.dataset_seed = domain, int(dataset_size), int(dataset_seed)
+        self.p, self.gamma, self.seed, self.variant = float(p), float(gamma), int(seed), variant
+        self.search_overrides, self.model_overrides = dict(search or {}), dict(model or {})
+        self.task = gym.make(f"gauntlet/CalSPI-{domain}-v0", dataset_size=dataset_size,
+                             dataset_seed=dataset_seed).unwrapped
+        self.fitted = fit_model(self.task, p=self.p, gamma=self.gamma, seed=self.seed,
+                                config=ModelConfig(**self.model_overrides))
+        search_config = SearchConfig(**{**VARIANTS[variant], **self.search_overrides})
+        self.planner = GatedSearch(self.fitted.model, self.fitted.certificate, self.task.baseline,
+                                   self.task.is_terminal, self.task.action_space.low, self.task.action_space.high,
+                                   reward_floor=self.fitted.reward_floor, reward_scale=self.fitted.reward_scale,
+                                   config=search_config)
+        self.rng = np.random.default_rng(self.seed)
+        self.name = "calspi" if variant == "calspi" else f"calspi-{variant}"
+
+    def config(self) -> dict[str, Any]:
+        return {"domain": self.domain, "dataset_size": self.dataset_size, "dataset_seed": self.dataset_seed,
+                "p": self.p, "gamma": self.gamma, "seed": self.seed, "variant": self.variant,
+                "search": self.search_overrides, "model": self.model_overrides}
+
+    def reset(self, *, seed: int | None, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        if observation_space.shape != self.task.observation_space.shape:
+            raise ValueError(f"Cal-SPI for {self.domain} expects observations in {self.task.observation_space}, "
+                             f"got {observation_space}")
+        self.rng = np.random.default_rng([self.seed, 0 if seed is None else seed])
+
+    def act(self, observation: Any, info: dict[str, Any]) -> AgentOutput:
+        started = time.perf_counter()
+        decision = self.planner.search(np.asarray(observation, dtype=np.float64), self.rng)
+        cost_ms = (time.perf_counter() - started) * 1e3
+        action = decision.action.astype(self.task.action_space.dtype)
+        event = Event(source=self.name, kind="decision", data=decision.as_event_data(self.fitted.certificate),
+                      cost_ms=cost_ms)
+        return AgentOutput(action=action, events=[event])
+
+    def search_config(self) -> dict[str, Any]:
+        return asdict(self.planner.config)
+
+
+def with_variant(agent: CalSPIAgent, variant: str, search: dict[str, Any] | None = None) -> CalSPIAgent:
+    """A copy of ``agent`` sharing its fitted ensemble and certificate, searching as ``variant``
+    (how the experiments compare Cal-SPI with its ablations on the very same model)."""
+    import copy
+
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown Cal-SPI variant {variant!r}; expected one of {sorted(VARIANTS)}")
+    twin = copy.copy(agent)
+    twin.variant, twin.search_overrides = variant, dict(search or agent.search_overrides)
+    twin.name = "calspi" if variant == "calspi" else f"calspi-{variant}"
+    twin.planner = copy.copy(agent.planner)
+    twin.planner.config = SearchConfig(**{**VARIANTS[variant], **twin.search_overrides})
+    return twin

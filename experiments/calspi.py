@@ -1,0 +1,263 @@
+"""Cal-SPI experiments: does gated, calibrated search improve the baseline offline without degrading it?
+
+Across domains x dataset sizes x seeds, compares the baseline, Cal-SPI, the same search without the
+gate (greedy switch), a MOPO-style uncertainty penalty (greedy switch), and behaviour cloning. Seed
+``s`` draws dataset ``s`` and fits ensemble ``s``; Cal-SPI and its two search ablations share that
+fitted ensemble, so they differ only in the search. Every method is evaluated on the same start
+states (evaluation seeds 10_000 + k).
+
+Metrics per (domain, size, method): mean true return over seeds with a 95 % t-interval; probability
+of being worse than the baseline by more than ``margin`` (5 % of |baseline return|); worst-seed
+(CVaR at 1/seeds) return; fraction of decisions that switched; and, for the certificate, its
+empirical coverage on fresh transitions: ``draws`` disjoint calibration sets of fresh baseline-with-
+noise transitions each give a Wilks threshold, whose coverage is measured on a separate fresh test
+set; the certificate holds if coverage >= p in at least a fraction gamma of draws. The agent's own
+fitted certificate (calibrated on its dataset's held-out split) is also measured on those fresh
+transitions, which come from new episodes (a mild shift from the dataset's own episodes).
+
+    python experiments/calspi.py --smoke                       # seconds; what the tests run
+    python experiments/calspi.py --domains Hopper --sizes 2000 10000 --seeds 5 --max-steps 100
+
+Writes ``<out>/results.json`` (atomically) and ``<out>/returns-<domain>.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+METHODS = ("baseline", "calspi", "no-gate", "mopo", "bc")
+HERE = Path(__file__).resolve().parent
+
+
+def t_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    from scipy import stats
+
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return float(values.mean()), float(values.mean())
+    half = stats.t.ppf(0.5 + confidence / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values))
+    return float(values.mean() - half), float(values.mean() + half)
+
+
+def evaluate(task: Any, agent: Any, *, episodes: int, max_steps: int) -> tuple[float, float | None]:
+    """Mean true return over evaluation episodes, and the fraction of decisions that switched."""
+    import gymnasium as gym
+
+    import gauntlet
+
+    env = gym.make(f"gauntlet/CalSPI-{task.domain.name}-v0", max_episode_steps=max_steps)
+    returns, switches = [], []
+    for k in range(episodes):
+        episode = gauntlet.rollout(env, agent, seed=10_000 + k)
+        returns.append(episode.total_reward)
+        switches += [event.data["switched"] for step in episode.steps for event in step.events
+                     if event.kind == "decision"]
+    return float(np.mean(returns)), (float(np.mean(switches)) if switches else None)
+
+
+def certificate_coverage(agent: Any, *, draws: int, calibration_size: int, test_size: int, seed: int) -> dict[str, Any]:
+    """Empirical coverage of Wilks thresholds from ``draws`` disjoint fresh calibration sets."""
+    from gauntlet.agents.calspi.calibration import calibrate, nonconformity_scores
+    from gauntlet.envs.safe_control.datasets import collect
+
+    model, certificate = agent.fitted.model, agent.fitted.certificate
+    fresh = collect(agent.domain, draws * calibration_size + test_size, seed=1_000_000 + seed)
+    prediction = model.predict(fresh.observations, fresh.actions)
+    targets = model.normalised_targets(fresh.observations, fresh.next_observations, fresh.rewards)
+    scores = nonconformity_scores(targets, prediction.normalised_mean, prediction.disagreement)
+    order = np.random.default_rng(seed).permutation(len(scores))
+    test = scores[order[draws * calibration_size:]]
+    coverages = []
+    for d in range(draws):
+        calibration = order[d * calibration_size:(d + 1) * calibration_size]
+        threshold = calibrate(scores[calibration], prediction.state_disagreement[calibration],
+                              p=certificate.p, gamma=certificate.gamma).q_hat
+        coverages.append(float((test <= threshold).mean()))
+    return {"coverages": coverages, "fraction_of_draws_covering_p": float(np.mean(np.array(coverages) >= certificate.p)),
+            "coverage_of_fitted_threshold": float((test <= certificate.q_hat).mean()),
+            "p": certificate.p, "gamma": certificate.gamma, "calibration_size": calibration_size, "test_size": test_size}
+
+
+def run_cell(domain: str, size: int, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    from gauntlet.agents.calspi.ablations import BaselineAgent, BehaviourCloningAgent
+    from gauntlet.agents.calspi.agent import CalSPIAgent, with_variant
+
+    started = time.perf_counter()
+    calspi = CalSPIAgent(domain, size, dataset_seed=seed, seed=seed, p=args.p, gamma=args.gamma,
+                         model=args.model, search=args.search)
+    agents = {"baseline": BaselineAgent(domain, size, dataset_seed=seed), "calspi": calspi,
+              "no-gate": with_variant(calspi, "no-gate"), "mopo": with_variant(calspi, "mopo"),
+              "bc": BehaviourCloningAgent(domain, size, dataset_seed=seed, seed=seed, epochs=args.bc_epochs)}
+    row: dict[str, Any] = {"domain": domain, "size": size, "seed": seed, "returns": {}, "switch_fraction": {}}
+    for method in METHODS:
+        mean_return, switched = evaluate(calspi.task, agents[method], episodes=args.episodes, max_steps=args.max_steps)
+        row["returns"][method] = mean_return
+        row["switch_fraction"][method] = switched
+    row["certificate"] = calspi.fitted.certificate.as_dict()
+    row["coverage"] = certificate_coverage(calspi, draws=args.coverage_draws,
+                                           calibration_size=min(calspi.fitted.certificate.n, args.coverage_calibration),
+                                           test_size=args.coverage_test, seed=seed)
+    row["seconds"] = time.perf_counter() - started
+    return row
+
+
+def summarise(rows: list[dict[str, Any]], margin_fraction: float) -> list[dict[str, Any]]:
+    table = []
+    for domain in sorted({r["domain"] for r in rows}):
+        for size in sorted({r["size"] for r in rows if r["domain"] == domain}):
+            cell = [r for r in rows if r["domain"] == domain and r["size"] == size]
+            baseline = np.array([r["returns"]["baseline"] for r in cell])
+            margin = margin_fraction * abs(float(baseline.mean()))
+            for method in METHODS:
+                returns = np.array([r["returns"][method] for r in cell])
+                switched = [r["switch_fraction"][method] for r in cell if r["switch_fraction"][method] is not None]
+                low, high = t_interval(returns)
+                entry = {"domain": domain, "size": size, "method": method, "seeds": len(cell),
+                         "mean_return": float(returns.mean()), "ci95": [low, high],
+                         "p_worse_than_baseline": float(np.mean(returns < baseline - margin)), "margin": margin,
+                         "worst_seed_return": float(returns.min()),
+                         "switch_fraction": float(np.mean(switched)) if switched else None}
+                if method == "calspi":
+                    entry["coverage_holds_fraction"] = float(np.mean(
+                        [r["coverage"]["fraction_of_draws_covering_p"] for r in cell]))
+                    fitted = [r["coverage"]["coverage_of_fitted_threshold"] for r in cell]
+                    entry["fitted_certificate_coverage_min"] = float(np.min(fitted))
+                    entry["fitted_certificate_held_fraction"] = float(np.mean(
+                        np.array(fitted) >= cell[0]["coverage"]["p"]))
+                table.append(entry)
+    return table
+
+
+def plot(table: list[dict[str, Any]], out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for domain in sorted({e["domain"] for e in table}):
+        entries = [e for e in table if e["domain"] == domain]
+        sizes = sorted({e["size"] for e in entries})
+        figure, axis = plt.subplots(figsize=(6, 3.5))
+        width = 0.8 / len(METHODS)
+        for m, method in enumerate(METHODS):
+            rows = [next(e for e in entries if e["size"] == s and e["method"] == method) for s in sizes]
+            means = np.array([r["mean_return"] for r in rows])
+            errors = np.array([[r["mean_return"] - r["ci95"][0], r["ci95"][1] - r["mean_return"]] for r in rows]).T
+            axis.bar(np.arange(len(sizes)) + m * width, means, width, yerr=errors, label=method, capsize=2)
+        axis.set_xticks(np.arange(len(sizes)) + 0.4 - width / 2, [f"{s:,}" for s in sizes])
+        axis.set_xlabel("dataset size (transitions)")
+        axis.set_ylabel("true return (mean, 95% CI over seeds)")
+        axis.set_title(f"Cal-SPI-{domain}")
+        axis.legend(fontsize=7)
+        figure.tight_layout()
+        path = out / f"returns-{domain}.png"
+        scratch = path.with_name(f".{path.name}.tmp.png")
+        figure.savefig(scratch, dpi=110)
+        os.replace(scratch, path)
+        plt.close(figure)
+        paths.append(path)
+    return paths
+
+
+def _write_json(path: Path, data: Any) -> None:
+    scratch = path.with_name(f".{path.name}.tmp")
+    scratch.write_text(json.dumps(data, indent=1))
+    os.replace(scratch, path)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--domains", nargs="+", default=["InvertedPendulum", "Hopper", "HalfCheetah"])
+    parser.add_argument("--sizes", nargs="+", type=int, default=[2_000, 10_000, 50_000])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--episodes", type=int, default=2, help="evaluation episodes per seed and method")
+    parser.add_argument("--max-steps", type=int, default=1000, help="evaluation episode length")
+    parser.add_argument("--p", type=float, default=0.95)
+    parser.add_argument("--gamma", type=float, default=0.95)
+    parser.add_argument("--margin", type=float, default=0.05, help="'worse than baseline' margin, fraction of |return|")
+    parser.add_argument("--epochs", type=int, default=20, help="ensemble training epochs")
+    parser.add_argument("--bc-epochs", type=int, default=30)
+    parser.add_argument("--coverage-draws", type=int, default=10)
+    parser.add_argument("--coverage-calibration", type=int, default=500)
+    parser.add_argument("--coverage-test", type=int, default=5000)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: one domain, one size, two seeds")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "calspi")
+    parser.add_argument("--markdown", nargs="+", type=Path, metavar="RESULTS_JSON",
+                        help="print runs' results.json (or rows.json) as one Markdown table, and run nothing")
+    args = parser.parse_args(argv)
+    if args.markdown:
+        # results.json of a finished run, or rows.json of one still running (or interrupted).
+        loaded = [json.loads(path.read_text()) for path in args.markdown]
+        rows = [row for data in loaded for row in (data if isinstance(data, list) else data["rows"])]
+        table = summarise(rows, args.margin)
+        print(markdown_table(table))
+        return {"table": table}
+    args.model, args.search = {"epochs": args.epochs}, {}
+    if args.smoke:
+        args.domains, args.sizes, args.seeds, args.episodes, args.max_steps = ["InvertedPendulum"], [1_000], 2, 1, 20
+        args.model = {"members": 3, "elites": 2, "hidden": 32, "layers": 2, "epochs": 3}
+        args.search = {"simulations": 8, "wave_size": 8, "max_depth": 2, "rollout_horizon": 2}
+        args.bc_epochs, args.coverage_draws, args.coverage_calibration, args.coverage_test = 2, 3, 100, 300
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for domain in args.domains:
+        for size in args.sizes:
+            for seed in range(args.seeds):
+                rows.append(run_cell(domain, size, seed, args))
+                print(f"{domain} size={size} seed={seed}: " + ", ".join(
+                    f"{m} {rows[-1]['returns'][m]:.1f}" for m in METHODS)
+                    + f" (calspi switched {rows[-1]['switch_fraction']['calspi']:.1%}, {rows[-1]['seconds']:.0f} s)",
+                    flush=True)
+                _write_json(args.out / "rows.json", rows)  # progress survives an interrupted run
+    table = summarise(rows, args.margin)
+    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    result = {"config": config, "table": table, "rows": rows}
+    _write_json(args.out / "results.json", result)
+    figures = plot(table, args.out)
+    print_table(table)
+    print(f"wrote {args.out / 'results.json'} and {', '.join(str(f) for f in figures)}")
+    return result
+
+
+def markdown_table(table: list[dict[str, Any]]) -> str:
+    lines = ["| domain | dataset | method | seeds | mean return [95% CI] | P(worse than baseline) | worst seed "
+             "| switched | Wilks draws with coverage >= p | fitted certificate: coverage >= p (min) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for e in table:
+        switched = "-" if e["switch_fraction"] is None else f"{e['switch_fraction']:.1%}"
+        coverage = f"{e['coverage_holds_fraction']:.2f} |" if "coverage_holds_fraction" in e else " |"
+        if "fitted_certificate_held_fraction" in e:
+            coverage += f" {e['fitted_certificate_held_fraction']:.2f} ({e['fitted_certificate_coverage_min']:.3f})"
+        lines.append(f"| {e['domain']} | {e['size']:,} | {e['method']} | {e['seeds']} | {e['mean_return']:.1f} "
+                     f"[{e['ci95'][0]:.1f}, {e['ci95'][1]:.1f}] | {e['p_worse_than_baseline']:.2f} | "
+                     f"{e['worst_seed_return']:.1f} | {switched} | {coverage} |")
+    return "\n".join(lines)
+
+
+def print_table(table: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    view = Table(title="Cal-SPI comparison (true return, 95% t-interval over seeds)")
+    for column in ("domain", "size", "method", "seeds", "mean return [95% CI]", "P(worse)", "worst seed",
+                   "switched", "coverage holds"):
+        view.add_column(column)
+    for e in table:
+        view.add_row(e["domain"], f"{e['size']:,}", e["method"], str(e["seeds"]),
+                     f"{e['mean_return']:.1f} [{e['ci95'][0]:.1f}, {e['ci95'][1]:.1f}]",
+                     f"{e['p_worse_than_baseline']:.2f}", f"{e['worst_seed_return']:.1f}",
+                     "-" if e["switch_fraction"] is None else f"{e['switch_fraction']:.1%}",
+                     f"{e['coverage_holds_fraction']:.2f}" if "coverage_holds_fraction" in e else "")
+    Console().print(view)
+
+
+if __name__ == "__main__":
+    main()
