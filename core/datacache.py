@@ -24,7 +24,8 @@ from typing import Any
 
 MANIFEST = "MANIFEST.json"
 _verified: set[Path] = set()
-_lock = threading.Lock()
+# Re-entrant: a builder may itself ensure the data it builds on (tasks built from scenes).
+_lock = threading.RLock()
 
 
 class DataCacheError(RuntimeError):

@@ -1,7 +1,9 @@
 """Evaluate an agent on a registered task suite: one recorded, scored episode per task.
 
 A suite entry (registry kind ``suite``) names a task suite file (JSONL, ``gauntlet.tasks``): its
-target is the file's path, or a callable returning the path or a list of ``ToolTask``. Task ``i``
+target is the file's path, or a callable returning the path or a list of ``ToolTask``. Its metadata
+``env_kwargs`` (JSON) are passed to ``ToolTaskEnv``: e.g. ``{"scorer": "pkg.module:MyScorer",
+"max_text_length": 65536}``. Task ``i``
 runs as one episode of ``gauntlet/ToolTask-v0`` reset with seed ``i`` (which picks task ``i``), and
 is recorded in ``<out>/episodes/ep-<i>.jsonl`` with the env's kwargs in its config, so ``gauntlet
 replay`` and ``gauntlet report`` read an evaluation like any run. ``<out>/scores.json`` holds every
@@ -94,7 +96,8 @@ def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
         config.setdefault("suite", str(path))
     check_arguments(agent_class, what=f"agent {agent!r}", fix="fix the agent config", **config)
     actor = make_agent(agent, **config)
-    env_kwargs = {"tasks": str(path)}
+    # A suite may set ToolTaskEnv options, e.g. its own scorer ("module:attr") or a larger max_text_length.
+    env_kwargs = {"tasks": str(path), **entry.metadata.get("env_kwargs", {})}
     env = gym.make(TOOL_TASK_ENV, **env_kwargs)
     run_id = new_run_id()
     results: list[TaskResult] = []

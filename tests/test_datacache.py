@@ -56,3 +56,14 @@ def test_a_failing_builder_leaves_no_entry_behind(isolated_home):
     parent = entry_dir("toy", "1").parent
     assert not any(parent.iterdir())
     assert not (entry_dir("toy", "1") / MANIFEST).exists()
+
+
+def test_a_builder_may_ensure_the_data_it_builds_on(isolated_home):
+    calls = []
+
+    def build_tasks(folder):
+        scenes = ensure_built("toy-scenes", "1", _builder(calls))
+        (folder / "tasks.txt").write_text((scenes / "values.txt").read_text() + " -> tasks")
+
+    tasks = ensure_built("toy-tasks", "1", build_tasks)
+    assert (tasks / "tasks.txt").read_text() == "0,1,2 -> tasks" and calls == [3]

@@ -21,7 +21,7 @@ from gauntlet.branching import BranchingError
 from gauntlet.bridges.serving import spawn_http_server
 from gauntlet.bridges.tool_task_env import ToolTaskEnv, tool_call_action
 from gauntlet.episode import load_episodes
-from gauntlet.tasks import EvalSpec, GoldCall, ToolTask, save_suite
+from gauntlet.tasks import NO_ANSWER, EvalSpec, GoldCall, Scorer, ToolTask, save_suite
 
 
 # A small stateful tool server: one key-value store per client session ----------------------------
@@ -341,3 +341,20 @@ def test_gold_agent_scores_one_through_an_http_env_server():
 def test_task_server_names_resolve_in_memory_when_no_server_is_given():
     episode = run_gold(None)
     assert episode.outcome.score == 1.0
+
+
+class HalfCredit(Scorer):
+    """A suite's own scorer: half the core score, so the test can tell which scorer graded."""
+
+    def score(self, task, answer=NO_ANSWER, calls=()):
+        report = super().score(task, answer, calls)
+        return report.model_copy(update={"score": report.score / 2})
+
+
+def test_a_scorer_named_by_module_path_grades_the_episode():
+    env = ToolTaskEnv(TASKS, kv_server, scorer=f"{__name__}:HalfCredit")
+    try:
+        episode = gauntlet.rollout(env, gauntlet.make_agent("gold", suite=TASKS), seed=0)
+    finally:
+        env.close()
+    assert isinstance(env.scorer, HalfCredit) and episode.outcome.score == 0.5

@@ -15,6 +15,7 @@ from gymnasium import spaces
 from gauntlet.branching import BranchingError
 from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerSpec, ServerTarget, result_value
 from gauntlet.episode import ToolCall
+from gauntlet.registry import load_target
 from gauntlet.spaces import describe
 from gauntlet.tasks import NO_ANSWER, Scorer, ToolTask, load_suite
 
@@ -142,7 +143,7 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
     def __init__(self, tasks: str | os.PathLike[str] | Sequence[ToolTask | dict[str, Any]] | ToolTask,
                  server: ServerSpec | None = None, *, answer_tool: str = "submit_answer", max_steps: int = 32,
                  max_text_length: int = 4096, invalid_action_penalty: float = 0.0, call_timeout_s: float = 60.0,
-                 scorer: Scorer | None = None):
+                 scorer: Scorer | str | None = None):
         self._init_kwargs = dict(tasks=tasks, server=server, answer_tool=answer_tool, max_steps=max_steps,
                                  max_text_length=max_text_length, invalid_action_penalty=invalid_action_penalty,
                                  call_timeout_s=call_timeout_s, scorer=scorer)
@@ -158,7 +159,9 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
         self.max_text_length = max_text_length
         self.invalid_action_penalty = float(invalid_action_penalty)
         self.call_timeout_s = call_timeout_s
-        self.scorer = scorer or Scorer()
+        # A scorer may be named as "module:attribute" (a Scorer class or factory), which keeps the env's
+        # kwargs JSON, so a recorded episode can re-create the env with the same scorer.
+        self.scorer = load_target(scorer)() if isinstance(scorer, str) else (scorer or Scorer())
         self.action_space = spaces.Text(max_length=max_text_length, min_length=1, charset=CHARSET)
         self.observation_space = spaces.Dict({
             "task": spaces.Text(max_length=max_text_length, min_length=0, charset=CHARSET),
