@@ -1,0 +1,263 @@
+"""The DORA scorer: answer checks by answer type, trajectory metrics, AP and IF modes.
+
+Answer checks (``metadata['eval_spec']['type']``):
+
+* ``numeric``: correct when ``|answer - y| <= 1 + 0.2 |y|``;
+* ``exact``: equal after trimming, collapsing whitespace and case-folding;
+* ``set``: F1 of the answer's elements against the expected ones (correct at F1 = 1);
+* ``kendall``: Kendall's tau between the answer's order and the expected order (items the answer
+  leaves out are appended in expected order); score ``(tau + 1) / 2``, correct at tau = 1;
+* ``point``: correct when the answer point lies within ``max_pixels`` pixels (``pixel_size_m`` each);
+* ``polygon``: correct when the IoU of the answer polygon with the expected one is >= ``min_iou``.
+
+Trajectory metrics compare the agent's successful calls with the gold trajectory: tool any-order
+(multiset recall of tool names), tool in-order (longest common subsequence / gold length), exact
+match (same tool sequence), parameter accuracy (over gold calls aligned by the LCS, the fraction of
+gold arguments the agent's call matches; workspace paths match by *structural role*, i.e. which
+earlier call produced them, since an agent's files may differ in content and so in name) and
+efficiency (gold length / agent calls, at most 1). Mode ``AP`` (autonomous) shows the question
+only; ``IF`` (instruction following) adds the gold tool order as a hint (``prompt``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from gauntlet.tasks import NO_ANSWER, ScoreReport, Scorer, ToolTask
+
+MODES = ("AP", "IF")
+WORKSPACE_PREFIX = "ws/"
+
+
+def prompt(task: ToolTask, mode: str = "AP") -> str:
+    """The question an agent sees in ``mode`` (IF adds the gold tool order as a hint)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; use AP or IF")
+    if mode == "AP":
+        return task.question
+    order = " -> ".join(call.call for call in task.gold_trajectory)
+    return f"{task.question}\n\nHint: a solution calls these tools in this order: {order}"
+
+
+# Answers ------------------------------------------------------------------------------------------
+def _text(value: Any) -> str:
+    return " ".join(str(value).split()).casefold()
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value.replace(",", "")) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def kendall_tau(expected: Sequence[Any], answer: Sequence[Any]) -> float:
+    """Kendall's tau-a between the expected order and the answer's (missing items appended)."""
+    keys = [_text(x) for x in expected]
+    given = [k for k in dict.fromkeys(_text(x) for x in answer) if k in keys]
+    order = given + [k for k in keys if k not in given]
+    position = {k: i for i, k in enumerate(order)}
+    n = len(keys)
+    if n < 2:
+        return 1.0 if order == keys else -1.0
+    concordant = sum(1 if position[keys[i]] < position[keys[j]] else -1 for i in range(n) for j in range(i + 1, n))
+    return concordant / (n * (n - 1) / 2)
+
+
+def polygon_iou(a: Any, b: Any) -> float:
+    """IoU of two GeoJSON polygon geometries (0 when either is not a valid polygon)."""
+    from shapely.geometry import shape
+
+    try:
+        pa, pb = shape(a).buffer(0), shape(b).buffer(0)
+    except Exception:  # any malformed geometry simply scores 0
+        return 0.0
+    union = pa.union(pb).area
+    return 0.0 if union == 0 else pa.intersection(pb).area / union
+
+
+def grade_answer(spec: dict[str, Any], expected: Any, answer: Any) -> tuple[float, bool, str]:
+    """(score in [0, 1], correct, reason) of ``answer`` against ``expected`` under a DORA spec."""
+    kind = spec["type"]
+    if answer is NO_ANSWER:
+        return 0.0, False, "no answer"
+    if kind == "numeric":
+        y, a = _number(expected), _number(answer)
+        if a is None:
+            return 0.0, False, f"not a number: {answer!r}"
+        ok = abs(a - y) <= 1 + 0.2 * abs(y)
+        return float(ok), ok, f"|{a} - {y}| {'<=' if ok else '>'} 1 + 0.2|y|"
+    if kind == "exact":
+        ok = _text(answer) == _text(expected)
+        return float(ok), ok, "equal" if ok else "not equal"
+    if kind == "set":
+        if not isinstance(answer, (list, tuple)):
+            return 0.0, False, "expected a list"
+        want, got = {_text(x) for x in expected}, {_text(x) for x in answer}
+        if not want and not got:
+            return 1.0, True, "both empty"
+        hits = len(want & got)
+        f1 = 0.0 if hits == 0 else 2 * hits / (len(want) + len(got))
+        return f1, f1 == 1.0, f"F1 {f1:.3f}"
+    if kind == "kendall":
+        if not isinstance(answer, (list, tuple)):
+            return 0.0, False, "expected a list"
+        tau = kendall_tau(expected, answer)
+        return (tau + 1) / 2, tau == 1.0, f"tau {tau:.3f}"
+    if kind == "point":
+        try:
+            distance = math.dist([float(v) for v in answer], [float(v) for v in expected])
+        except (TypeError, ValueError):
+            return 0.0, False, "expected [x, y]"
+        limit = spec["pixel_size_m"] * spec["max_pixels"]
+        ok = distance <= limit
+        return float(ok), ok, f"{distance:.1f} m from the expected point (limit {limit:g} m)"
+    if kind == "polygon":
+        iou = polygon_iou(answer, expected)
+        ok = iou >= spec.get("min_iou", 0.5)
+        return float(ok), ok, f"IoU {iou:.3f}"
+    raise ValueError(f"unknown DORA answer type {kind!r}")
+
+
+# Trajectories -------------------------------------------------------------------------------------
+def _calls(calls: Sequence[Any]) -> list[tuple[str, dict[str, Any], Any]]:
+    """(name, args, result) of the successful calls, from ToolCalls, GoldCalls or dicts."""
+    out = []
+    for call in calls:
+        if hasattr(call, "is_error") and hasattr(call, "arguments"):
+            if not call.is_error:
+                out.append((call.name, call.arguments, call.result))
+        elif hasattr(call, "call"):
+            out.append((call.call, call.args, call.obs))
+        elif isinstance(call, dict) and not call.get("is_error"):
+            out.append((call.get("name", call.get("call")), call.get("arguments", call.get("args")) or {},
+                        call.get("result", call.get("obs"))))
+    return out
+
+
+def _roles(calls: list[tuple[str, dict[str, Any], Any]]) -> dict[str, tuple[str, int]]:
+    """Workspace path -> (tool that produced it, which call of that tool)."""
+    seen: Counter[str] = Counter()
+    roles = {}
+    for name, _, result in calls:
+        if isinstance(result, dict) and str(result.get("path", "")).startswith(WORKSPACE_PREFIX):
+            roles.setdefault(result["path"], (name, seen[name]))
+        seen[name] += 1
+    return roles
+
+
+def _same_value(gold: Any, mine: Any, gold_roles: dict, my_roles: dict) -> bool:
+    if isinstance(gold, str) and gold.startswith(WORKSPACE_PREFIX):
+        return isinstance(mine, str) and gold_roles.get(gold) is not None and gold_roles.get(gold) == my_roles.get(mine)
+    if isinstance(gold, (int, float)) and not isinstance(gold, bool):
+        number = _number(mine)
+        return number is not None and math.isclose(number, float(gold), rel_tol=1e-6, abs_tol=1e-9)
+    if isinstance(gold, list):
+        return isinstance(mine, list) and len(gold) == len(mine) and all(
+            _same_value(g, m, gold_roles, my_roles) for g, m in zip(gold, mine))
+    if isinstance(gold, dict):
+        return isinstance(mine, dict) and all(k in mine and _same_value(v, mine[k], gold_roles, my_roles)
+                                              for k, v in gold.items())
+    return gold == mine
+
+
+def _lcs_pairs(gold: list[str], mine: list[str]) -> list[tuple[int, int]]:
+    n, m = len(gold), len(mine)
+    table = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            table[i][j] = table[i + 1][j + 1] + 1 if gold[i] == mine[j] else max(table[i + 1][j], table[i][j + 1])
+    pairs, i, j = [], 0, 0
+    while i < n and j < m:
+        if gold[i] == mine[j]:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs
+
+
+def trajectory_metrics(gold_calls: Sequence[Any], agent_calls: Sequence[Any]) -> dict[str, float]:
+    """Tool any-order, tool in-order, exact match, parameter accuracy and efficiency (all in [0, 1])."""
+    gold, mine = _calls(gold_calls), _calls(agent_calls)
+    if not gold:
+        return {"tool_any_order": 1.0, "tool_in_order": 1.0, "exact_match": 1.0, "parameter_accuracy": 1.0,
+                "efficiency": 1.0}
+    gold_names, my_names = [c[0] for c in gold], [c[0] for c in mine]
+    any_order = sum((Counter(gold_names) & Counter(my_names)).values()) / len(gold)
+    pairs = _lcs_pairs(gold_names, my_names)
+    gold_roles, my_roles = _roles(gold), _roles(mine)
+    matched = total = 0
+    for i, _ in enumerate(gold):
+        total += len(gold[i][1]) or 1
+    for i, j in pairs:
+        args = gold[i][1]
+        matched += sum(_same_value(v, mine[j][1].get(k), gold_roles, my_roles) for k, v in args.items()) if args else 1
+    return {"tool_any_order": any_order, "tool_in_order": len(pairs) / len(gold),
+            "exact_match": float(gold_names == my_names), "parameter_accuracy": matched / total,
+            "efficiency": min(1.0, len(gold) / len(mine)) if mine else 0.0}
+
+
+class DoraReport(BaseModel):
+    """A graded attempt at a DORA task."""
+
+    task_id: str
+    mode: str
+    dimension: str
+    answer_score: float
+    answer_correct: bool
+    answer_check: str
+    trajectory: dict[str, float]
+
+
+def score_task(task: ToolTask, answer: Any = NO_ANSWER, calls: Sequence[Any] = (), mode: str = "AP") -> DoraReport:
+    """Grade one attempt (``answer`` and the agent's calls) at ``task`` in ``mode``."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; use AP or IF")
+    spec = task.metadata["eval_spec"]
+    score, correct, reason = grade_answer(spec, task.answer, answer)
+    return DoraReport(task_id=task.id, mode=mode, dimension=task.metadata["dimension"], answer_score=score,
+                      answer_correct=correct, answer_check=reason,
+                      trajectory=trajectory_metrics(task.gold_trajectory, calls))
+
+
+class DoraScorer(Scorer):
+    """``gauntlet.tasks.Scorer`` with DORA's checks, for ``ToolTaskEnv(..., scorer=DoraScorer())``:
+    score = 0.7 x answer score + 0.3 x tool in-order; the full DORA report is in ``details``."""
+
+    def __init__(self, mode: str = "AP"):
+        self.mode = mode
+
+    def score(self, task: ToolTask, answer: Any = NO_ANSWER, calls: Sequence[Any] = ()) -> ScoreReport:
+        report = score_task(task, answer, calls, self.mode)
+        made = Scorer.grade_trajectory(self, task.gold_trajectory, calls)
+        total = 0.7 * report.answer_score + 0.3 * report.trajectory["tool_in_order"]
+        return ScoreReport(task_id=task.id, score=min(1.0, total), answer_score=report.answer_score,
+                           answer_correct=report.answer_correct, submitted=answer is not NO_ANSWER,
+                           trajectory_score=report.trajectory["tool_in_order"], gold_calls_made=made[0],
+                           gold_calls_in_order=made[1], details={"dora": report.model_dump()})
+
+
+def truth_vs_gold(tasks: Sequence[ToolTask]) -> dict[str, dict[str, float]]:
+    """Per dimension: how many tasks have a truth answer, and the share whose gold answer passes the
+    DORA check against the generator's truth (how far the gold pipeline is from the truth)."""
+    out: dict[str, dict[str, float]] = {}
+    for task in tasks:
+        truth = task.metadata.get("truth_answer")
+        if truth is None:
+            continue
+        row = out.setdefault(task.metadata["dimension"], {"with_truth": 0, "gold_passes": 0})
+        row["with_truth"] += 1
+        row["gold_passes"] += grade_answer(task.metadata["eval_spec"], truth, task.answer)[1]
+    for row in out.values():
+        row["share"] = row["gold_passes"] / row["with_truth"]
+    return dict(sorted(out.items()))

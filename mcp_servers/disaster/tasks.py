@@ -1,0 +1,429 @@
+"""Task suites in DORA's format, with gold trajectories executed through a real MCP client session.
+
+A task template builds an expert *plan*: tool calls whose arguments may refer to earlier results
+(``{"$ref": [step, key, ...]}``). ``execute_plan`` runs the plan through an MCP client session,
+resolving the references, and records the gold trajectory ``[{call, args, obs}]``; the final
+answer is read from the results. Dimensions: T1 perception & assessment, T2 spatial relational
+analysis, T3 operational planning. Each task is a ``gauntlet.tasks.ToolTask`` whose ``metadata``
+holds the DORA fields: ``dimension``, ``category``, ``tool_plan``, ``eval_spec`` (the DORA answer
+check), ``answer_format``, ``truth_answer`` (the answer computed from the generator's truth where
+the template defines one) and the event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TASKS_VERSION = "1"
+SUITE_FILE = "tasks.jsonl"
+# An answer is one agent action; ToolTaskEnv actions hold at most 4096 characters by default.
+MAX_ANSWER_CHARS = 3500
+FLOOD_LIKE = ("flood", "dam_failure", "tsunami", "tropical_cyclone")
+DAMAGE_ONLY = ("earthquake", "tornado", "industrial_explosion")
+
+
+class PlanFailed(RuntimeError):
+    """A plan step returned a tool error (the template does not apply to this scene)."""
+
+
+@dataclass
+class Plan:
+    """An expert tool plan under construction; ``call`` returns the step index for references."""
+
+    steps: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def call(self, tool: str, **args: Any) -> int:
+        self.steps.append((tool, args))
+        return len(self.steps) - 1
+
+
+def ref(step: int, *keys: Any) -> dict[str, Any]:
+    return {"$ref": [step, *keys]}
+
+
+def first_xy(step: int) -> list[dict[str, Any]]:
+    """References to [x, y] of the first item a search step returned."""
+    return [ref(step, "items", 0, "x"), ref(step, "items", 0, "y")]
+
+
+def resolve(value: Any, results: list[Any]) -> Any:
+    """``value`` with every ``{"$ref": [step, key...]}`` replaced by that part of an earlier result."""
+    if isinstance(value, dict) and set(value) == {"$ref"}:
+        step, *keys = value["$ref"]
+        out = results[step]
+        for key in keys:
+            out = out[key]
+        return out
+    if isinstance(value, dict):
+        return {k: resolve(v, results) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, results) for v in value]
+    return value
+
+
+@dataclass
+class TaskSpec:
+    """A template instantiated for one event: question, plan, answer reader and eval spec."""
+
+    category: str
+    dimension: str
+    question: str
+    plan: Plan
+    answer: Callable[[list[Any]], Any]
+    eval_spec: dict[str, Any]
+    answer_format: str
+    layers: list[str]
+    truth: Callable[[dict[str, Any]], Any] | None = None
+
+
+# Recipes ------------------------------------------------------------------------------------------
+def affected_mask(plan: Plan, event: str, hazard: str) -> int:
+    """Steps producing the 10 m mask of the area the hazard affected; returns the step index."""
+    d = f"data/{event}"
+    if hazard in FLOOD_LIKE:
+        pre = plan.call("seg_water_mndwi", image=f"{d}/pre_s2.tif")
+        post = plan.call("seg_water_mndwi", image=f"{d}/post_s2.tif")
+        return plan.call("seg_flood_extent", pre_water=ref(pre, "path"), post_water=ref(post, "path"))
+    if hazard == "wildfire":
+        return plan.call("seg_burn_severity", pre_image=f"{d}/pre_s2.tif", post_image=f"{d}/post_s2.tif")
+    if hazard == "volcanic_eruption":
+        return plan.call("seg_thermal_anomaly", image=f"{d}/lst.tif", threshold_k=350.0)
+    if hazard == "landslide":
+        return plan.call("seg_landslide", pre_image=f"{d}/pre_s2.tif", post_image=f"{d}/post_s2.tif",
+                         slope=f"{d}/slope.tif", min_slope_deg=2.0)
+    return destroyed_mask(plan, event)
+
+
+def destroyed_mask(plan: Plan, event: str) -> int:
+    """Steps producing the 10 m mask of destroyed building footprints; returns the step index."""
+    d = f"data/{event}"
+    damage = plan.call("seg_building_damage", pre_image=f"{d}/pre_optical.tif", post_image=f"{d}/post_optical.tif",
+                       buildings=f"{d}/buildings.geojson")
+    destroyed = plan.call("vec_filter_attribute", layer=ref(damage, "path"), key="damage", op="==", value="destroyed")
+    return plan.call("vec_rasterize", layer=ref(destroyed, "path"), like=f"{d}/dem.tif")
+
+
+def exposure_mask(plan: Plan, event: str, hazard: str) -> int:
+    """The affected mask, grown by one 10 m cell where the hazard surrounds buildings without covering
+    their roofs (water, fire): a mixed roof pixel is not detected as water or burned."""
+    mask = affected_mask(plan, event, hazard)
+    if hazard in FLOOD_LIKE or hazard == "wildfire":
+        return plan.call("mask_dilate", mask=ref(mask, "path"), pixels=1)
+    return mask
+
+
+def road_states(plan: Plan, event: str, hazard: str) -> int:
+    """Steps producing the road layer with per-segment state; returns the step index.
+
+    Water floods roads; lava and landslide deposits block them; elsewhere (fire, shaking, wind, blast)
+    what blocks a road is the debris of collapsed buildings, so their footprints grown by 20 m block."""
+    roads = f"data/{event}/roads.geojson"
+    if hazard in FLOOD_LIKE:
+        mask = affected_mask(plan, event, hazard)
+        return plan.call("seg_road_damage", roads=roads, water_mask=ref(mask, "path"))
+    if hazard in ("volcanic_eruption", "landslide"):
+        mask = affected_mask(plan, event, hazard)
+        return plan.call("seg_road_damage", roads=roads, blocking_mask=ref(mask, "path"))
+    debris = plan.call("mask_dilate", mask=ref(destroyed_mask(plan, event), "path"), pixels=2)
+    return plan.call("seg_road_damage", roads=roads, blocking_mask=ref(debris, "path"))
+
+
+def route_plan(event: str, hazard: str, tool: str, origin: dict[str, str]) -> tuple[Plan, int]:
+    """Road states, the origin facility and the hospital found by search, then ``tool`` between them."""
+    plan = Plan()
+    roads = road_states(plan, event, hazard)
+    start = plan.call("poi_search", pois=f"data/{event}/pois.geojson", **origin)
+    hospital = plan.call("poi_search", pois=f"data/{event}/pois.geojson", type="hospital")
+    last = plan.call(tool, roads=ref(roads, "path"), start=first_xy(start), end=first_xy(hospital),
+                     avoid_states=["flooded", "blocked"])
+    return plan, last
+
+
+AFFECTED = {"flood": "newly flooded", "dam_failure": "newly flooded", "tsunami": "inundated",
+            "tropical_cyclone": "flooded by the storm surge", "wildfire": "burned",
+            "volcanic_eruption": "covered by lava",
+            "landslide": "hit by landslides", "earthquake": "covered by collapsed buildings",
+            "tornado": "covered by collapsed buildings", "industrial_explosion": "covered by collapsed buildings"}
+NUMERIC = {"type": "numeric"}
+
+
+def _templates(event: dict[str, Any]) -> list[TaskSpec]:
+    eid, hazard, place = event["id"], event["hazard"], event["place"]
+    d = f"data/{eid}"
+    what = AFFECTED[hazard]
+    specs: list[TaskSpec] = []
+
+    # T1 perception & assessment
+    p = Plan()
+    m = affected_mask(p, eid, hazard)
+    last = p.call("ras_area_m2", mask=ref(m, "path"))
+    specs.append(TaskSpec("affected_area", "T1", f"After the {hazard.replace('_', ' ')} at {place}, what area (m2) "
+                          f"was {what}? Use the 10 m imagery.", p, lambda r, i=last: r[i]["value"], NUMERIC,
+                          "number (m2)", ["pre_s2", "post_s2", "lst", "slope", "dem", "pre_optical", "post_optical"],
+                          truth=lambda t: t["hazard_area_m2"]))
+    p = Plan()
+    dmg = p.call("seg_building_damage", pre_image=f"{d}/pre_optical.tif", post_image=f"{d}/post_optical.tif",
+                 buildings=f"{d}/buildings.geojson")
+    last = p.call("poi_count_by", layer=ref(dmg, "path"), key="damage")
+    specs.append(TaskSpec("destroyed_buildings", "T1", f"How many buildings were destroyed at {place}? Compare the "
+                          "pre- and post-event optical images inside the building footprints.", p,
+                          lambda r, i=last: r[i]["counts"].get("destroyed", 0), NUMERIC, "integer",
+                          ["pre_optical", "post_optical", "buildings"],
+                          truth=lambda t: sum(v == "destroyed" for v in t["buildings"].values())))
+    p = Plan()
+    dmg = p.call("seg_building_damage", pre_image=f"{d}/pre_optical.tif", post_image=f"{d}/post_optical.tif",
+                 buildings=f"{d}/buildings.geojson")
+    hit = p.call("vec_filter_attribute", layer=ref(dmg, "path"), key="damage", op="in", value=["partial", "destroyed"])
+    sel = p.call("vec_select_intersecting", layer=f"{d}/pois.geojson", overlay=ref(hit, "path"))
+    last = p.call("poi_search", pois=ref(sel, "path"))
+    specs.append(TaskSpec("damaged_facilities", "T1", f"Which facilities (hospitals, schools, shelters, fire and "
+                          f"police stations) at {place} are in damaged buildings? Give their names.", p,
+                          lambda r, i=last: sorted(item["name"] for item in r[i]["items"]), {"type": "set"},
+                          "list of names", ["pre_optical", "post_optical", "buildings", "pois"],
+                          truth=lambda t: sorted(t["poi_names"][k] for k, v in t["pois"].items() if v != "intact")))
+    if hazard in FLOOD_LIKE:
+        p = Plan()
+        pre = p.call("seg_water_sar", image=f"{d}/pre_sar.tif")
+        post = p.call("seg_water_sar", image=f"{d}/post_sar.tif")
+        fl = p.call("seg_flood_extent", pre_water=ref(pre, "path"), post_water=ref(post, "path"))
+        last = p.call("ras_area_m2", mask=ref(fl, "path"))
+        specs.append(TaskSpec("sar_flood_area", "T1", f"Using only the SAR images (they see through cloud), what "
+                              f"area (m2) at {place} is under water after the event that was dry before?", p,
+                              lambda r, i=last: r[i]["value"], NUMERIC, "number (m2)", ["pre_sar", "post_sar"],
+                              truth=lambda t: t["hazard_area_m2"]))
+
+    # T2 spatial relational analysis
+    p = Plan()
+    m = exposure_mask(p, eid, hazard)
+    last = p.call("poi_population_exposed", population=f"{d}/population.tif", mask=ref(m, "path"))
+    specs.append(TaskSpec("exposed_population", "T2", f"How many residents of {place} live in the area {what}?", p,
+                          lambda r, i=last: r[i]["value"], NUMERIC, "number of people",
+                          ["pre_s2", "post_s2", "lst", "slope", "population", "pre_optical", "post_optical"],
+                          truth=lambda t: t["population_in_hazard"]))
+    p = Plan()
+    m = affected_mask(p, eid, hazard)
+    last = p.call("mask_components", mask=ref(m, "path"))
+    specs.append(TaskSpec("largest_zone_centroid", "T2", f"Where is the centroid of the largest connected area "
+                          f"{what} at {place}? Give [x, y] in the scene's UTM CRS.", p,
+                          lambda r, i=last: [r[i]["items"][0]["x"], r[i]["items"][0]["y"]],
+                          {"type": "point", "pixel_size_m": 10.0, "max_pixels": 20}, "[x, y] (m, scene CRS)",
+                          ["pre_s2", "post_s2", "lst", "slope", "dem"]))
+    p = Plan()
+    m = affected_mask(p, eid, hazard)
+    big = p.call("mask_largest_component", mask=ref(m, "path"))
+    poly = p.call("ras_vectorize", mask=ref(big, "path"))
+    largest = p.call("vec_largest_polygon", layer=ref(poly, "path"))
+    simple = p.call("vec_simplify", layer=ref(largest, "path"), tolerance_m=15.0)
+    last = p.call("vec_get_features", layer=ref(simple, "path"), limit=1)
+    specs.append(TaskSpec("largest_zone_polygon", "T2", f"Outline the largest connected area {what} at {place} as "
+                          "a GeoJSON polygon in the scene's UTM CRS.", p,
+                          lambda r, i=last: r[i]["items"][0]["geometry"], {"type": "polygon", "min_iou": 0.5},
+                          "GeoJSON Polygon geometry", ["pre_s2", "post_s2", "lst", "slope", "dem"]))
+    p = Plan()
+    m = affected_mask(p, eid, hazard)
+    poly = p.call("ras_vectorize", mask=ref(m, "path"))
+    near = p.call("vec_within_distance", layer=f"{d}/pois.geojson", reference=ref(poly, "path"), distance_m=500.0)
+    last = p.call("poi_count_by", layer=ref(near, "path"), key="type")
+    specs.append(TaskSpec("schools_near_hazard", "T2", f"How many schools at {place} lie within 500 m of the area "
+                          f"{what}?", p, lambda r, i=last: r[i]["counts"].get("school", 0), NUMERIC, "integer",
+                          ["pre_s2", "post_s2", "lst", "slope", "dem", "pois"]))
+    p = Plan()
+    m = affected_mask(p, eid, hazard)
+    masked = p.call("ras_mask_apply", image=f"{d}/population.tif", mask=ref(m, "path"))
+    last = p.call("ras_zonal_stats", image=ref(masked, "path"), zones=f"{d}/admin.geojson", id_field="name")
+    specs.append(TaskSpec("district_ranking", "T2", f"Rank the districts of {place} by the number of residents in "
+                          f"the area {what}, most first.", p,
+                          lambda r, i=last: [z["zone"] for z in sorted(r[i]["items"], key=lambda z: -z["sum"])],
+                          {"type": "kendall"}, "list of district names, most exposed first",
+                          ["pre_s2", "post_s2", "lst", "slope", "population", "admin"]))
+
+    # T3 operational planning
+    p, route = route_plan(eid, hazard, "vec_shortest_path", {"type": "fire_station"})
+    specs.append(TaskSpec("rescue_route", "T3", f"How long (m) is the shortest road route from the fire station to "
+                          f"the hospital at {place} that avoids flooded and blocked roads?", p,
+                          lambda r, i=route: r[i]["length_m"], NUMERIC, "number (m)", ["roads", "pois"],
+                          truth=lambda t: t["route_truth"]("fire_station", "hospital")))
+    p, last = route_plan(eid, hazard, "vec_min_repairs", {"type": "shelter", "name_contains": "Shelter A"})
+    specs.append(TaskSpec("minimum_repairs", "T3", f"What is the fewest road segments that must be cleared or "
+                          f"repaired to connect Shelter A to the hospital at {place}?", p,
+                          lambda r, i=last: r[i]["count"], NUMERIC, "integer", ["roads", "pois"],
+                          truth=lambda t: t["repairs_truth"]("Shelter A", "hospital")))
+    p = Plan()
+    m = exposure_mask(p, eid, hazard)
+    people = p.call("poi_population_exposed", population=f"{d}/population.tif", mask=ref(m, "path"))
+    water = p.call("logi_supply_needs", people=ref(people, "value"), days=3.0, item="water_l")
+    last = p.call("logi_truck_trips", demand=ref(water, "value"), truck_capacity=10000.0, trucks=1)
+    specs.append(TaskSpec("water_trucking", "T3", f"Residents of the area {what} at {place} need drinking water for "
+                          "3 days (Sphere standard). How many trips of one 10,000-litre water truck are needed?", p,
+                          lambda r, i=last: r[i]["value"], NUMERIC, "integer (trips)",
+                          ["pre_s2", "post_s2", "lst", "slope", "population"],
+                          truth=lambda t: -(-t["population_in_hazard"] * 45 // 10000)))
+    p = Plan()
+    roads = road_states(p, eid, hazard)
+    hosp = p.call("poi_search", pois=f"{d}/pois.geojson", type="hospital")
+    shelters = p.call("vec_filter_attribute", layer=f"{d}/pois.geojson", key="type", op="==", value="shelter")
+    last = p.call("vec_network_distance", roads=ref(roads, "path"), origin=first_xy(hosp),
+                  destinations=ref(shelters, "path"), avoid_states=["flooded", "blocked"])
+    specs.append(TaskSpec("shelter_ranking", "T3", f"Rank the shelters at {place} by road distance from the hospital "
+                          "over usable roads, nearest first (unreachable shelters last).", p,
+                          lambda r, i=last: [item["name"] for item in r[i]["items"]], {"type": "kendall"},
+                          "list of shelter names, nearest first", ["roads", "pois"]))
+    return specs
+
+
+# Execution ----------------------------------------------------------------------------------------
+async def execute_plan(session: Any, plan: Plan) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Run ``plan`` through an MCP client session; returns the trajectory and the structured results."""
+    trajectory: list[dict[str, Any]] = []
+    results: list[Any] = []
+    for tool, args in plan.steps:
+        concrete = resolve(args, results)
+        result = await session.call_tool(tool, concrete)
+        if result.isError:
+            text = " ".join(getattr(block, "text", "") for block in result.content)
+            raise PlanFailed(f"{tool}: {text}")
+        results.append(result.structuredContent)
+        trajectory.append({"call": tool, "args": concrete, "obs": result.structuredContent})
+    return trajectory, results
+
+
+def _eval_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """The core ``EvalSpec`` closest to a DORA answer check (exact where the core has no equivalent)."""
+    kind = spec["type"]
+    common = {"trajectory": "ordered", "trajectory_weight": 0.3}
+    if kind == "numeric":
+        return {"kind": "numeric", "rel_tol": 0.2, "abs_tol": 1.0, **common}
+    if kind == "set":
+        return {"kind": "set", "partial_credit": True, **common}
+    if kind == "kendall":
+        return {"kind": "list", "partial_credit": True, **common}
+    if kind == "point":
+        return {"kind": "numeric", "abs_tol": spec["pixel_size_m"] * spec["max_pixels"], **common}
+    return {"kind": "exact", **common}
+
+
+def _manifest(scene_root: Path, event: str, layers: list[str]) -> dict[str, Any]:
+    manifest = json.loads((scene_root / event / "manifest.json").read_text())
+    return {"sample": event, "note": manifest["note"],
+            "layers": {name: manifest["layers"][name] for name in layers if name in manifest["layers"]}}
+
+
+def build_tasks(folder: Path, *, scene_root: Path, events: list[str] | None = None) -> list[Any]:
+    """Instantiate every template for every event, execute the plans, and save the suite (tasks.jsonl)."""
+    import anyio
+
+    from gauntlet.tasks import ToolTask, save_suite
+
+    catalogue = json.loads((scene_root / "events.json").read_text())["events"]
+    chosen = [e for e in catalogue if events is None or e["id"] in events]
+    tasks: list[ToolTask] = []
+    skipped: list[dict[str, str]] = []
+
+    async def run_all() -> None:
+        from mcp.shared.memory import create_connected_server_and_client_session
+
+        from gauntlet.bridges.validation import validate_once
+        from gauntlet.mcp_servers.disaster.server import build_server
+
+        server = build_server(scene_root, workspace_dir=Path(folder) / ".workspace")
+        async with create_connected_server_and_client_session(server._mcp_server) as session:
+            validate_once(session)
+            for event in chosen:
+                truth = truth_context(scene_root, event["id"])
+                for spec in _templates(event):
+                    try:
+                        trajectory, results = await execute_plan(session, spec.plan)
+                    except PlanFailed as exc:
+                        skipped.append({"event": event["id"], "category": spec.category, "reason": str(exc)})
+                        continue
+                    answer = spec.answer(results)
+                    if len(json.dumps({"answer": answer})) > MAX_ANSWER_CHARS:
+                        skipped.append({"event": event["id"], "category": spec.category,
+                                        "reason": "the answer is too long for one agent action"})
+                        continue
+                    tasks.append(ToolTask(
+                        id=f"{event['id']}/{spec.category}", server="disaster", question=spec.question,
+                        inputs=_manifest(scene_root, event["id"], spec.layers),
+                        gold_trajectory=trajectory, answer=answer, eval_spec=_eval_spec(spec.eval_spec),
+                        metadata={"dimension": spec.dimension, "category": spec.category, "event": event["id"],
+                                  "hazard": event["hazard"], "tool_plan": [{"call": t, "args": a}
+                                                                           for t, a in spec.plan.steps],
+                                  "eval_spec": spec.eval_spec, "answer_format": spec.answer_format,
+                                  "truth_answer": spec.truth(truth) if spec.truth else None}))
+
+    anyio.run(run_all)
+    import shutil
+
+    shutil.rmtree(Path(folder) / ".workspace", ignore_errors=True)
+    save_suite(tasks, Path(folder) / SUITE_FILE)
+    (Path(folder) / "skipped.json").write_text(json.dumps(skipped, indent=1, sort_keys=True))
+    return tasks
+
+
+def truth_context(scene_root: Path, event: str) -> dict[str, Any]:
+    """The generator's truth for one event, with helpers computing true routes and repairs."""
+    from gauntlet.mcp_servers.disaster import rasters, vectors
+
+    truth_dir = scene_root.parent / "truth" / event
+    damage = json.loads((truth_dir / "damage.json").read_text())
+    mask = rasters.read(truth_dir / "hazard_mask.tif", [1], dtype="uint8")
+    population = rasters.read(scene_root / event / "population.tif", [1])
+    pois, _ = vectors.read_features(scene_root / event / "pois.geojson")
+    roads, _ = vectors.read_features(scene_root / event / "roads.geojson")
+    bad = {rid for rid, state in damage["roads"].items() if state != "intact"}
+
+    def locate(which: str) -> tuple[float, float]:
+        for f in pois:
+            if f["properties"]["type"] == which or which in f["properties"]["name"]:
+                return tuple(f["geometry"]["coordinates"])
+        raise KeyError(which)
+
+    def route_truth(a: str, b: str) -> float | None:
+        try:
+            return round(vectors.shortest_path(vectors.road_graph(roads, bad), locate(a), locate(b))[0], 3)
+        except (KeyError, vectors.VectorError):
+            return None
+
+    def repairs_truth(a: str, b: str) -> int | None:
+        try:
+            return len(vectors.minimum_repairs(roads, bad, locate(a), locate(b))[0])
+        except (KeyError, vectors.VectorError):
+            return None
+
+    return {**damage, "population_in_hazard": float(population.data[0][mask.data[0] > 0].sum()),
+            "poi_names": {f["properties"]["id"]: f["properties"]["name"] for f in pois},
+            "route_truth": route_truth, "repairs_truth": repairs_truth}
+
+
+# Suite entry points -------------------------------------------------------------------------------
+def _scene_params(scene_params: dict[str, Any] | None) -> dict[str, Any]:
+    return {"events": list(scene_params["events"]), "size_px": scene_params.get("size_px", 128),
+            "seed": scene_params.get("seed", 0)} if scene_params else {}
+
+
+def build_suite(folder: Path, *, scene_params: dict[str, Any] | None = None) -> None:
+    """Data builder of the task suite over the scenes built with ``scene_params`` (default: all events).
+
+    The scenes must already be built (``suite_path`` builds them first): the data cache's lock is not
+    re-entrant, so one builder cannot build another's entry.
+    """
+    from gauntlet.datacache import entry_dir
+    from gauntlet.mcp_servers.disaster.data import DATA_NAME
+    from gauntlet.mcp_servers.disaster.scenes import BUILDER_VERSION
+
+    root = entry_dir(DATA_NAME, BUILDER_VERSION, _scene_params(scene_params))
+    build_tasks(Path(folder), scene_root=root / "scenes")
+
+
+def suite_path(scene_params: dict[str, Any] | None = None) -> Path:
+    """The task suite file (scenes, then tasks, built and cached on first use): the ``disaster`` suite entry."""
+    from gauntlet.datacache import ensure_built
+    from gauntlet.mcp_servers.disaster.data import build_default, build_subset
+
+    build_subset(**_scene_params(scene_params)) if scene_params else build_default()
+    params = {"scene_params": _scene_params(scene_params)} if scene_params else {}
+    return ensure_built("disaster-tasks", TASKS_VERSION, build_suite, params=params) / SUITE_FILE

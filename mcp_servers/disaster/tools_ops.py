@@ -1,0 +1,239 @@
+"""Calculation (calc_*), logistics (logi_*) and meta (tool_loop, tool_reduce) tools."""
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from gauntlet.mcp_servers.disaster import vectors
+from gauntlet.mcp_servers.disaster.models import BoolOut, ItemsOut, ValueOut
+from gauntlet.mcp_servers.disaster.toolkit import tool
+from gauntlet.mcp_servers.disaster.vectors import VectorError
+from gauntlet.mcp_servers.disaster.workspace import Workspace
+
+Numbers = Annotated[list[float], Field(description="a list of numbers")]
+
+
+def _need(values, what="values") -> None:
+    if not values:
+        raise VectorError(f"{what} must not be empty")
+
+
+# Calculation ----------------------------------------------------------------------------------------
+@tool("calc")
+def calc_add(ws: Workspace, a: float, b: float) -> ValueOut:
+    """Add two numbers: returns a + b (use to combine counts or areas)."""
+    return ValueOut(value=a + b)
+
+
+@tool("calc")
+def calc_subtract(ws: Workspace, a: float, b: float) -> ValueOut:
+    """Subtract two numbers: returns a - b (e.g. post minus pre)."""
+    return ValueOut(value=a - b)
+
+
+@tool("calc")
+def calc_multiply(ws: Workspace, a: float, b: float) -> ValueOut:
+    """Multiply two numbers: returns a * b (e.g. people x litres per person)."""
+    return ValueOut(value=a * b)
+
+
+@tool("calc")
+def calc_divide(ws: Workspace, a: float, b: float) -> ValueOut:
+    """Divide two numbers: returns a / b (b must not be 0)."""
+    if b == 0:
+        raise VectorError("cannot divide by zero")
+    return ValueOut(value=a / b)
+
+
+@tool("calc")
+def calc_percentage(ws: Workspace, part: float, whole: float) -> ValueOut:
+    """part as a percentage of whole: 100 x part / whole (whole must not be 0)."""
+    if whole == 0:
+        raise VectorError("whole must not be 0")
+    return ValueOut(value=100.0 * part / whole, unit="%")
+
+
+@tool("calc")
+def calc_percent_change(ws: Workspace, before: float, after: float) -> ValueOut:
+    """Relative change from before to after, in percent."""
+    if before == 0:
+        raise VectorError("before must not be 0")
+    return ValueOut(value=100.0 * (after - before) / before, unit="%")
+
+
+@tool("calc")
+def calc_compare(ws: Workspace, a: float, op: Literal[">", ">=", "<", "<=", "==", "!="], b: float) -> BoolOut:
+    """Compare two numbers: whether 'a op b' holds (true/false)."""
+    return BoolOut(value={">": a > b, ">=": a >= b, "<": a < b, "<=": a <= b, "==": a == b, "!=": a != b}[op])
+
+
+@tool("calc")
+def calc_sum(ws: Workspace, values: Numbers) -> ValueOut:
+    """Sum of a list of numbers (exact floating-point summation)."""
+    return ValueOut(value=float(math.fsum(values)))
+
+
+@tool("calc")
+def calc_mean(ws: Workspace, values: Numbers) -> ValueOut:
+    """Arithmetic mean of a list of numbers."""
+    _need(values)
+    return ValueOut(value=float(math.fsum(values) / len(values)))
+
+
+@tool("calc")
+def calc_max(ws: Workspace, values: Numbers) -> ValueOut:
+    """Largest of a non-empty list of numbers."""
+    _need(values)
+    return ValueOut(value=float(max(values)))
+
+
+@tool("calc")
+def calc_min(ws: Workspace, values: Numbers) -> ValueOut:
+    """Smallest of a non-empty list of numbers."""
+    _need(values)
+    return ValueOut(value=float(min(values)))
+
+
+@tool("calc")
+def calc_round(ws: Workspace, value: float, digits: Annotated[int, Field(0, ge=-6, le=10)] = 0) -> ValueOut:
+    """Round a number to a number of decimal digits (negative digits round to tens, hundreds...)."""
+    return ValueOut(value=round(value, digits))
+
+
+@tool("calc")
+def calc_convert_area(ws: Workspace, value: float, from_unit: Literal["m2", "ha", "km2"],
+                      to_unit: Literal["m2", "ha", "km2"]) -> ValueOut:
+    """Convert an area between m2, hectares and km2."""
+    factor = {"m2": 1.0, "ha": 1e4, "km2": 1e6}
+    return ValueOut(value=value * factor[from_unit] / factor[to_unit], unit=to_unit)
+
+
+@tool("calc")
+def calc_convert_length(ws: Workspace, value: float, from_unit: Literal["m", "km", "mi"],
+                        to_unit: Literal["m", "km", "mi"]) -> ValueOut:
+    """Convert a length between metres, kilometres and miles."""
+    factor = {"m": 1.0, "km": 1000.0, "mi": 1609.344}
+    return ValueOut(value=value * factor[from_unit] / factor[to_unit], unit=to_unit)
+
+
+@tool("calc")
+def calc_rank(ws: Workspace, items: Annotated[list[dict[str, Any]], Field(description="records to rank")],
+              key: str, descending: bool = True) -> ItemsOut:
+    """Sort records by a numeric field (ties keep their order) and add a 1-based 'rank'."""
+    if any(not isinstance(item.get(key), (int, float)) for item in items):
+        raise VectorError(f"every item needs a numeric {key!r}")
+    ranked = sorted(items, key=lambda item: item[key], reverse=descending)
+    out = [{**item, "rank": i + 1} for i, item in enumerate(ranked)]
+    return ItemsOut(items=out, count=len(out))
+
+
+@tool("calc")
+def calc_distance_m(ws: Workspace, a: Annotated[list[float], Field(description="[x, y]")],
+                    b: Annotated[list[float], Field(description="[x, y]")]) -> ValueOut:
+    """Straight-line distance between two projected points (m)."""
+    if len(a) != 2 or len(b) != 2:
+        raise VectorError("points must be [x, y]")
+    return ValueOut(value=math.dist(a, b), unit="m")
+
+
+# Logistics ------------------------------------------------------------------------------------------
+@tool("logi")
+def logi_truck_trips(ws: Workspace, demand: Annotated[float, Field(ge=0, description="amount to move")],
+                     truck_capacity: Annotated[float, Field(gt=0)],
+                     trucks: Annotated[int, Field(1, ge=1)] = 1) -> ValueOut:
+    """Round trips needed per truck to move demand with trucks of truck_capacity: ceil(demand / (capacity x trucks))."""
+    return ValueOut(value=float(math.ceil(demand / (truck_capacity * trucks))), unit="trips")
+
+
+@tool("logi")
+def logi_travel_time_min(ws: Workspace, distance_m: Annotated[float, Field(ge=0)],
+                         speed_kmh: Annotated[float, Field(gt=0, le=300)]) -> ValueOut:
+    """Travel time in minutes for a distance at a speed."""
+    return ValueOut(value=distance_m / 1000.0 / speed_kmh * 60.0, unit="min")
+
+
+@tool("logi")
+def logi_supply_needs(ws: Workspace, people: Annotated[float, Field(ge=0)], days: Annotated[float, Field(gt=0)],
+                      item: Literal["water_l", "food_kcal", "shelter_m2"]) -> ValueOut:
+    """Sphere-standard needs: water 15 l/person/day, food 2100 kcal/person/day, covered shelter 3.5 m2/person."""
+    per_day = {"water_l": 15.0, "food_kcal": 2100.0}
+    if item == "shelter_m2":
+        return ValueOut(value=people * 3.5, unit="m2")
+    return ValueOut(value=people * days * per_day[item], unit=item.split("_")[1])
+
+
+@tool("logi")
+def logi_priority_scores(ws: Workspace, items: Annotated[list[dict[str, Any]], Field(
+        description="records, each with the weighted fields")], weights: Annotated[dict[str, float], Field(
+        description="field -> weight; score = sum(weight x value / max value of the field)")]) -> ItemsOut:
+    """Weighted priority score per record (each field normalised by its maximum), highest first, with rank."""
+    if not items or not weights:
+        raise VectorError("give items and weights")
+    top = {}
+    for key in weights:
+        values = [item.get(key) for item in items]
+        if any(not isinstance(v, (int, float)) for v in values):
+            raise VectorError(f"every item needs a numeric {key!r}")
+        top[key] = max(max(values), 1e-12)
+    scored = [{**item, "score": round(sum(w * item[k] / top[k] for k, w in weights.items()), 6)} for item in items]
+    scored.sort(key=lambda item: -item["score"])
+    return ItemsOut(items=[{**item, "rank": i + 1} for i, item in enumerate(scored)], count=len(scored))
+
+
+@tool("logi")
+def logi_allocate(ws: Workspace, demands: Numbers, capacities: Numbers,
+                  distances_m: Annotated[list[list[float]], Field(description="distances_m[i][j]: demand i to "
+                                                                  "facility j")]) -> ItemsOut:
+    """Allocate people (demands) to shelters (capacities), nearest pairs first, never over capacity.
+    Items: per demand, the people sent to each facility; the last item reports 'unmet'."""
+    if len(distances_m) != len(demands) or any(len(row) != len(capacities) for row in distances_m):
+        raise VectorError("distances_m must have one row per demand and one column per facility")
+    assigned, unmet = vectors.allocate_capacity(list(demands), list(capacities), [list(r) for r in distances_m])
+    items = [{"demand": i, "assigned": row} for i, row in enumerate(assigned)] + [{"unmet": unmet}]
+    return ItemsOut(items=items, count=len(demands))
+
+
+@tool("logi")
+def logi_shelter_capacity_gap(ws: Workspace, people: Annotated[float, Field(ge=0)],
+                              capacities: Numbers) -> ValueOut:
+    """People left without a place: max(0, people - total capacity)."""
+    return ValueOut(value=max(0.0, people - math.fsum(capacities)), unit="people")
+
+
+# Meta -----------------------------------------------------------------------------------------------
+@tool("tool")
+async def tool_loop(ws: Workspace, tool_name: Annotated[str, Field(description="the tool to call for every item")],
+                    items: Annotated[list[Any], Field(description="values to map over")],
+                    item_arg: Annotated[str, Field(description="argument of the tool that receives each item")],
+                    args: Annotated[dict[str, Any], Field(default_factory=dict, description="fixed arguments")],
+                    ) -> ItemsOut:
+    """Call a tool once per item (item passed as item_arg, plus the fixed args); items of the result are the
+    calls' results in order. Use it to map e.g. ras_area_m2 over several masks from earlier calls."""
+    if tool_name not in ws.tools or tool_name in ("tool_loop", "tool_reduce"):
+        raise VectorError(f"tool_loop cannot call {tool_name!r}; give a tool of this server")
+    if len(items) > 1000:
+        raise VectorError("tool_loop maps over at most 1000 items")
+    results = []
+    for item in items:
+        result = await ws.tools[tool_name].run({**args, item_arg: item}, convert_result=False)
+        results.append(result.model_dump() if hasattr(result, "model_dump") else result)
+    return ItemsOut(items=results, count=len(results))
+
+
+@tool("tool")
+def tool_reduce(ws: Workspace, values: Annotated[list[Any], Field(description="numbers, or records with 'field'")],
+                op: Literal["sum", "mean", "min", "max", "count", "argmax", "argmin"],
+                field: Annotated[str | None, Field(None, description="record field holding the number")] = None,
+                ) -> ValueOut:
+    """Reduce a list (e.g. tool_loop's items) to one number; argmax/argmin give the 0-based index."""
+    numbers = [v.get(field) if isinstance(v, dict) and field else v for v in values]
+    if op == "count":
+        return ValueOut(value=float(len(numbers)))
+    if not numbers or any(not isinstance(n, (int, float)) or isinstance(n, bool) for n in numbers):
+        raise VectorError("values must be a non-empty list of numbers (or records with a numeric 'field')")
+    table = {"sum": lambda: math.fsum(numbers), "mean": lambda: math.fsum(numbers) / len(numbers),
+             "min": lambda: min(numbers), "max": lambda: max(numbers),
+             "argmax": lambda: numbers.index(max(numbers)), "argmin": lambda: numbers.index(min(numbers))}
+    return ValueOut(value=float(table[op]()))
+

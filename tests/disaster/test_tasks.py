@@ -1,0 +1,130 @@
+"""Task suites: gold trajectories replay through MCP and score 100%; the DORA scorer's checks."""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+
+import pytest
+
+from gauntlet.mcp_servers.disaster import scoring
+from gauntlet.mcp_servers.disaster.scoring import DoraScorer, grade_answer, score_task, trajectory_metrics
+from gauntlet.tasks import NO_ANSWER, GoldCall, load_suite
+
+
+@pytest.fixture(scope="module")
+def suite(scenes_root, tmp_path_factory):
+    from gauntlet.mcp_servers.disaster.tasks import SUITE_FILE, build_tasks
+
+    folder = tmp_path_factory.mktemp("disaster-suite")
+    build_tasks(folder, scene_root=scenes_root / "scenes", events=["ahr-2021-flood"])
+    return folder / SUITE_FILE
+
+
+def test_suite_tasks_carry_the_dora_fields_for_all_three_dimensions(suite):
+    tasks = load_suite(suite)
+    assert Counter(t.metadata["dimension"] for t in tasks).keys() == {"T1", "T2", "T3"}
+    for task in tasks:
+        assert task.server == "disaster" and task.gold_trajectory
+        assert {"category", "tool_plan", "eval_spec", "answer_format", "truth_answer"} <= set(task.metadata)
+        assert len(task.metadata["tool_plan"]) == len(task.gold_trajectory)
+        assert all(layer["crs"] == "EPSG:32632" for layer in task.inputs["layers"].values())
+
+
+def test_gold_replay_through_an_mcp_session_scores_100_percent(suite, scenes_root, tmp_path):
+    import gymnasium as gym
+
+    import gauntlet
+    from gauntlet.agents.tool import GoldAgent
+    from gauntlet.mcp_servers.disaster.server import build_server
+
+    tasks = load_suite(suite)
+    factory = functools.partial(build_server, scenes_root / "scenes")
+    for scorer in (None, DoraScorer()):
+        env = gym.make("gauntlet/ToolTask-v0", tasks=str(suite), server=factory, scorer=scorer)
+        agent = GoldAgent(suite=str(suite))
+        try:
+            for index, task in enumerate(tasks):
+                episode = gauntlet.rollout(env, agent, seed=index, record="memory")
+                final = episode.steps[-1].info
+                assert final["score"] == pytest.approx(1.0), (task.id, final["privileged"])
+                mismatches = [e for s in episode.steps for e in s.events if e.kind == "note"]
+                assert not mismatches, (task.id, mismatches)
+        finally:
+            env.close()
+
+
+def test_agent_paths_match_gold_paths_by_structural_role_not_by_name():
+    gold = [GoldCall(call="seg_water_ndwi", args={"image": "data/e/post.tif"}, obs={"path": "ws/water-aaa.tif"}),
+            GoldCall(call="ras_area_m2", args={"mask": "ws/water-aaa.tif"}, obs={"value": 1.0})]
+    mine = [{"name": "seg_water_ndwi", "arguments": {"image": "data/e/post.tif"},
+             "result": {"path": "ws/water-bbb.tif"}},
+            {"name": "ras_area_m2", "arguments": {"mask": "ws/water-bbb.tif"}, "result": {"value": 1.0}}]
+    assert trajectory_metrics(gold, mine)["parameter_accuracy"] == 1.0
+    wrong = [mine[0], {"name": "ras_area_m2", "arguments": {"mask": "ws/other.tif"}, "result": {}}]
+    assert trajectory_metrics(gold, wrong)["parameter_accuracy"] == pytest.approx(0.5)
+
+
+def test_trajectory_metrics_grade_order_exactness_and_efficiency():
+    gold = [GoldCall(call=name) for name in ("a", "b", "c")]
+    metrics = trajectory_metrics(gold, [{"name": n, "arguments": {}} for n in ("c", "a", "x", "b")])
+    assert metrics["tool_any_order"] == 1.0
+    assert metrics["tool_in_order"] == pytest.approx(2 / 3)
+    assert metrics["exact_match"] == 0.0
+    assert metrics["efficiency"] == pytest.approx(3 / 4)
+    errors_do_not_count = [{"name": "a", "arguments": {}, "is_error": True}]
+    assert trajectory_metrics(gold, errors_do_not_count)["tool_any_order"] == 0.0
+
+
+@pytest.mark.parametrize("spec, expected, answer, correct", [
+    ({"type": "numeric"}, 100.0, 120.9, True), ({"type": "numeric"}, 100.0, 121.5, False),
+    ({"type": "numeric"}, 0, 1, True), ({"type": "numeric"}, 3, "4", True), ({"type": "numeric"}, 3, "many", False),
+    ({"type": "exact"}, "Shelter A", "  shelter   a ", True),
+    ({"type": "set"}, ["a", "b"], ["B", "a"], True), ({"type": "set"}, ["a", "b"], ["a"], False),
+    ({"type": "set"}, [], [], True),
+    ({"type": "kendall"}, ["x", "y", "z"], ["x", "y", "z"], True),
+    ({"type": "kendall"}, ["x", "y", "z"], ["y", "x", "z"], False),
+    ({"type": "point", "pixel_size_m": 10.0, "max_pixels": 20}, [0, 0], [120, 150], True),
+    ({"type": "point", "pixel_size_m": 10.0, "max_pixels": 20}, [0, 0], [150, 150], False),
+])
+def test_answer_checks(spec, expected, answer, correct):
+    assert grade_answer(spec, expected, answer)[1] is correct
+
+
+def test_set_f1_and_kendall_give_partial_credit():
+    assert grade_answer({"type": "set"}, ["a", "b"], ["a", "c"])[0] == pytest.approx(0.5)
+    assert scoring.kendall_tau(["x", "y", "z"], ["z", "y", "x"]) == -1.0
+    assert scoring.kendall_tau(["x", "y", "z"], ["x"]) == 1.0  # missing items appended in order
+
+
+def test_polygon_answers_pass_at_iou_one_half():
+    square = {"type": "Polygon", "coordinates": [[[0, 0], [10, 0], [10, 10], [0, 10], [0, 0]]]}
+    shifted = {"type": "Polygon", "coordinates": [[[3, 0], [13, 0], [13, 10], [3, 10], [3, 0]]]}
+    far = {"type": "Polygon", "coordinates": [[[6, 0], [16, 0], [16, 10], [6, 10], [6, 0]]]}
+    spec = {"type": "polygon", "min_iou": 0.5}
+    assert grade_answer(spec, square, shifted)[1] and not grade_answer(spec, square, far)[1]
+    assert grade_answer(spec, square, "not a polygon")[0] == 0.0
+
+
+def test_if_mode_adds_the_gold_tool_order_and_ap_does_not(suite):
+    task = load_suite(suite)[0]
+    assert scoring.prompt(task, "AP") == task.question
+    hint = scoring.prompt(task, "IF")
+    assert all(call.call in hint for call in task.gold_trajectory)
+    assert score_task(task, NO_ANSWER, (), "IF").answer_score == 0.0
+
+
+def test_truth_vs_gold_is_reported_per_dimension(suite):
+    report = scoring.truth_vs_gold(load_suite(suite))
+    assert set(report) <= {"T1", "T2", "T3"} and report
+    for row in report.values():
+        assert 0 <= row["share"] <= 1 and row["with_truth"] >= 1
+
+
+def test_demo_solves_one_task_per_dimension_and_saves_a_map(tmp_path, capsys):
+    from gauntlet.mcp_servers.disaster.demo import run_demo
+
+    run_demo(tmp_path)
+    printed = capsys.readouterr().out
+    assert all(f"[{dimension}]" in printed for dimension in ("T1", "T2", "T3"))
+    assert (tmp_path / "disaster-map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
