@@ -1,0 +1,15 @@
+"""Registers the tactile agents (string entry points only)."""
+
+from __future__ import annotations
+
+
+def register() -> None:
+    from gauntlet.registry import registry
+
+    registry.add("agent", "tactile-random", "gauntlet.agents.tactile.random_agent:TactileRandomAgent",
+                 "tactile envs: uniformly random sensor moves and a blind prediction (the baseline)")
+    registry.add("agent", "tactile-learned", "gauntlet.agents.tactile.learned:LearnedTactileAgent",
+                 "tactile envs: CNN + GRU perception model over touches with random exploration "
+                 "(config: checkpoint=PATH)")
+    registry.add("demo", "tactile", "gauntlet.agents.tactile.demo:run_demo",
+                 "a Tactile MNIST episode (saved rendering) and the learned agent's accuracy by step")

@@ -1,0 +1,189 @@
+"""A simulated GelSight Mini: contact depth maps and Taxim-style tactile RGB, batched on the CPU.
+
+Geometry (GelSight Mini, as the reference benchmark models it): sensing surface 18.88 x 14.16 mm,
+gel 4.25 mm thick, pressed into the scene by half its thickness at each touch. The gel's lowest
+point settles on the highest point of the scene under the sensing surface, then sinks a further
+``press_depth_m``; the contact depth map is how far the scene pushes into the gel at each pixel.
+
+Tactile RGB follows Taxim's photometric idea (Si & Yuan, 2022): the colour of a pixel is a
+calibrated function of the gel surface normal, added to the background image of the undeformed
+gel. Three coloured LEDs light the gel from three sides 120 degrees apart; each channel responds
+linearly to the slope towards its LED and quadratically to the overall slope (the polynomial
+Taxim fits to calibration presses, here with hand-set coefficients of that form), tabulated over
+slope bins as Taxim tabulates its polynomial. Slopes are central differences over two pixels of
+the depth map, which also stands in for the gel's elastic smoothing of sharp creases (the objects'
+height fields are themselves smooth). Optional domain randomisation: a per-episode gain/offset per channel and per-frame
+Gaussian pixel noise.
+
+Everything is array code over a leading batch axis, one call per step for all envs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gauntlet.envs.tactile import heightfield
+
+SENSOR_WIDTH_M = 0.01888
+SENSOR_HEIGHT_M = 0.01416
+GEL_THICKNESS_M = 0.00425
+PRESS_DEPTH_M = GEL_THICKNESS_M / 2
+DEFAULT_IMAGE_SIZE = (64, 64)  # (height, width) in pixels
+
+# Calibration of the photometric model (per channel R, G, B): LED azimuth, response to the slope
+# towards the LED, response to the squared slope, and the undeformed gel's colour (in [0, 1]).
+LED_AZIMUTH_RAD = np.array([np.pi / 2, np.pi / 2 + 2 * np.pi / 3, np.pi / 2 + 4 * np.pi / 3])
+SLOPE_GAIN = np.array([0.55, 0.50, 0.60])
+CURVATURE_GAIN = np.array([-0.10, -0.08, -0.12])
+BACKGROUND_RGB = np.array([0.42, 0.46, 0.50])
+VIGNETTE = 0.12  # relative brightness fall-off from the centre to the corners
+# The response is tabulated over slope bins, as Taxim tabulates its calibrated polynomial.
+LUT_BINS = 129
+LUT_CENTRE = np.float32((LUT_BINS - 1) / 2 + 0.5)  # +0.5: truncation below rounds to the nearest bin
+LUT_MAX_SLOPE = 3.0
+
+
+@dataclass(frozen=True)
+class SensorConfig:
+    """Output size and domain randomisation of the simulated sensor."""
+
+    image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE  # (height, width) pixels
+    episode_noise: float = 0.0  # std of the per-episode colour gain / offset
+    frame_noise: float = 0.0  # std of per-frame pixel noise (image units in [0, 1])
+
+    def __post_init__(self) -> None:
+        height, width = self.image_size
+        if height < 4 or width < 4:
+            raise ValueError(f"sensor image_size must be at least (4, 4) pixels, got {self.image_size}")
+        if self.episode_noise < 0 or self.frame_noise < 0:
+            raise ValueError("sensor noise levels must be >= 0")
+
+
+class TactileRenderer:
+    """Renders touches of a batch of sensors on a batch of height-field objects in one call."""
+
+    def __init__(self, config: SensorConfig, field_resolution: int, field_size_m: float):
+        self.config = config
+        self.resolution = field_resolution
+        self.field_size_m = field_size_m
+        height, width = config.image_size
+        # Pixel centres in the sensor frame (m): x across the 18.88 mm side, y across 14.16 mm.
+        self.u = ((np.arange(width, dtype=np.float32) + 0.5) / width - 0.5) * np.float32(SENSOR_WIDTH_M)
+        # Image rows run from the sensor's +y edge down, so the image looks like the view from above.
+        self.v = (0.5 - (np.arange(height, dtype=np.float32) + 0.5) / height) * np.float32(SENSOR_HEIGHT_M)
+        self.pixel_m = (SENSOR_WIDTH_M / width, SENSOR_HEIGHT_M / height)
+        # Central difference of depth (m) over two pixels -> slope -> bin: one factor per axis.
+        bins_per_slope = (LUT_BINS - 1) / 2 / LUT_MAX_SLOPE
+        self._bins_per_step = tuple(np.float32(bins_per_slope / (2 * p)) for p in self.pixel_m)
+        slopes = (np.arange(LUT_BINS) - (LUT_BINS - 1) / 2) / bins_per_slope
+        slope_y, slope_x = np.meshgrid(slopes, slopes, indexing="ij")
+        self.colour_lut = colour_response(slope_x, slope_y).reshape(-1, 3).astype(np.float32)
+        yy, xx = np.meshgrid(np.linspace(-1, 1, height), np.linspace(-1, 1, width), indexing="ij")
+        vignette = 1.0 - VIGNETTE * (xx ** 2 + yy ** 2) / 2
+        self.background = (vignette[..., None] * BACKGROUND_RGB).astype(np.float32)  # (H, W, 3)
+        self._colour_lut_signed = self.colour_lut * np.float32(2)
+        self._background_signed = self.background * np.float32(2) - np.float32(1)
+
+    def grid_coordinates(self, object_xy: np.ndarray, object_yaw: np.ndarray, sensor_xy: np.ndarray,
+                         sensor_yaw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Fractional field coordinates ``(n, H, W)`` of every pixel, for each env's poses (world, m)."""
+        # pixel in world = sensor_xy + R(sensor_yaw) (u, v); in object = R(-object_yaw) (world - object_xy);
+        # in field units = (object + size / 2) / spacing. All affine in (u, v): f = A (u, v) + b.
+        spacing = heightfield.vertex_spacing(self.resolution, self.field_size_m)
+        # per env: fx = a u + b v + c, fy = d u + e v + f  (sin x = cos(x - pi / 2): one trig call)
+        angles = np.empty((4, len(object_yaw)))
+        np.subtract(sensor_yaw, object_yaw, out=angles[0])
+        np.subtract(angles[0], np.pi / 2, out=angles[1])
+        angles[2] = object_yaw
+        np.subtract(object_yaw, np.pi / 2, out=angles[3])
+        cos_rel, sin_rel, cos_o, sin_o = np.cos(angles, out=angles)
+        dx = sensor_xy[:, 0] - object_xy[:, 0]
+        dy = sensor_xy[:, 1] - object_xy[:, 1]
+        scale = 1.0 / spacing
+        half = self.field_size_m / 2 / spacing
+        coefficients = np.empty((6, len(object_yaw)), np.float32)
+        coefficients[0] = cos_rel * scale
+        coefficients[1] = sin_rel * -scale
+        coefficients[2] = (cos_o * dx + sin_o * dy) * scale + half
+        coefficients[3] = sin_rel * scale
+        coefficients[4] = coefficients[0]
+        coefficients[5] = (cos_o * dy - sin_o * dx) * scale + half
+        coefficients = coefficients[:, :, None, None]
+        a, b, c, d, e, f = coefficients
+        fx = a * self.u[None, None, :] + b * self.v[None, :, None]
+        fx += c
+        fy = d * self.u[None, None, :] + e * self.v[None, :, None]
+        fy += f
+        return fx, fy
+
+    def depth(self, fields_flat: np.ndarray, offsets: np.ndarray, fx: np.ndarray, fy: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """Contact depth maps ``(n, H, W)`` (m, >= 0) and the gel's resting height per env (m).
+
+        The gel sinks ``PRESS_DEPTH_M`` below the highest point under it (the platform, z = 0, is
+        the floor of every scene).
+        """
+        scene = heightfield.sample(fields_flat, offsets, fx, fy, self.resolution)
+        top = scene.max(axis=(1, 2))
+        gel_z = np.maximum(top, 0) - np.float32(PRESS_DEPTH_M)
+        scene -= gel_z[:, None, None]
+        np.maximum(scene, 0, out=scene)
+        return scene, gel_z + np.float32(PRESS_DEPTH_M)
+
+    def tactile_rgb(self, depth: np.ndarray, gains: np.ndarray | None = None,
+                    noise: np.ndarray | None = None) -> np.ndarray:
+        """Tactile images ``(n, H, W, 3)`` float32 in [-1, 1] from contact depth maps (m).
+
+        ``gains`` ``(n, 2, 3)``: per-env colour gain and offset (episode noise); ``noise``
+        ``(n, H, W, 3)``: per-frame pixel noise, both already scaled.
+        """
+        n, height, width = depth.shape
+        padded = np.empty((n, height + 2, width + 2), np.float32)
+        padded[:, 1:-1, 1:-1] = depth
+        padded[:, 0, 1:-1] = depth[:, 0]  # the gel's rim is held: replicate the edge
+        padded[:, -1, 1:-1] = depth[:, -1]
+        padded[:, :, 0] = padded[:, :, 1]
+        padded[:, :, -1] = padded[:, :, -2]
+        # Slopes of the gel surface as look-up bins: central differences scaled straight to bin units.
+        bin_x = padded[:, 1:-1, 2:] - padded[:, 1:-1, :-2]
+        bin_x *= self._bins_per_step[0]
+        bin_x += LUT_CENTRE
+        bin_y = padded[:, :-2, 1:-1] - padded[:, 2:, 1:-1]  # rows run towards -y
+        bin_y *= self._bins_per_step[1]
+        bin_y += LUT_CENTRE
+        top_bin = np.float32(LUT_BINS - 1)
+        np.minimum(np.maximum(bin_x, 0, out=bin_x), top_bin, out=bin_x)
+        np.minimum(np.maximum(bin_y, 0, out=bin_y), top_bin, out=bin_y)
+        index = bin_y.astype(np.int32)
+        index *= LUT_BINS
+        index += bin_x.astype(np.int32)
+        if gains is None and noise is None:  # the table and background are pre-scaled to [-1, 1]
+            image = self._colour_lut_signed.take(index, axis=0)
+            image += self._background_signed
+        else:
+            image = self.colour_lut.take(index, axis=0)  # (n, H, W, 3), the calibrated response
+            image += self.background
+            if gains is not None:
+                image *= 1.0 + gains[:, None, None, 0, :]
+                image += gains[:, None, None, 1, :]
+            if noise is not None:
+                image += noise
+            image *= 2.0
+            image -= 1.0
+        np.minimum(np.maximum(image, -1.0, out=image), 1.0, out=image)
+        return image
+
+
+def colour_response(slope_x: np.ndarray, slope_y: np.ndarray) -> np.ndarray:
+    """The calibrated colour change ``(..., 3)`` of the gel at surface slopes (dz/dx, dz/dy).
+
+    Normal n = (-gx, -gy, 1) / |.|; channel c sees the tangential normal projected on its LED's
+    direction (linear term) and the overall tilt |n_xy|^2 (quadratic term).
+    """
+    inverse_norm = 1.0 / np.sqrt(slope_x ** 2 + slope_y ** 2 + 1.0)
+    nx, ny = -slope_x * inverse_norm, -slope_y * inverse_norm
+    tilt = nx ** 2 + ny ** 2
+    towards = nx[..., None] * np.cos(LED_AZIMUTH_RAD) + ny[..., None] * np.sin(LED_AZIMUTH_RAD)
+    return SLOPE_GAIN * towards + CURVATURE_GAIN * tilt[..., None]

@@ -1,0 +1,205 @@
+"""The batched tactile simulation shared by the single env and the native vector env.
+
+One ``TactileSimulation`` holds ``n`` platforms (object, object pose, sensor pose, step counter,
+colour randomisation, one RNG each) and advances all of them with one array call per step: move
+every sensor, render every touch, score every prediction. The single env is this with ``n = 1``,
+so a vector env seeded with ``s`` gives, in slot ``i``, exactly what a single env seeded with
+``s + i`` gives.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gauntlet.envs.tactile.sensor import SensorConfig, TactileRenderer
+from gauntlet.envs.tactile.tasks import CELL_HALF_M, TactileTask
+
+# Sensor motion limits of the reference benchmark: 0.2 m/s, 4 m/s^2, pi/2 rad/s, 10 pi rad/s^2,
+# 0.2 s per transfer.
+LINEAR_VELOCITY_M_S = 0.2
+LINEAR_ACCELERATION_M_S2 = 4.0
+ANGULAR_VELOCITY_RAD_S = np.pi / 2
+ANGULAR_ACCELERATION_RAD_S2 = 10 * np.pi
+TRANSFER_TIME_S = 0.2
+ACTION_REGULARIZATION = 1e-3
+# The sensor case keeps its centre this far inside the platform edge (x, y), as in the reference.
+CELL_PADDING_M = np.array([0.0215, 0.0195])
+WORKSPACE_HALF_M = CELL_HALF_M - CELL_PADDING_M
+
+
+def max_transfer_distance_m(velocity: float = LINEAR_VELOCITY_M_S, acceleration: float = LINEAR_ACCELERATION_M_S2,
+                            duration: float = TRANSFER_TIME_S) -> float:
+    """Longest move in one transfer under a trapezoidal velocity profile (rest to rest)."""
+    ramp_time = velocity / acceleration
+    if 2 * ramp_time >= duration:  # never reaches full speed: accelerate half the time, brake the rest
+        return acceleration * (duration / 2) ** 2
+    return velocity * duration - velocity * ramp_time
+
+
+MAX_STEP_M = max_transfer_distance_m()  # 3 cm
+MAX_TURN_RAD = max_transfer_distance_m(ANGULAR_VELOCITY_RAD_S, ANGULAR_ACCELERATION_RAD_S2)  # 0.236 rad
+ALL = slice(None)  # "every platform", for the ``which`` arguments below
+
+
+@dataclass
+class PlatformState:
+    """Everything that evolves in ``n`` platforms (what a snapshot holds, besides the RNGs)."""
+
+    object_index: np.ndarray  # (n,)
+    object_xy: np.ndarray  # (n, 2) m
+    object_yaw: np.ndarray  # (n,) rad
+    sensor_xy: np.ndarray  # (n, 2) m
+    sensor_yaw: np.ndarray  # (n,) rad
+    sensor_z: np.ndarray  # (n,) m, height of the gel's deepest contact point
+    step: np.ndarray  # (n,) steps taken this episode
+    targets: np.ndarray  # (n,) or (n, d)
+    colour_gains: np.ndarray  # (n, 2, 3)
+    score_sum: np.ndarray  # (n,) running sum of per-step accuracy or error
+    last_score: np.ndarray  # (n,)
+    image: np.ndarray  # (n, H, W, 3) latest tactile image
+    depth: np.ndarray  # (n, H, W) latest contact depth map
+
+
+class TactileSimulation:
+    """``n`` tactile platforms of one task, stepped together."""
+
+    def __init__(self, task: TactileTask, num_envs: int, sensor: SensorConfig, *, render_rgb: bool = True):
+        self.task = task
+        self.n = num_envs
+        self.sensor_config = sensor
+        self.render_rgb = render_rgb
+        objects = task.objects
+        self.resolution = objects.fields.shape[-1]
+        self.renderer = TactileRenderer(sensor, self.resolution, objects.footprint_m)
+        self.fields = np.zeros((num_envs, self.resolution, self.resolution), np.float32)
+        self._fields_flat = self.fields.reshape(-1)
+        self._offsets = (np.arange(num_envs) * self.resolution ** 2).astype(np.float32)[:, None, None]
+        self.max_height_m = float(objects.fields.max(initial=1) * objects.height_scale_m) if len(objects) else 1.0
+        self.rngs: list[np.random.Generator] = [np.random.default_rng() for _ in range(num_envs)]
+        height, width = sensor.image_size
+        target_shape = (num_envs,) if task.kind == "classification" else (num_envs, task.target_dim)
+        self.state = PlatformState(
+            object_index=np.zeros(num_envs, np.int64), object_xy=np.zeros((num_envs, 2)),
+            object_yaw=np.zeros(num_envs), sensor_xy=np.zeros((num_envs, 2)), sensor_yaw=np.zeros(num_envs),
+            sensor_z=np.zeros(num_envs), step=np.zeros(num_envs, np.int64),
+            targets=np.zeros(target_shape, np.int64 if task.kind == "classification" else np.float32),
+            colour_gains=np.zeros((num_envs, 2, 3), np.float32), score_sum=np.zeros(num_envs),
+            last_score=np.zeros(num_envs), image=np.zeros((num_envs, height, width, 3), np.float32),
+            depth=np.zeros((num_envs, height, width), np.float32))
+
+    # -- episodes -------------------------------------------------------------------------------
+    def reset(self, which: np.ndarray | slice = ALL) -> None:
+        """Start new episodes on the platforms ``which`` (indices), drawing from their own RNGs."""
+        state = self.state
+        objects = self.task.objects
+        for i in np.arange(self.n)[which]:
+            rng = self.rngs[i]
+            index = int(rng.integers(len(objects)))
+            state.object_index[i] = index
+            offset, yaw = self.task.max_object_offset_m, self.task.max_object_yaw_rad
+            state.object_xy[i] = rng.uniform(-offset, offset, size=2)
+            state.object_yaw[i] = rng.uniform(-yaw, yaw)
+            state.sensor_xy[i] = rng.uniform(-WORKSPACE_HALF_M, WORKSPACE_HALF_M)
+            state.sensor_yaw[i] = rng.uniform(-np.pi, np.pi) if self.task.sensor_rotates else 0.0
+            noise = self.sensor_config.episode_noise
+            state.colour_gains[i] = rng.normal(0.0, noise, size=(2, 3)) if noise > 0 else 0.0
+            self.fields[i] = objects.heights_m(index)
+        state.step[which] = 0
+        state.score_sum[which] = 0.0
+        state.last_score[which] = 0.0
+        state.targets[which] = self.task.targets(state.object_index[which], state.object_xy[which],
+                                                 state.object_yaw[which])
+        self.touch(which)
+
+    def move(self, which, moves: np.ndarray) -> None:
+        """Apply relative moves ``(k, 2)`` or ``(k, 3)`` in [-1, 1] to the platforms ``which``: x, y
+        projected into the unit disc, scaled to the longest transfer, clipped to the workspace; the
+        third component (rotating sensors) turns the sensor by up to the longest turn."""
+        if moves.shape[1] == 3:
+            self.state.sensor_yaw[which] = np.remainder(self.state.sensor_yaw[which] + moves[:, 2] * MAX_TURN_RAD + np.pi,
+                                                        2 * np.pi) - np.pi
+            moves = moves[:, :2]
+        length = np.sqrt((moves ** 2).sum(axis=1, keepdims=True))
+        moves = moves / np.maximum(length, 1.0)
+        self.state.sensor_xy[which] = np.minimum(np.maximum(self.state.sensor_xy[which] + moves * MAX_STEP_M,
+                                                                   -WORKSPACE_HALF_M), WORKSPACE_HALF_M)
+
+    def touch(self, which=ALL) -> None:
+        """Press the sensors of the platforms ``which`` into their scenes and render the readings."""
+        state = self.state
+        fx, fy = self.renderer.grid_coordinates(state.object_xy[which], state.object_yaw[which],
+                                                state.sensor_xy[which], state.sensor_yaw[which])
+        depth, sensor_z = self.renderer.depth(self._fields_flat, self._offsets[which], fx, fy)
+        # Observations hand out these arrays without copying, so they are replaced, never written into.
+        whole = isinstance(which, slice)
+        if whole:
+            state.depth = depth
+        else:
+            state.depth = state.depth.copy()
+            state.depth[which] = depth
+        state.sensor_z[which] = sensor_z
+        if self.render_rgb:
+            frame_noise = self.sensor_config.frame_noise
+            noise = None
+            if frame_noise > 0:
+                shape = depth.shape[1:] + (3,)
+                noise = np.stack([self.rngs[i].normal(0.0, frame_noise, size=shape).astype(np.float32)
+                                  for i in np.arange(self.n)[which]])
+            gains = state.colour_gains[which] if self.sensor_config.episode_noise > 0 else None
+            image = self.renderer.tactile_rgb(depth, gains, noise)
+            if whole:
+                state.image = image
+            else:
+                state.image = state.image.copy()
+                state.image[which] = image
+
+    def step(self, which, moves: np.ndarray, predictions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Score the predictions of the platforms ``which``, move and touch.
+
+        Returns their rewards, normalised losses and termination flags."""
+        state = self.state
+        losses, scores = self.task.losses(predictions, state.targets[which])
+        moves = moves.astype(np.float64)
+        rewards = -ACTION_REGULARIZATION * np.sqrt((moves ** 2).sum(axis=1)) - losses
+        self.move(which, moves)
+        self.touch(which)
+        state.step[which] += 1
+        state.score_sum[which] += scores
+        state.last_score[which] = scores
+        return rewards, losses, state.step[which] >= self.task.step_limit
+
+    # -- observations ---------------------------------------------------------------------------
+    def observations(self) -> dict[str, np.ndarray]:
+        state = self.state
+        position = np.empty((self.n, 3), np.float32)
+        position[:, :2] = state.sensor_xy / WORKSPACE_HALF_M
+        position[:, 2] = state.sensor_z / self.max_height_m * 2 - 1
+        np.minimum(np.maximum(position, -1, out=position), 1, out=position)
+        time_step = (state.step / self.task.step_limit * 2 - 1).astype(np.float32)
+        observation = {"sensor_img": state.image, "sensor_pos": position, "time_step": time_step}
+        if self.task.sensor_rotates:
+            observation["sensor_rot"] = np.stack([np.cos(state.sensor_yaw), np.sin(state.sensor_yaw)], axis=1
+                                                 ).astype(np.float32)
+        return observation
+
+    def infos(self, losses: np.ndarray | None = None) -> dict[str, Any]:
+        state = self.state
+        steps = np.maximum(state.step, 1)
+        stat = "accuracy" if self.task.kind == "classification" else "error"
+        return {"loss": np.zeros(self.n) if losses is None else losses, "target": state.targets.copy(),
+                "stats": {f"final_{stat}": state.last_score.copy(), f"average_{stat}": state.score_sum / steps}}
+
+    # -- branching ------------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        return {"state": copy.deepcopy(self.state), "rngs": [copy.deepcopy(r.bit_generator.state) for r in self.rngs]}
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        self.state = copy.deepcopy(snapshot["state"])
+        for rng, rng_state in zip(self.rngs, snapshot["rngs"]):
+            rng.bit_generator.state = copy.deepcopy(rng_state)
+        for i, index in enumerate(self.state.object_index):
+            self.fields[i] = self.task.objects.heights_m(int(index))
