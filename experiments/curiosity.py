@@ -1,0 +1,337 @@
+"""Reproduces the curiosity results (i)-(iv) of docs/curiosity.md: JSON plus one PNG per result.
+
+    python experiments/curiosity.py --size smoke --out experiments/results/curiosity-smoke
+    python experiments/curiosity.py --size full  --out experiments/results/curiosity
+    python experiments/curiosity.py --size full  --out experiments/results/curiosity --only i   # redo (i)
+    python experiments/curiosity.py --size medium --only iii --out experiments/results/curiosity-iii-medium
+
+(i)   agreement of ``icl_lp`` with ``true_lp`` as the context grows (non-temporal envs): per context
+      size t, the Pearson correlation across episodes and the bias E[icl_lp − true_lp] with 95% CIs.
+(ii)  the same estimator in the temporal gridworld: its bias, and how much of it the nuisance term
+      (irreducible-entropy change along the trajectory) explains.
+(iii) location finding: sPCE (lower) and sNMC (upper) bounds on the total EIG of T = 30 designs,
+      per policy, with 95% CIs over histories (DAD's evaluation).
+(iv)  rule discovery: queries needed to identify the rule, per policy, against the exact optimum.
+(v)   active regression: the exact total information I(w; h_T) each policy gathers, including the
+      curious policy trained by PPO on ``icl_lp`` (``gauntlet.agents.curious.ppo``).
+
+Every episode is seeded from ``--seed`` and its index; the same command gives the same numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import gauntlet
+from gauntlet.agents.curious.policies import (GreedyEIGAgent, GreedyLPAgent, RandomDesignAgent,
+                                             UncertaintySamplingAgent)
+from gauntlet.envs.curiosity.bounds import spce_snmc
+from gauntlet.envs.curiosity.learners import ParticleLearner
+from gauntlet.envs.curiosity.location_finding import SourceIntensity
+from gauntlet.envs.curiosity.rule_discovery import conjunctions, optimal_expected_queries
+from gauntlet.runner import episode_seed
+
+SIZES: dict[str, dict[str, Any]] = {
+    "smoke": {"transformer": "smoke", "ppo": ["smoke"], "regression_episodes": 4, "episodes": 4, "lf_agreement_episodes": 2, "lf_horizon": 4, "lf_bound_episodes": 2,
+              "lf_particles": 256, "contrastive": 2_000, "rule_bits": 3, "rule_episodes": 4,
+              "grid_episodes": 3, "grid_horizon": 20},
+    # (iii) alone at T = 30 with few histories, for a machine without an hour to spare.
+    "medium": {"lf_horizon": 30, "lf_bound_episodes": 4, "lf_particles": 512, "contrastive": 100_000},
+    "full": {"transformer": "default", "ppo": ["default"], "regression_episodes": 50, "episodes": 200,
+             "lf_agreement_episodes": 20, "lf_horizon": 30, "lf_bound_episodes": 10, "lf_particles": 1024, "contrastive": 100_000, "rule_bits": 4, "rule_episodes": 200,
+             "grid_episodes": 200, "grid_horizon": 30},
+}
+POLICIES = {"random": RandomDesignAgent, "uncertainty": UncertaintySamplingAgent,
+            "curious-greedy-lp": GreedyLPAgent, "greedy-eig": GreedyEIGAgent}
+# The curious policy plans with a smaller model on location finding (its batched lookahead evaluates
+# every candidate and imagined outcome at once); the env it acts in keeps the full settings.
+LF_PLANNING = {"curious-greedy-lp": {"n_particles": 512, "n_probes": 16, "n_outcomes": 2}}
+
+
+# Statistics ------------------------------------------------------------------------------------------
+def mean_ci(values: np.ndarray) -> dict[str, float]:
+    """Mean and normal 95% confidence interval."""
+    values = np.asarray(values, dtype=float)
+    half = 1.96 * values.std(ddof=1) / np.sqrt(len(values)) if len(values) > 1 else float("nan")
+    return {"mean": float(values.mean()), "ci95": [float(values.mean() - half), float(values.mean() + half)],
+            "n": int(len(values))}
+
+
+def correlation_ci(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
+    """Pearson correlation with a Fisher-z 95% confidence interval."""
+    n = len(a)
+    if n < 4 or np.std(a) == 0 or np.std(b) == 0:
+        return {"r": float("nan"), "ci95": [float("nan"), float("nan")], "n": int(n)}
+    r = float(np.corrcoef(a, b)[0, 1])
+    z, half = np.arctanh(np.clip(r, -0.999999, 0.999999)), 1.96 / np.sqrt(n - 3)
+    return {"r": r, "ci95": [float(np.tanh(z - half)), float(np.tanh(z + half))], "n": int(n)}
+
+
+# Running episodes ----------------------------------------------------------------------------------------
+def run_episodes(env_id: str, agent, n: int, seed: int, **env_kwargs) -> list[gauntlet.Episode]:
+    env = gym.make(f"gauntlet/{env_id}", **env_kwargs)
+    return [gauntlet.rollout(env, agent, seed=episode_seed(seed, i), record="memory") for i in range(n)]
+
+
+def lp_table(episodes, key: str) -> np.ndarray:
+    return np.array([[step.privileged[key] for step in episode.steps] for episode in episodes])
+
+
+def agreement(icl: np.ndarray, true: np.ndarray) -> dict[str, Any]:
+    """Per context size t (the new point is the t-th): correlation and bias across episodes."""
+    per_t = [{"t": t + 1, "correlation": correlation_ci(icl[:, t], true[:, t]),
+              "bias": mean_ci(icl[:, t] - true[:, t]), "true_lp": mean_ci(true[:, t])} for t in range(icl.shape[1])]
+    return {"per_context_size": per_t, "pooled_correlation": correlation_ci(icl.ravel(), true.ravel()),
+            "pooled_bias": mean_ci((icl - true).ravel()),
+            "episode_total": {"icl_lp": mean_ci(icl.sum(axis=1)), "true_lp": mean_ci(true.sum(axis=1))}}
+
+
+def result_i(size: dict[str, Any], seed: int) -> dict[str, Any]:
+    results = {}
+    random_policy = {"ActiveRegression-v0": {}, "RuleDiscovery-v0": {}}
+    for env_id, kwargs in random_policy.items():
+        episodes = run_episodes(env_id, RandomDesignAgent(env_id, **kwargs), size["episodes"], seed, **kwargs)
+        results[env_id] = {"learner": "exact Bayesian posterior predictive", "probes": "env default",
+                           **agreement(lp_table(episodes, "icl_lp"), lp_table(episodes, "true_lp"))}
+    # The meta-trained transformer as the ICL; true_lp stays the exact Bayesian learner's.
+    from gauntlet.envs.curiosity.transformer import load_transformer_learner
+
+    transformer = load_transformer_learner(size["transformer"])
+    episodes = run_episodes("ActiveRegression-v0", RandomDesignAgent("ActiveRegression-v0"), size["episodes"], seed,
+                            learner=transformer)
+    results["ActiveRegression-v0 (transformer ICL)"] = {
+        "learner": f"meta-trained transformer ({size['transformer']} config)", "probes": "env default",
+        **agreement(lp_table(episodes, "icl_lp"), lp_table(episodes, "true_lp"))}
+    # Location finding with an approximate ICL: a 256-particle learner (its own particles) against the
+    # reference posterior of ``lf_particles`` particles.
+    reference = {"horizon": size["lf_horizon"], "n_particles": size["lf_particles"]}
+    model = gym.make("gauntlet/LocationFinding-v0", **reference).unwrapped
+    approximate = ParticleLearner(model.intensity, np.random.default_rng(seed + 1).standard_normal((256, 2, 2)),
+                                  noise_std=model.noise_std, design_dim=2)
+    episodes = run_episodes("LocationFinding-v0", RandomDesignAgent("LocationFinding-v0", **reference),
+                            size["lf_agreement_episodes"], seed, learner=approximate, **reference)
+    results["LocationFinding-v0"] = {"learner": "256-particle importance sampler (approximate ICL)",
+                                     "reference": f"{size['lf_particles']}-particle importance sampler",
+                                     **agreement(lp_table(episodes, "icl_lp"), lp_table(episodes, "true_lp"))}
+    return results
+
+
+def result_ii(size: dict[str, Any], seed: int) -> dict[str, Any]:
+    kwargs = {"horizon": size["grid_horizon"]}
+    episodes = run_episodes("CuriousGridworld-v0", RandomDesignAgent("CuriousGridworld-v0", **kwargs),
+                            size["grid_episodes"], seed, **kwargs)
+    icl, true = lp_table(episodes, "icl_lp"), lp_table(episodes, "true_lp")
+    expected, nuisance = lp_table(episodes, "trajectory_lp_expected"), lp_table(episodes, "nuisance")
+    moved = nuisance != 0.0
+    return {**agreement(icl, true),
+            "expected_estimator_minus_true": mean_ci((expected - true).ravel()),
+            "correlation_of_bias_with_nuisance": correlation_ci((expected - true).ravel(), nuisance.ravel()),
+            "bias_on_steps_leaving_ice": mean_ci((icl - true)[nuisance > 0]) if (nuisance > 0).any() else None,
+            "bias_on_steps_entering_ice": mean_ci((icl - true)[nuisance < 0]) if (nuisance < 0).any() else None,
+            "share_of_steps_crossing_the_ice_edge": float(moved.mean())}
+
+
+def result_iii(size: dict[str, Any], seed: int) -> dict[str, Any]:
+    kwargs = {"horizon": size["lf_horizon"], "n_particles": size["lf_particles"], "record_true_lp": False,
+              "reward_mode": "none"}
+    intensity = SourceIntensity(0.1, 1e-4)
+    results = {}
+    for name, policy in POLICIES.items():
+        started = time.perf_counter()
+        agent = policy("LocationFinding-v0", **{**kwargs, **LF_PLANNING.get(name, {})})
+        episodes = run_episodes("LocationFinding-v0", agent,
+                                size["lf_bound_episodes"], seed, **kwargs)
+        designs = np.array([[step.privileged["design"] for step in e.steps] for e in episodes])
+        outcomes = np.array([[step.privileged["outcome"] for step in e.steps] for e in episodes])
+        thetas = np.array([e.steps[0].privileged["theta"] for e in episodes])
+        bounds = spce_snmc(intensity, designs, outcomes, thetas, noise_std=0.5,
+                           sample_prior=lambda rng, n: rng.standard_normal((n, 2, 2)),
+                           n_contrastive=size["contrastive"], rng=np.random.default_rng(seed))
+        results[name] = {"spce": mean_ci(bounds["spce"]), "snmc": mean_ci(bounds["snmc"]),
+                         "seconds": time.perf_counter() - started,
+                         "designs_first_episode": designs[0].tolist(), "theta_first_episode": thetas[0].tolist()}
+    results["contrastive_samples_L"] = size["contrastive"]
+    results["max_spce_log_L_plus_1"] = float(np.log(size["contrastive"] + 1))
+    return results
+
+
+def result_v(size: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Active regression: exact total information I(w; h_T) gathered by each policy, PPO included.
+
+    For the Gaussian linear model the per-step ``info_gain`` rewards are exact and sum to I(w; h_T).
+    """
+    from gauntlet.agents.curious.ppo import CuriousPPOAgent
+
+    agents = {name: policy("ActiveRegression-v0") for name, policy in POLICIES.items()}
+    for config in size["ppo"]:
+        agents[f"curious-ppo ({config})"] = CuriousPPOAgent(config)
+    results = {}
+    for name, agent in agents.items():
+        episodes = run_episodes("ActiveRegression-v0", agent, size["regression_episodes"], seed,
+                                reward_mode="info_gain", record_true_lp=False)
+        results[name] = mean_ci(np.array([episode.outcome.score for episode in episodes]))
+    return results
+
+
+def result_iv(size: dict[str, Any], seed: int) -> dict[str, Any]:
+    bits = size["rule_bits"]
+    results = {}
+    for name, policy in POLICIES.items():
+        episodes = run_episodes("RuleDiscovery-v0", policy("RuleDiscovery-v0", n_bits=bits), size["rule_episodes"],
+                                seed, n_bits=bits, reward_mode="none")
+        counts = [next(i + 1 for i, s in enumerate(e.steps) if s.privileged["identified"]) for e in episodes]
+        results[name] = mean_ci(np.array(counts))
+    results["optimal_expected"] = optimal_expected_queries(conjunctions(bits))
+    results["information_lower_bound_log2_H"] = float(np.log2(3 ** bits))
+    results["n_bits"] = bits
+    return results
+
+
+# Output ---------------------------------------------------------------------------------------------------
+def write_json_atomic(path: Path, data: Any) -> None:
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
+        json.dump(data, handle, indent=1)
+    os.replace(handle.name, path)
+
+
+def save_figure_atomic(figure, path: Path) -> None:
+    scratch = path.with_name(f".{path.stem}.tmp.png")
+    figure.savefig(scratch, dpi=110, bbox_inches="tight")
+    os.replace(scratch, path)
+
+
+def plot(results: dict[str, Any], out: Path) -> list[Path]:
+    """``agreement_and_bias.png`` when (i) and (ii) are present; ``policies.png`` for (iii)-(v) present."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    if "i" in results and "ii" in results:
+        paths.append(plot_agreement(results, out / "agreement_and_bias.png", plt))
+    if any(key in results for key in ("iii", "iv", "v")):
+        paths.append(plot_policies(results, out / "policies.png", plt))
+    return paths
+
+
+def plot_agreement(results: dict[str, Any], path: Path, plt) -> Path:
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for env_id, data in {**results["i"], "CuriousGridworld-v0 (temporal)": results["ii"]}.items():
+        rows = data["per_context_size"]
+        t = [row["t"] for row in rows]
+        axes[0].plot(t, [row["correlation"]["r"] for row in rows], marker=".", label=env_id)
+        bias = [row["bias"]["mean"] for row in rows]
+        low, high = zip(*(row["bias"]["ci95"] for row in rows))
+        axes[1].plot(t, bias, marker=".", label=env_id)
+        axes[1].fill_between(t, low, high, alpha=0.2)
+    axes[0].set(xlabel="context size t", ylabel="corr(icl_lp, true_lp) across episodes", title="(i)/(ii) agreement")
+    axes[1].set(xlabel="context size t", ylabel="E[icl_lp − true_lp] (nats), 95% CI", title="(i)/(ii) bias")
+    axes[1].axhline(0, color="k", lw=0.5)
+    axes[0].legend(fontsize=7)
+    save_figure_atomic(figure, path)
+    plt.close(figure)
+    return path
+
+
+def plot_policies(results: dict[str, Any], path: Path, plt) -> Path:
+    """One panel per result present among (iii) location finding, (iv) rules, (v) regression."""
+    panels = [key for key in ("iii", "iv", "v") if key in results]
+    figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    for axis, key in zip(axes[0], panels):
+        if key == "iii":
+            names = [name for name in results["iii"] if isinstance(results["iii"][name], dict)]
+            for offset, bound in ((-0.1, "spce"), (0.1, "snmc")):
+                means = [results["iii"][n][bound]["mean"] for n in names]
+                errors = [means[i] - results["iii"][n][bound]["ci95"][0] for i, n in enumerate(names)]
+                axis.errorbar(np.arange(len(names)) + offset, means, yerr=errors, fmt="o", capsize=4, label=bound)
+            axis.set_xticks(range(len(names)), names, rotation=20)
+            axis.set(ylabel="total EIG bound (nats), 95% CI", title="(iii) location finding, T = 30")
+            axis.legend()
+        elif key == "iv":
+            names = [name for name in results["iv"] if isinstance(results["iv"][name], dict)]
+            means = [results["iv"][n]["mean"] for n in names]
+            errors = [means[i] - results["iv"][n]["ci95"][0] for i, n in enumerate(names)]
+            axis.bar(names, means, yerr=errors, capsize=4, color="tab:gray")
+            axis.axhline(results["iv"]["optimal_expected"], color="tab:green", label="optimal (DP)")
+            axis.axhline(results["iv"]["information_lower_bound_log2_H"], color="tab:red", ls="--", label="log2 |H|")
+            axis.set(ylabel="queries to identify the rule", title=f"(iv) rule discovery, {results['iv']['n_bits']} bits")
+            axis.tick_params(axis="x", labelrotation=20)
+            axis.legend()
+        else:
+            names = list(results["v"])
+            means = [results["v"][n]["mean"] for n in names]
+            errors = [means[i] - results["v"][n]["ci95"][0] for i, n in enumerate(names)]
+            axis.bar(names, means, yerr=errors, capsize=4, color="tab:blue")
+            axis.set(ylabel="exact I(w; h_T) (nats), 95% CI", title="(v) active regression, T = 20")
+            axis.tick_params(axis="x", labelrotation=30)
+    save_figure_atomic(figure, path)
+    plt.close(figure)
+    return path
+
+
+# (iii) first: it is the longest, and (i) then finds the transformer's weights already built.
+RESULTS = {"iii": result_iii, "iv": result_iv, "ii": result_ii, "i": result_i, "v": result_v}
+
+
+def run(size_name: str, out: Path, seed: int = 0, only: list[str] | None = None) -> dict[str, Any]:
+    """Run the results at ``size_name``; write ``results.json`` and the PNGs into ``out``.
+
+    ``only`` runs a subset and keeps the other results of an earlier run with the same size and seed
+    in ``out`` (if any); figures are drawn for the results present.
+    """
+    if size_name not in SIZES:
+        raise ValueError(f"size must be one of {sorted(SIZES)}; got {size_name!r}")
+    unknown = set(only or []) - set(RESULTS)
+    if unknown:
+        raise ValueError(f"results must be among {sorted(RESULTS)}; got {sorted(unknown)}")
+    size = SIZES[size_name]
+    if size_name == "medium" and set(only or RESULTS) != {"iii"}:
+        raise ValueError("size 'medium' holds result (iii) only: use --size medium --only iii")
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"size": size_name, "seed": seed, "config": size}
+    previous = out / "results.json"
+    if only and previous.is_file():
+        earlier = json.loads(previous.read_text())
+        if (earlier.get("size"), earlier.get("seed")) == (size_name, seed):
+            results.update({key: earlier[key] for key in RESULTS if key in earlier})
+    for key, function in RESULTS.items():
+        if only and key not in only:
+            continue
+        started = time.perf_counter()
+        results[key] = function(size, seed)
+        print(f"result ({key}) done in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    results["figures"] = [str(path) for path in plot(results, out)]
+    write_json_atomic(out / "results.json", results)
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=sorted(SIZES), default="smoke")
+    parser.add_argument("--out", type=Path, default=Path("experiments/results/curiosity"))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", default=None, help="comma-separated subset of i,ii,iii,iv,v (others kept)")
+    parser.add_argument("--replot", action="store_true", help="only redraw the figures from OUT/results.json")
+    args = parser.parse_args(argv)
+    if args.replot:
+        results = json.loads((args.out / "results.json").read_text())
+        print("\n".join(str(path) for path in plot(results, args.out)))
+        return
+    results = run(args.size, args.out, args.seed, args.only.split(",") if args.only else None)
+    summary = {key: results[key] for key in ("iii", "iv", "v") if key in results}
+    print(json.dumps(summary, indent=1, default=str)[:4000])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""The experiment script at smoke size, and the demo: real files with measured numbers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+
+from gauntlet.agents.curious.demo import run_demo
+
+SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "curiosity.py"
+
+
+def load_experiment():
+    spec = importlib.util.spec_from_file_location("curiosity_experiment", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_smoke_experiment_writes_results_i_to_iv_and_figures(tmp_path):
+    experiment = load_experiment()
+    results = experiment.run("smoke", tmp_path, seed=0)
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["iv"] == json.loads(json.dumps(results["iv"]))
+    for env_id in ("ActiveRegression-v0", "RuleDiscovery-v0", "LocationFinding-v0"):
+        rows = saved["i"][env_id]["per_context_size"]
+        assert [row["t"] for row in rows] == list(range(1, len(rows) + 1))
+    assert saved["ii"]["share_of_steps_crossing_the_ice_edge"] >= 0.0
+    for policy in ("random", "uncertainty", "greedy-eig"):
+        assert saved["iii"][policy]["spce"]["mean"] <= saved["iii"][policy]["snmc"]["mean"]
+        assert saved["iii"][policy]["spce"]["mean"] <= saved["iii"]["max_spce_log_L_plus_1"]
+        assert saved["iv"][policy]["mean"] >= saved["iv"]["information_lower_bound_log2_H"] - 1e-9
+    for figure in saved["figures"]:
+        assert Path(figure).stat().st_size > 10_000
+
+
+def test_same_seed_reproduces_the_experiment(tmp_path):
+    experiment = load_experiment()
+    size = experiment.SIZES["smoke"]
+    first, second = experiment.result_iv(size, seed=5), experiment.result_iv(size, seed=5)
+    assert first == second
+    assert not np.isnan(first["random"]["mean"])
+
+
+def test_demo_saves_the_curious_designs_plot(tmp_path):
+    run_demo(tmp_path)
+    assert (tmp_path / "curiosity_location_finding.png").stat().st_size > 10_000
