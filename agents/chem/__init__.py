@@ -1,0 +1,1 @@
+"""Agents for the chemical procurement pricing tasks: the scripted oracle and the naive shopper."""

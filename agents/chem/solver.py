@@ -1,0 +1,125 @@
+"""Scripted ways to price a reaction through the server's tools, as generators of tool calls.
+
+A solver is a generator: it yields ``(tool name, arguments)``, receives ``(is_error, result)`` for
+each call, and returns its answer (USD per gram of product, or None to abstain). The same solver
+drives a real MCP client session in the suite builder and acts as an agent in ``ToolTaskEnv``
+(``agents.py`` here), so the oracle's trajectories are exactly the gold trajectories.
+
+* ``oracle`` follows the gold rule with the tools: ground each component (top candidate), buy its
+  need with ``select_pack``, and divide the total by the product's grams at the stated yield with
+  ``calculate``.
+* ``naive`` grounds the same way but prices each component at the cheapest price per gram of any
+  quote (whatever its grade or pack size) times the grams needed: what a careless shopper does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator
+from typing import Any
+
+Call = tuple[str, dict[str, Any]]
+Solver = Generator[Call, tuple[bool, Any], float | None]
+AMOUNT = re.compile(r"(?:ca\.\s*)?([0-9]*\.?[0-9]+)\s*(equiv|mol%|mmol|mg|uL|mL per mmol)")
+SOLVENT_AMOUNTS = ("excess", "as solvent")
+
+
+def is_solvent(component: dict[str, Any]) -> bool:
+    return (component.get("role") == "solvent" or component.get("volume_ml_per_mmol") is not None
+            or component.get("amount_text") in SOLVENT_AMOUNTS)
+
+
+def amount_of(component: dict[str, Any]) -> tuple[float, str] | None:
+    """The component's need on the 1 mmol basis as (amount, select_pack unit), or None if unreadable."""
+    if component.get("volume_ml_per_mmol") is not None:
+        return component["volume_ml_per_mmol"], "mL"
+    if component.get("equiv") is not None:
+        return component["equiv"], "mmol"
+    match = AMOUNT.search(component.get("amount_text") or "")
+    if not match:
+        return None
+    value, unit = float(match.group(1)), match.group(2)
+    return {"equiv": (value, "mmol"), "mol%": (value / 100, "mmol"), "mmol": (value, "mmol"), "mg": (value, "mg"),
+            "uL": (value, "uL"), "mL per mmol": (value, "mL")}[unit]
+
+
+def _product_terms(record: dict[str, Any]) -> Generator[Call, tuple[bool, Any], tuple[float, float] | None]:
+    molar_mass = record.get("product_molar_mass_g_mol")
+    if molar_mass is None:
+        is_error, result = yield "compute_molar_mass", {"smiles": record["product_smiles"]}
+        if is_error:
+            return None
+        molar_mass = result["molar_mass_g_mol"]
+    if record.get("yield_pct") is None:
+        return None
+    return molar_mass, record["yield_pct"]
+
+
+def oracle(reaction_id: str, view: str = "clean", spelling_view: str | None = None) -> Solver:
+    """The oracle (see the module docstring). ``spelling_view`` reads names and amounts from another
+    view of the same reaction (the suite builder's gold trajectories for noisy views use ``clean``)."""
+    is_error, record = yield "get_reaction", {"reaction_id": reaction_id, "view": view}
+    if is_error:
+        return None
+    if spelling_view and spelling_view != view:
+        is_error, record = yield "get_reaction", {"reaction_id": reaction_id, "view": spelling_view}
+        if is_error:
+            return None
+    include_solvents = view == "solvents"
+    costs = []
+    for component in record["components"]:
+        if is_solvent(component) and not include_solvents:
+            continue
+        amount = amount_of(component)
+        if amount is None:
+            return None
+        is_error, found = yield "search_chemical", {"query": component["name"], "limit": 3}
+        if is_error:
+            return None
+        chemical_id = found["candidates"][0]["chemical_id"]
+        is_error, pack = yield "select_pack", {"chemical_id": chemical_id, "required_amount": amount[0],
+                                               "unit": amount[1]}
+        if is_error:
+            return None
+        costs.append(pack["total_usd"])
+    terms = yield from _product_terms(record)
+    if terms is None or not costs:
+        return None
+    molar_mass, yield_pct = terms
+    expression = f"({' + '.join(repr(cost) for cost in costs)}) / ({yield_pct!r} / 100 * {molar_mass!r} / 1000)"
+    is_error, result = yield "calculate", {"expression": expression}
+    return None if is_error else result["value"]
+
+
+def naive(reaction_id: str, view: str = "clean") -> Solver:
+    """The naive shopper (see the module docstring)."""
+    is_error, record = yield "get_reaction", {"reaction_id": reaction_id, "view": view}
+    if is_error:
+        return None
+    terms = []
+    for component in record["components"]:
+        if is_solvent(component) and view != "solvents":
+            continue
+        amount = amount_of(component)
+        if amount is None:
+            continue
+        is_error, found = yield "search_chemical", {"query": component["name"], "limit": 1}
+        if is_error:
+            continue
+        candidate = found["candidates"][0]
+        is_error, grams = yield "convert_quantity", {"value": amount[0], "from_unit": amount[1], "to_unit": "g",
+                                                     "chemical_id": candidate["chemical_id"]}
+        if is_error:
+            continue
+        is_error, quotes = yield "get_supplier_quotes", {"chemical_id": candidate["chemical_id"], "limit": 200}
+        if is_error:
+            continue
+        cheapest = min(quote["price_usd_per_g"] for quote in quotes["quotes"])
+        terms.append(f"{grams['value']!r} * {cheapest!r}")
+    product = yield from _product_terms(record)
+    if product is None or not terms:
+        return None
+    molar_mass, yield_pct = product
+    is_error, result = yield "calculate", {"expression": f"({' + '.join(terms)}) / ({yield_pct!r} / 100 * "
+                                                          f"{molar_mass!r} / 1000)"}
+    return None if is_error else result["value"]

@@ -1,0 +1,237 @@
+"""Chemical pricing performance suite: grounding, quote lookup direct and over MCP, cold start, oracle throughput.
+
+Every figure is set against a baseline measured in the same run. Prints a table and writes JSON
+(default ``bench/results/chem.json``). Uses the full catalogue and reaction set (built on first use).
+
+    gauntlet bench chem [--quick] [--out PATH]
+
+Figures and targets:
+1. grounding: warm ``Grounder.search`` on every catalogue name and abbreviation (names/s, p50, p99)
+   vs a bare dict lookup of the same normalised keys; target p50 <= 2 ms.
+2. quote lookup: ``select_pack`` (quotes from SQLite + pack rule) called directly, and through a real
+   MCP client session over stdio, vs a bare FastMCP echo tool over stdio; target MCP p50 <= 1.5x echo.
+3. cold start: spawn the stdio server and get the first ``search_chemical`` result, vs the echo
+   server's first echo; target <= 3 s.
+4. oracle evaluation: every clean reaction priced by the oracle through one MCP stdio session
+   (reactions/s, the whole suite's wall time) vs the gold rule computed directly; target <= 2 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import gauntlet
+from gauntlet.bridges.validation import validate_once
+
+HERE = Path(__file__).resolve().parent
+
+
+def _percentiles(samples_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(samples_ms)
+    return {"p50_ms": statistics.median(ordered), "p99_ms": ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]}
+
+
+def grounding(catalogue, limit: int | None) -> dict[str, Any]:
+    from gauntlet.mcp_servers.chem_pricing.grounding import Grounder
+    from gauntlet.mcp_servers.chem_pricing.names import name_key
+
+    grounder = Grounder(catalogue, use_opsin=False)
+    queries = [names[0][1] for key, names in catalogue.name_index.items()
+               if any(kind in ("name", "abbreviation") for _, _, kind in names)][:limit]
+    for query in queries[:200]:  # warm: indexes loaded, records cached
+        grounder.search(query)
+    samples = []
+    start_all = time.perf_counter()
+    for query in queries:
+        start = time.perf_counter()
+        grounder.search(query)
+        samples.append((time.perf_counter() - start) * 1e3)
+    total_s = time.perf_counter() - start_all
+    index = catalogue.name_index
+    start = time.perf_counter()
+    for query in queries:
+        index.get(name_key(query))
+    dict_s = time.perf_counter() - start
+    return {"n_queries": len(queries), "names_per_s": len(queries) / total_s, **_percentiles(samples),
+            "dict_lookup_us": dict_s / len(queries) * 1e6, "ratio_to_dict": total_s / dict_s}
+
+
+def _server_command(database: Path, reactions: Path) -> list[str]:
+    return [sys.executable, "-m", "gauntlet.mcp_servers.chem_pricing.server", "--db", str(database),
+            "--reactions", str(reactions)]
+
+
+async def _session_run(command: list[str], work):
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=command[0], args=command[1:])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        validate_once(session)
+        return await work(session)
+
+
+async def _timed_calls(session, tool: str, arguments: list[dict], warmup: int = 20) -> list[float]:
+    for args in arguments[:warmup]:
+        await session.call_tool(tool, args)
+    samples = []
+    for args in arguments:
+        start = time.perf_counter()
+        result = await session.call_tool(tool, args)
+        samples.append((time.perf_counter() - start) * 1e3)
+        if result.isError:
+            raise RuntimeError(f"{tool} failed during the benchmark: {result.content}")
+    return samples
+
+
+def quote_lookup(catalogue, database: Path, reactions: Path, n: int) -> dict[str, Any]:
+    from gauntlet.mcp_servers.chem_pricing.procurement import select_pack
+
+    n_chemicals = catalogue.snapshot["n_chemicals"]
+    requests = [{"chemical_id": 1 + (i * 37) % n_chemicals, "required_amount": 0.5 + (i % 7) * 0.25,
+                 "unit": "mmol"} for i in range(n)]
+    direct = []
+    for request in requests:
+        start = time.perf_counter()
+        record = catalogue.chemical(request["chemical_id"])
+        select_pack(catalogue.quotes(request["chemical_id"]),
+                    request["required_amount"] * record.molar_mass_g_mol / 1000)
+        direct.append((time.perf_counter() - start) * 1e3)
+    mcp = asyncio.run(_session_run(_server_command(database, reactions),
+                                   lambda session: _timed_calls(session, "select_pack", requests)))
+    echo = asyncio.run(_session_run([sys.executable, str(HERE / "mcp_servers.py"), "echo"],
+                                    lambda session: _timed_calls(session, "echo", [{"value": i % 2} for i in range(n)])))
+    result = {"direct": _percentiles(direct), "mcp_stdio": _percentiles(mcp), "echo_stdio": _percentiles(echo)}
+    result["mcp_over_echo_p50"] = result["mcp_stdio"]["p50_ms"] / result["echo_stdio"]["p50_ms"]
+    result["mcp_over_direct_p50"] = result["mcp_stdio"]["p50_ms"] / result["direct"]["p50_ms"]
+    return result
+
+
+def cold_start(database: Path, reactions: Path, repeats: int) -> dict[str, Any]:
+    async def first_search(session):
+        result = await session.call_tool("search_chemical", {"query": "HATU"})
+        assert not result.isError
+
+    async def first_echo(session):
+        await session.call_tool("echo", {"value": 1})
+
+    def timed(command, work) -> float:
+        start = time.perf_counter()
+        asyncio.run(_session_run(command, work))
+        return time.perf_counter() - start
+
+    server = [timed(_server_command(database, reactions), first_search) for _ in range(repeats)]
+    echo = [timed([sys.executable, str(HERE / "mcp_servers.py"), "echo"], first_echo) for _ in range(repeats)]
+    return {"server_s": statistics.median(server), "echo_s": statistics.median(echo),
+            "ratio": statistics.median(server) / statistics.median(echo)}
+
+
+def oracle_throughput(database: Path, reactions: Path, limit: int | None) -> dict[str, Any]:
+    from gauntlet.agents.chem.solver import oracle
+    from gauntlet.mcp_servers.chem_pricing.gold import price_reaction
+    from gauntlet.mcp_servers.chem_pricing.reaction_data import ReactionSet
+    from gauntlet.mcp_servers.chem_pricing.store import CatalogueStore
+
+    reaction_set = ReactionSet(reactions)
+    ids = reaction_set.ids()[:limit]
+    records = reaction_set.records
+
+    async def price_all(session):
+        correct = 0
+        for reaction_id in ids:
+            solver = oracle(reaction_id, "clean")
+            try:
+                name, arguments = next(solver)
+                while True:
+                    result = await session.call_tool(name, arguments)
+                    name, arguments = solver.send((bool(result.isError), result.structuredContent))
+            except StopIteration as stop:
+                gold = records[reaction_id].gold["clean"].cost_per_g_usd
+                correct += stop.value is not None and abs(stop.value - gold) <= 0.25 * gold
+        return correct
+
+    start = time.perf_counter()
+    correct = asyncio.run(_session_run(_server_command(database, reactions), price_all))
+    mcp_s = time.perf_counter() - start
+    store = CatalogueStore(database)
+    start = time.perf_counter()
+    for reaction_id in ids:
+        price_reaction(records[reaction_id].reaction, store)
+    direct_s = time.perf_counter() - start
+    return {"n_reactions": len(ids), "cta@25": correct / len(ids), "mcp_s": mcp_s,
+            "reactions_per_s": len(ids) / mcp_s, "direct_reactions_per_s": len(ids) / direct_s,
+            "ratio_to_direct": mcp_s / direct_s}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    from gauntlet.mcp_servers.chem_pricing.build import catalogue_path
+    from gauntlet.mcp_servers.chem_pricing.reaction_data import reactions_dir
+    from gauntlet.mcp_servers.chem_pricing.store import CatalogueStore
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--out", default=str(HERE / "results" / "chem.json"))
+    args = parser.parse_args(argv)
+    quick = args.quick
+    database, reactions = catalogue_path(), reactions_dir()
+    catalogue = CatalogueStore(database)
+    report = {
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "gauntlet": gauntlet.__version__},
+        "catalogue": {key: catalogue.snapshot[key] for key in ("snapshot_date", "n_chemicals", "n_quotes",
+                                                               "content_sha256")},
+        "grounding": grounding(catalogue, 500 if quick else None),
+        "quote_lookup": quote_lookup(catalogue, database, reactions, 100 if quick else 1000),
+        "cold_start": cold_start(database, reactions, 1 if quick else 3),
+        "oracle": oracle_throughput(database, reactions, 100 if quick else None),
+    }
+    _print_table(report)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=2))
+    os.replace(tmp, out)
+    print(f"wrote {out}")
+    return report
+
+
+def _print_table(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="gauntlet bench chem (ratios vs a baseline measured in the same run)")
+    for column in ("figure", "measured", "baseline", "ratio", "target"):
+        table.add_column(column)
+    g = report["grounding"]
+    table.add_row(f"search_chemical direct, warm ({g['n_queries']} names)",
+                  f"{g['names_per_s']:.0f} names/s, p50 {g['p50_ms']:.3f} ms, p99 {g['p99_ms']:.3f} ms",
+                  f"dict lookup {g['dict_lookup_us']:.2f} us", f"{g['ratio_to_dict']:.1f}x", "p50 <= 2 ms")
+    q = report["quote_lookup"]
+    table.add_row("select_pack direct", f"p50 {q['direct']['p50_ms']:.3f} ms, p99 {q['direct']['p99_ms']:.3f} ms",
+                  "", "", "(info)")
+    table.add_row("select_pack over MCP stdio",
+                  f"p50 {q['mcp_stdio']['p50_ms']:.2f} ms, p99 {q['mcp_stdio']['p99_ms']:.2f} ms",
+                  f"echo p50 {q['echo_stdio']['p50_ms']:.2f} ms, p99 {q['echo_stdio']['p99_ms']:.2f} ms",
+                  f"{q['mcp_over_echo_p50']:.2f}x echo, {q['mcp_over_direct_p50']:.0f}x direct", "p50 <= 1.5x echo")
+    c = report["cold_start"]
+    table.add_row("cold start to first search (stdio)", f"{c['server_s']:.2f} s", f"echo {c['echo_s']:.2f} s",
+                  f"{c['ratio']:.2f}x", "<= 3 s")
+    o = report["oracle"]
+    table.add_row(f"oracle over MCP stdio, {o['n_reactions']} clean reactions",
+                  f"{o['reactions_per_s']:.1f} reactions/s, {o['mcp_s']:.1f} s, CTA@25 {o['cta@25']:.3f}",
+                  f"gold rule direct {o['direct_reactions_per_s']:.0f} reactions/s", f"{o['ratio_to_direct']:.1f}x",
+                  "whole suite <= 120 s")
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()

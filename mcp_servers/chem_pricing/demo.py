@@ -1,0 +1,70 @@
+"""A short tour of the pricing server: price a few reactions through a real MCP client session.
+
+``run_demo(out_dir)`` builds a demo-size catalogue and reaction set (cached after the first run),
+starts the server, lets the oracle price three reactions of different classes call by call, checks
+each answer against the gold rule and writes what it did to ``out_dir/chem_demo.json``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+
+DEMO_CATALOGUE = {"n_chemicals": 600, "n_suppliers": 30}
+DEMO_REACTIONS = {"n_reactions": 12, "catalogue": DEMO_CATALOGUE}
+N_DEMO_REACTIONS = 3
+
+
+def run_demo(out_dir: Path) -> None:
+    import gauntlet  # noqa: F401  (registers the oracle agent, reached through the registry)
+    from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerTarget, result_value
+    from gauntlet.mcp_servers.chem_pricing.build import catalogue_path
+    from gauntlet.mcp_servers.chem_pricing.reaction_data import ReactionSet, reactions_dir
+    from gauntlet.mcp_servers.chem_pricing.server import build_server
+    from gauntlet.mcp_servers.chem_pricing.suite import run_calls
+    from gauntlet.registry import registry
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    print("chem pricing demo: building the demo catalogue and reactions (cached after the first run)")
+    database = catalogue_path(**DEMO_CATALOGUE)
+    folder = reactions_dir(**DEMO_REACTIONS)
+    reaction_set = ReactionSet(folder)
+    oracle = registry.get("agent", "chem-oracle").load()
+    client = BlockingMCPClient(ServerTarget(factory=functools.partial(build_server, database, folder)))
+    client.open()
+
+    def call_tool(name, arguments):
+        result = client.call_tool(name, arguments)
+        return bool(result.isError), result_value(result)
+
+    picked, classes = [], set()
+    for reaction_id, record in reaction_set.records.items():
+        if record.reaction.reaction_class not in classes and len(picked) < N_DEMO_REACTIONS:
+            picked.append(reaction_id)
+            classes.add(record.reaction.reaction_class)
+    log = []
+    try:
+        print(f"server {client.server_name!r}: {len(client.list_tools())} tools over a real MCP client session")
+        for reaction_id in picked:
+            record = reaction_set.records[reaction_id]
+            print(f"\n{reaction_id} ({record.reaction.reaction_class}): {record.reaction.procedure}")
+            answer, calls = run_calls(oracle.solve(reaction_id, "clean"), call_tool)
+            for name, arguments, is_error, result in calls:
+                if name == "select_pack" and not is_error:
+                    quote = result["quote"]
+                    print(f"  buy {result['name']}: {result['required_g'] * 1000:.1f} mg needed -> "
+                          f"{result['n_packs']} x {quote['pack_amount']:g} {quote['pack_unit']} from "
+                          f"{quote['supplier']} ({quote['catalog_number']}) = ${result['total_usd']:.2f}")
+            gold = record.gold["clean"].cost_per_g_usd
+            print(f"  answer ${answer:,.2f} per g of product in {len(calls)} tool calls (gold ${gold:,.2f}/g)")
+            log.append({"reaction_id": reaction_id, "answer_usd_per_g": answer, "gold_usd_per_g": gold,
+                        "calls": [{"name": n, "arguments": a, "is_error": e} for n, a, e, _ in calls]})
+    finally:
+        client.close()
+    tmp = out / "chem_demo.json.tmp"
+    tmp.write_text(json.dumps(log, indent=1))
+    os.replace(tmp, out / "chem_demo.json")
+    print(f"\nwrote {out / 'chem_demo.json'}")
