@@ -127,9 +127,18 @@ def test_list_shows_agents_and_that_any_gymnasium_id_works():
     assert "Any other Gymnasium id works" in result.stdout
 
 
-def test_data_list_without_builders_says_so_and_succeeds():
+def test_data_list_shows_every_registered_builder():
     result = gauntlet("data", "list")
-    assert result.returncode == 0 and "No data builders are registered" in result.stdout
+    assert result.returncode == 0
+    for name in registry.names("data"):
+        assert name in result.stdout
+
+
+def test_data_list_without_builders_says_so_and_succeeds(monkeypatch, capsys):
+    monkeypatch.setitem(registry._entries, "data", {})
+    with pytest.raises(SystemExit) as exit_info:
+        main(["data", "list"])
+    assert exit_info.value.code == 0 and "No data builders are registered" in capsys.readouterr().out
 
 
 def test_bench_runs_the_suite_script_with_the_extra_arguments_and_its_exit_status(tmp_path):
@@ -305,13 +314,20 @@ def test_a_missing_bench_suite_says_where_it_looked(tmp_path):
                           "bench suites run from a source checkout", "no_such_suite")
 
 
-def test_eval_without_registered_suites_says_so():
-    assert_one_line_error(gauntlet("eval", "anything", "--agent", "random", "--out", "x"),
-                          "no task suites registered")
+def test_eval_of_an_unknown_suite_names_the_registered_ones():
+    assert_one_line_error(gauntlet("eval", "no-such-suite", "--agent", "random", "--out", "x"),
+                          "no-such-suite", *registry.names("suite")[:1])
 
 
-def test_data_build_of_an_unknown_builder_says_none_are_registered():
-    assert_one_line_error(gauntlet("data", "build", "nothing"), "no data builders are registered")
+def test_eval_without_registered_suites_says_so(monkeypatch, capsys):
+    monkeypatch.setitem(registry._entries, "suite", {})
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "anything", "--agent", "random", "--out", "x"])
+    assert exit_info.value.code == 2 and "no task suites registered" in capsys.readouterr().err
+
+
+def test_data_build_of_an_unknown_builder_names_the_registered_ones():
+    assert_one_line_error(gauntlet("data", "build", "nothing"), "nothing", *registry.names("data")[:1])
 
 
 # Unexpected errors -------------------------------------------------------------------------------
