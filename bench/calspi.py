@@ -20,7 +20,6 @@ a few epochs only.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -32,6 +31,7 @@ import gymnasium as gym
 import numpy as np
 
 import gauntlet
+from reporting import figures_table, save_report, show
 
 HERE = Path(__file__).resolve().parent
 
@@ -100,22 +100,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                           "gauntlet": gauntlet.__version__},
               "domains": [measure(d, decisions=20 if args.quick else 100, quick=args.quick) for d in domains]}
     _print_table(report)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = out.with_suffix(".tmp")
-    scratch.write_text(json.dumps(report, indent=2))
-    os.replace(scratch, out)
-    print(f"wrote {out}")
+    save_report(report, args.out)
     return report
 
 
 def _print_table(report: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="gauntlet bench calspi (ratios vs a baseline measured in the same run)")
-    for column in ("domain", "figure", "measured", "baseline", "ratio", "target"):
-        table.add_column(column)
+    table = figures_table("gauntlet bench calspi (ratios vs a baseline measured in the same run)", ("domain", "figure", "measured", "baseline", "ratio", "target"))
     for row in report["domains"]:
         table.add_row(row["domain"], "planner decisions/s (default budget)", f"{row['decisions_per_s']:.1f}/s",
                       f"MuJoCo step {row['mujoco_step_us']:.0f} us", f"{row['decision_in_mujoco_steps']:.0f} steps",
@@ -124,7 +114,7 @@ def _print_table(report: dict[str, Any]) -> None:
                       f"{row['ensemble_transitions_per_s_batch256']:.0f} transitions/s",
                       f"batch 1: {row['ensemble_transitions_per_s_batch1']:.0f}/s",
                       f"{row['ensemble_batching_gain']:.1f}x", "(info)")
-    Console().print(table)
+    show(table)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import statistics
@@ -31,6 +30,7 @@ from typing import Any
 
 import gauntlet
 from gauntlet.bridges.validation import validate_once
+from reporting import figures_table, save_report, show
 
 HERE = Path(__file__).resolve().parent
 
@@ -195,22 +195,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "oracle": oracle_throughput(database, reactions, 100 if quick else None),
     }
     _print_table(report)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=2))
-    os.replace(tmp, out)
-    print(f"wrote {out}")
+    save_report(report, args.out)
     return report
 
 
 def _print_table(report: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="gauntlet bench chem (ratios vs a baseline measured in the same run)")
-    for column in ("figure", "measured", "baseline", "ratio", "target"):
-        table.add_column(column)
+    table = figures_table("gauntlet bench chem (ratios vs a baseline measured in the same run)", ("figure", "measured", "baseline", "ratio", "target"))
     g = report["grounding"]
     table.add_row(f"search_chemical direct, warm ({g['n_queries']} names)",
                   f"{g['names_per_s']:.0f} names/s, p50 {g['p50_ms']:.3f} ms, p99 {g['p99_ms']:.3f} ms",
@@ -230,7 +220,7 @@ def _print_table(report: dict[str, Any]) -> None:
                   f"{o['reactions_per_s']:.1f} reactions/s, {o['mcp_s']:.1f} s, CTA@25 {o['cta@25']:.3f}",
                   f"gold rule direct {o['direct_reactions_per_s']:.0f} reactions/s", f"{o['ratio_to_direct']:.1f}x",
                   "whole suite <= 120 s")
-    Console().print(table)
+    show(table)
 
 
 if __name__ == "__main__":

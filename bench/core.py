@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import json
 import os
 import platform
 import shutil
@@ -46,6 +45,7 @@ from gauntlet.branching import branchable
 from gauntlet.bridges.validation import validate_once
 from gauntlet.episode import AgentSpec, EpisodeWriter
 from gauntlet.runner import rollout
+from reporting import figures_table, save_report, show
 
 HERE = Path(__file__).resolve().parent
 
@@ -241,22 +241,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "run_many": run_many_scaling(n_episodes=40 if quick else 2000, scratch=scratch),
         }
     _print_table(report)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = out.with_suffix(".tmp")
-    tmp_out.write_text(json.dumps(report, indent=2))
-    os.replace(tmp_out, out)
-    print(f"wrote {out}")
+    save_report(report, args.out)
     return report
 
 
 def _print_table(report: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="gauntlet bench core (ratios vs a baseline measured in the same run)")
-    for column in ("figure", "measured", "baseline", "ratio", "target"):
-        table.add_column(column)
+    table = figures_table("gauntlet bench core (ratios vs a baseline measured in the same run)", ("figure", "measured", "baseline", "ratio", "target"))
     for label, row in report["runner_overhead"].items():
         base = f"bare loop {row['bare_us_per_step']:.1f} us/step"
         short = "500-step episodes" if label.startswith("full") else "random agent, ~22-step episodes"
@@ -274,7 +264,7 @@ def _print_table(report: dict[str, Any]) -> None:
     many = report["run_many"]
     table.add_row("run_many local, 2 workers", f"{many['episodes_per_s_2']:.0f} episodes/s",
                   f"1 process {many['episodes_per_s_1']:.0f} episodes/s", f"{many['speedup']:.2f}x", ">= 1.6x")
-    Console().print(table)
+    show(table)
 
 
 if __name__ == "__main__":

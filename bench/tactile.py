@@ -18,7 +18,6 @@ measured here.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from gauntlet.envs.tactile.env import TactilePerceptionEnv, TactilePerceptionVectorEnv
+from reporting import figures_table, save_report, show
 
 HERE = Path(__file__).resolve().parent
 REFERENCE = {"single_depth": 128, "vector8_depth": 346, "single_taxim": 31}
@@ -137,22 +137,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "reference_quoted": REFERENCE,
     }
     _print_table(report)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = out.with_suffix(".tmp")
-    tmp_out.write_text(json.dumps(report, indent=2))
-    os.replace(tmp_out, out)
-    print(f"wrote {out}")
+    save_report(report, args.out)
     return report
 
 
 def _print_table(report: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="gauntlet bench tactile (64x64 tactile RGB; ratios vs baselines measured in the same run)")
-    for column in ("figure", "measured", "baseline (same run)", "ratio", "target"):
-        table.add_column(column)
+    table = figures_table("gauntlet bench tactile (64x64 tactile RGB; ratios vs baselines measured in the same run)", ("figure", "measured", "baseline (same run)", "ratio", "target"))
     single = report["single"]
     table.add_row("single env, env-steps/s", f"{single['rgb']:.0f}", f"depth-only path {single['depth_only']:.0f}",
                   f"{single['rgb_vs_depth_only']:.2f}x", ">= 5,000")
@@ -168,7 +158,7 @@ def _print_table(report: dict[str, Any]) -> None:
     reference = report["reference_quoted"]
     table.add_row("reference package (quoted, not measured)", f"{reference['single_taxim']} (Taxim)",
                   f"{reference['single_depth']} single / {reference['vector8_depth']} n=8 (depth)", "", "")
-    Console().print(table)
+    show(table)
 
 
 if __name__ == "__main__":

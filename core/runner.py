@@ -14,7 +14,6 @@ import os
 import time
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym

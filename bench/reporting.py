@@ -1,0 +1,38 @@
+"""What every bench suite does at the end: a rich table of figures, and the JSON written atomically.
+
+Bench scripts run as ``python bench/<suite>.py`` (``gauntlet bench <suite>``), so this folder is on
+``sys.path`` and they import this module as ``reporting``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def figures_table(title: str, columns: tuple[str, ...]) -> Table:
+    """An empty table of figures with the given columns."""
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    return table
+
+
+def show(table: Table) -> None:
+    Console().print(table)
+
+
+def save_report(report: dict[str, Any], out: str | os.PathLike[str]) -> Path:
+    """Write ``report`` as JSON to ``out`` atomically (a crash never leaves half a file) and say where."""
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_suffix(".tmp")
+    scratch.write_text(json.dumps(report, indent=2))
+    os.replace(scratch, path)
+    print(f"wrote {path}")
+    return path
