@@ -212,6 +212,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--large-px", type=int, default=None, help="side of the large scene (default 10000; "
                         "2000 with --quick)")
     parser.add_argument("--large-only", action="store_true", help="only the large-scene figure, added to --out")
+    parser.add_argument("--latency-only", action="store_true", help="only the tool-latency figure (full scenes), "
+                        "replacing it in --out")
     parser.add_argument("--skip-large", action="store_true", help="leave out the large-scene figure")
     parser.add_argument("--replay-limit", type=int, default=None, help="replay only the first N tasks")
     args = parser.parse_args(argv)
@@ -222,6 +224,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["large_scene"] = large_scene(large_px)
         _write(out, report)
         _print_large(report["large_scene"])
+        return report
+    if args.latency_only:
+        out = Path(args.out)
+        report = json.loads(out.read_text()) if out.exists() else {}
+        report["latency"] = tool_latency(build_data(False)[0], 200)
+        _print_latency(report["latency"])
+        _write(out, report)
         return report
     scene_root, suite, build = build_data(args.quick)
     report = {"quick": args.quick, "cpus": os.cpu_count(), "build": build,
@@ -281,7 +290,13 @@ def _print_tables(report: dict[str, Any]) -> None:
     build = report["build"]
     table.add_row("data build (s; ~0 when cached)", f"scenes {build['scenes_s']:.1f}, tasks {build['tasks_s']:.1f}")
     console.print(table)
-    latency = report["latency"]
+    _print_latency(report["latency"])
+
+
+def _print_latency(latency: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title=f"tool latency, stdio, interleaved with a bare echo tool (echo p50 "
                         f"{latency['echo_p50_ms']:.2f} ms, p99 {latency['echo_p99_ms']:.2f} ms)")
     for column in ("tool", "direct p50/p99 ms", "MCP p50/p99 ms", "MCP/direct", "MCP/echo", "target"):
@@ -290,7 +305,7 @@ def _print_tables(report: dict[str, Any]) -> None:
         table.add_row(name, f"{row['direct_p50_ms']:.2f} / {row['direct_p99_ms']:.2f}",
                       f"{row['mcp_p50_ms']:.2f} / {row['mcp_p99_ms']:.2f}", f"{row['mcp_over_direct']:.2f}x",
                       f"{row['mcp_over_echo']:.2f}x", "<= 1.5x echo" if row["cheap"] else "(info)")
-    console.print(table)
+    Console().print(table)
 
 
 if __name__ == "__main__":

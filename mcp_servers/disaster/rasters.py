@@ -7,6 +7,7 @@ of exhausting memory. Results keep the input's CRS and transform.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,32 @@ def read(path: Path, bands: list[int] | None = None, window: tuple[int, int, int
         profile = {"crs": src.crs, "transform": src.window_transform(win), "nodata": src.nodata,
                    "descriptions": [src.descriptions[b - 1] for b in bands]}
     return Grid(data, profile)
+
+
+def crs_name(crs) -> str:
+    """``EPSG:<code>`` when the CRS has one, else its WKT."""
+    epsg = crs.to_epsg() if crs is not None else None
+    return f"EPSG:{epsg}" if epsg else str(crs)
+
+
+def metadata(path: Path) -> dict[str, Any]:
+    """Size, CRS, pixel size (m), bounds, band names, data type, overviews and nodata of ``path``.
+
+    Kept per file identity (path, modification time, size): opening a GeoTIFF and formatting its CRS
+    costs about a millisecond, which dominated a metadata query; a file rewritten in place gets a
+    new modification time and is read again."""
+    stat = path.stat()
+    cached = _metadata(str(path), stat.st_mtime_ns, stat.st_size)
+    return {key: list(value) if isinstance(value, list) else value for key, value in cached.items()}
+
+
+@functools.lru_cache(maxsize=512)
+def _metadata(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    with rasterio.open(path) as src:
+        return {"width": src.width, "height": src.height, "crs": crs_name(src.crs),
+                "pixel_size_m": abs(src.transform.a), "bounds": list(src.bounds),
+                "bands": [d or f"band{i + 1}" for i, d in enumerate(src.descriptions)],
+                "dtype": src.dtypes[0], "overviews": src.overviews(1), "nodata": src.nodata}
 
 
 def band_index(path: Path, band: int | str) -> int:

@@ -9,7 +9,7 @@ from pydantic import Field
 from gauntlet.mcp_servers.disaster import perception, rasters, vectors
 from gauntlet.mcp_servers.disaster.models import (InfoOut, ItemsOut, MaskOut, PointOut, RasterOut,
                                                   ValueOut, ValuesOut, VectorOut)
-from gauntlet.mcp_servers.disaster.rasters import Grid, RasterError
+from gauntlet.mcp_servers.disaster.rasters import Grid, RasterError, crs_name
 from gauntlet.mcp_servers.disaster.toolkit import tool
 from gauntlet.mcp_servers.disaster.workspace import Workspace
 
@@ -19,11 +19,6 @@ Mask = Annotated[str, Field(description="0/1 mask raster path ('ws/...' from a s
 Band = Annotated[int | str, Field(description="band number (1-based) or name, e.g. 'nir', 'B8', 'VV'")]
 Window = Annotated[list[int] | None, Field(None, description="optional pixel window [col_off, row_off, width, height]")]
 Vector = Annotated[str, Field(description="GeoJSON path: 'data/<event>/<layer>.geojson' or a 'ws/...' path")]
-
-
-def crs_name(crs) -> str:
-    epsg = crs.to_epsg() if crs is not None else None
-    return f"EPSG:{epsg}" if epsg else str(crs)
 
 
 def raster_out(ws: Workspace, grid: Grid, stem: str) -> RasterOut:
@@ -169,13 +164,7 @@ def seg_road_damage(ws: Workspace, roads: Vector, water_mask: Annotated[str | No
 @tool("ras")
 def ras_info(ws: Workspace, image: Image) -> InfoOut:
     """Metadata of a raster: size, CRS, pixel size (m), bounds, band names, data type, overviews."""
-    import rasterio
-
-    with rasterio.open(ws.resolve(image, suffixes=TIF)) as src:
-        return InfoOut(info={"width": src.width, "height": src.height, "crs": crs_name(src.crs),
-                             "pixel_size_m": abs(src.transform.a), "bounds": list(src.bounds),
-                             "bands": [d or f"band{i + 1}" for i, d in enumerate(src.descriptions)],
-                             "dtype": src.dtypes[0], "overviews": src.overviews(1), "nodata": src.nodata})
+    return InfoOut(info=rasters.metadata(ws.resolve(image, suffixes=TIF)))
 
 
 @tool("ras")

@@ -57,6 +57,17 @@ def test_zonal_sum_matches_numpy_over_the_same_pixels(tmp_path):
     assert stats["sum"] == pytest.approx(float(values[10:20, 5:15].sum()), rel=1e-6)
 
 
+def test_metadata_is_that_of_the_file_on_disk_even_after_a_rewrite(tmp_path):
+    path = _write(tmp_path / "r.tif", np.zeros((16, 16), np.float32), names=["elevation"])
+    first = rasters.metadata(path)
+    assert (first["width"], first["crs"], first["bands"], first["pixel_size_m"]) == (16, "EPSG:32632", ["elevation"], 10.0)
+    first["bands"].append("edited by a caller")  # a caller's copy: the next answer is unaffected
+    assert rasters.metadata(path)["bands"] == ["elevation"]
+    _write(path, np.zeros((2, 24, 24), np.uint16), pixel=2.5, names=["red", "nir"])
+    assert {k: rasters.metadata(path)[k] for k in ("width", "bands", "dtype", "pixel_size_m")} == {
+        "width": 24, "bands": ["red", "nir"], "dtype": "uint16", "pixel_size_m": 2.5}
+
+
 def test_otsu_separates_a_bimodal_histogram():
     rng = np.random.default_rng(1)
     values = np.concatenate([rng.normal(-20, 1, 5000), rng.normal(-8, 1, 5000)])
