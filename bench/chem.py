@@ -9,9 +9,10 @@ Figures and targets:
 1. grounding: warm ``Grounder.search`` on every catalogue name and abbreviation (names/s, p50, p99)
    vs a bare dict lookup of the same normalised keys; target p50 <= 2 ms.
 2. quote lookup: ``select_pack`` (quotes from SQLite + pack rule) called directly, and through a real
-   MCP client session over stdio, vs a bare FastMCP echo tool over stdio; target MCP p50 <= 1.5x echo.
+   MCP client session over stdio, vs a bare FastMCP echo tool over stdio (the two sessions' calls
+   alternate in blocks of 50, so both see the same load); target MCP p50 <= 1.5x echo.
 3. cold start: spawn the stdio server and get the first ``search_chemical`` result, vs the echo
-   server's first echo; target <= 3 s.
+   server's first echo (runs alternate); target <= 3 s.
 4. oracle evaluation: every clean reaction priced by the oracle through one MCP stdio session
    (reactions/s, the whole suite's wall time) vs the gold rule computed directly; target <= 2 minutes.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import platform
 import statistics
@@ -70,28 +72,51 @@ def _server_command(database: Path, reactions: Path) -> list[str]:
             "--reactions", str(reactions)]
 
 
-async def _session_run(command: list[str], work):
+def _echo_command() -> list[str]:
+    return [sys.executable, str(HERE / "mcp_servers.py"), "echo"]
+
+
+async def _open_session(stack: contextlib.AsyncExitStack, command: list[str]):
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     params = StdioServerParameters(command=command[0], args=command[1:])
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        validate_once(session)
-        return await work(session)
+    read, write = await stack.enter_async_context(stdio_client(params))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()
+    return validate_once(session)
 
 
-async def _timed_calls(session, tool: str, arguments: list[dict], warmup: int = 20) -> list[float]:
-    for args in arguments[:warmup]:
-        await session.call_tool(tool, args)
-    samples = []
-    for args in arguments:
-        start = time.perf_counter()
-        result = await session.call_tool(tool, args)
-        samples.append((time.perf_counter() - start) * 1e3)
-        if result.isError:
-            raise RuntimeError(f"{tool} failed during the benchmark: {result.content}")
-    return samples
+async def _session_run(command: list[str], work):
+    async with contextlib.AsyncExitStack() as stack:
+        return await work(await _open_session(stack, command))
+
+
+async def _timed_call(session, tool: str, arguments: dict) -> float:
+    start = time.perf_counter()
+    result = await session.call_tool(tool, arguments)
+    latency_ms = (time.perf_counter() - start) * 1e3
+    if result.isError:
+        raise RuntimeError(f"{tool} failed during the benchmark: {result.content}")
+    return latency_ms
+
+
+async def _interleaved_calls(commands: list[list[str]], calls: list[list[tuple[str, dict]]],
+                             warmup: int = 20, block: int = 50) -> list[list[float]]:
+    """Latency (ms) of each session's calls, ``block`` calls of each session in turn. On a shared machine
+    the load's drift then falls on every series alike; whole blocks (not single calls) keep each server
+    as warm as in steady use, so only a block's first call pays for waking the other process."""
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = [await _open_session(stack, command) for command in commands]
+        for session, session_calls in zip(sessions, calls):
+            for tool, arguments in session_calls[:warmup]:
+                await session.call_tool(tool, arguments)
+        samples: list[list[float]] = [[] for _ in sessions]
+        for start in range(0, max(len(session_calls) for session_calls in calls), block):
+            for session, series, session_calls in zip(sessions, samples, calls):
+                for tool, arguments in session_calls[start:start + block]:
+                    series.append(await _timed_call(session, tool, arguments))
+        return samples
 
 
 def quote_lookup(catalogue, database: Path, reactions: Path, n: int) -> dict[str, Any]:
@@ -107,10 +132,9 @@ def quote_lookup(catalogue, database: Path, reactions: Path, n: int) -> dict[str
         select_pack(catalogue.quotes(request["chemical_id"]),
                     request["required_amount"] * record.molar_mass_g_mol / 1000)
         direct.append((time.perf_counter() - start) * 1e3)
-    mcp = asyncio.run(_session_run(_server_command(database, reactions),
-                                   lambda session: _timed_calls(session, "select_pack", requests)))
-    echo = asyncio.run(_session_run([sys.executable, str(HERE / "mcp_servers.py"), "echo"],
-                                    lambda session: _timed_calls(session, "echo", [{"value": i % 2} for i in range(n)])))
+    mcp, echo = asyncio.run(_interleaved_calls(
+        [_server_command(database, reactions), _echo_command()],
+        [[("select_pack", request) for request in requests], [("echo", {"value": i % 2}) for i in range(n)]]))
     result = {"direct": _percentiles(direct), "mcp_stdio": _percentiles(mcp), "echo_stdio": _percentiles(echo)}
     result["mcp_over_echo_p50"] = result["mcp_stdio"]["p50_ms"] / result["echo_stdio"]["p50_ms"]
     result["mcp_over_direct_p50"] = result["mcp_stdio"]["p50_ms"] / result["direct"]["p50_ms"]
@@ -130,8 +154,10 @@ def cold_start(database: Path, reactions: Path, repeats: int) -> dict[str, Any]:
         asyncio.run(_session_run(command, work))
         return time.perf_counter() - start
 
-    server = [timed(_server_command(database, reactions), first_search) for _ in range(repeats)]
-    echo = [timed([sys.executable, str(HERE / "mcp_servers.py"), "echo"], first_echo) for _ in range(repeats)]
+    server, echo = [], []
+    for _ in range(repeats):  # alternated, so both see the same load
+        server.append(timed(_server_command(database, reactions), first_search))
+        echo.append(timed(_echo_command(), first_echo))
     return {"server_s": statistics.median(server), "echo_s": statistics.median(echo),
             "ratio": statistics.median(server) / statistics.median(echo)}
 
@@ -185,6 +211,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     quick = args.quick
     database, reactions = catalogue_path(), reactions_dir()
     catalogue = CatalogueStore(database)
+    load_at_start = os.getloadavg()[0]
     report = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "gauntlet": gauntlet.__version__},
         "catalogue": {key: catalogue.snapshot[key] for key in ("snapshot_date", "n_chemicals", "n_quotes",
@@ -194,6 +221,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "cold_start": cold_start(database, reactions, 1 if quick else 3),
         "oracle": oracle_throughput(database, reactions, 100 if quick else None),
     }
+    # Ratios to a same-run baseline absorb most of the load; the absolute times do not, so record it.
+    report["machine"]["load_average_1min"] = {"start": load_at_start, "end": os.getloadavg()[0]}
     _print_table(report)
     save_report(report, args.out)
     return report
@@ -221,6 +250,9 @@ def _print_table(report: dict[str, Any]) -> None:
                   f"gold rule direct {o['direct_reactions_per_s']:.0f} reactions/s", f"{o['ratio_to_direct']:.1f}x",
                   "whole suite <= 120 s")
     show(table)
+    load = report["machine"]["load_average_1min"]
+    print(f"load average (1 min) on {report['machine']['cpus']} CPUs: {load['start']:.2f} at start, "
+          f"{load['end']:.2f} at end")
 
 
 if __name__ == "__main__":

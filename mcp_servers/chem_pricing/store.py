@@ -117,9 +117,9 @@ class CatalogueStore:
         self.chemical(chemical_id)
         cached = self._quotes.get(chemical_id)
         if cached is None:
-            cached = [Quote(*row) for row in self._query(
+            cached = list(map(Quote._make, self._query(  # _make skips the per-row argument unpacking
                 f"SELECT {_QUOTE_COLUMNS} FROM quotes WHERE chemical_id = ? ORDER BY price_usd, quote_id",
-                (chemical_id,))]
+                (chemical_id,))))
             if len(self._quotes) >= QUOTE_CACHE_SIZE:
                 self._quotes.pop(next(iter(self._quotes)))
             self._quotes[chemical_id] = cached
