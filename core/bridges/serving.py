@@ -329,37 +329,50 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Command-line entry: parse, resolve, serve; errors are one line on stderr and exit status 1."""
-    args = _parse_args(argv)
+def run_target(target: str, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000,
+               control_port: int | None = None, **options: Any) -> None:
+    """Resolve ``target`` (see ``resolve_server``) and serve it until stopped; the one way both
+    ``gauntlet serve`` and ``python -m gauntlet.bridges.serving`` run a server.
+
+    ``control_port`` also serves an env target's operator control server over HTTP. A stop (Ctrl-C
+    or SIGTERM) ends every session's episode, so recordings get their outcome lines.
+    """
     # Headless servers: MuJoCo renders through EGL unless the operator chose otherwise.
     if sys.platform.startswith("linux") and "DISPLAY" not in os.environ:
         os.environ.setdefault("MUJOCO_GL", "egl")
-    import gymnasium as gym
-
     from gauntlet.bridges.env_server import EnvServer, build_control_server
-    from gauntlet.registry import UnknownEntryError
 
-    server = None
+    server = resolve_server(target, **options)
     try:
-        server = resolve_server(args.target, expose_reward=args.expose_reward,
-                                expose_privileged=args.expose_privileged, record=args.record)
-        if args.control_port is None:
-            serve(server, args.transport, args.host, args.port)
+        if control_port is None:
+            serve(server, transport, host, port)
         elif isinstance(server, EnvServer):
-            serve_with_control(server, build_control_server(server), transport=args.transport, host=args.host,
-                               port=args.port, control_port=args.control_port)
+            serve_with_control(server, build_control_server(server), transport=transport, host=host,
+                               port=port, control_port=control_port)
         else:
-            raise ValueError(f"--control-port applies to {ENV_PREFIX}<ENV_ID> targets, not {args.target!r}")
+            raise ValueError(f"--control-port applies to {ENV_PREFIX}<ENV_ID> targets, not {target!r}")
     except KeyboardInterrupt:
         pass
-    except (OSError, ValueError, TypeError, UnknownEntryError, gym.error.Error) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(1)
     finally:
         control = getattr(server, "control", None)
         if control is not None:
             control.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command-line entry: parse, then ``run_target``; errors are one line on stderr and exit status 1."""
+    args = _parse_args(argv)
+    import gymnasium as gym
+
+    from gauntlet.registry import UnknownEntryError
+
+    try:
+        run_target(args.target, transport=args.transport, host=args.host, port=args.port,
+                   control_port=args.control_port, expose_reward=args.expose_reward,
+                   expose_privileged=args.expose_privileged, record=args.record)
+    except (OSError, ValueError, TypeError, UnknownEntryError, gym.error.Error) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

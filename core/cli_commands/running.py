@@ -4,7 +4,6 @@ MCP) and ``eval`` (a task suite)."""
 from __future__ import annotations
 
 import json
-import signal
 import time
 from enum import Enum
 from pathlib import Path
@@ -125,29 +124,11 @@ def serve(
         from gauntlet.bridges import serving
     except ModuleNotFoundError as exc:
         raise UserError(f"serving over MCP needs {exc.name}, which is not installed; reinstall gauntlet") from None
-    from gauntlet.bridges.env_server import EnvServer, build_control_server
-
     # Options left at their defaults are not passed, so a named tool server never sees env-only ones.
     options = {"env_kwargs": parse_json_object("--env-kwargs", env_kwargs) or None, "expose_reward": expose_reward,
                "expose_privileged": expose_privileged, "record": str(record) if record is not None else None}
-    server = serving.resolve_server(target, **{key: value for key, value in options.items() if value})
-    if control_port is not None and not isinstance(server, EnvServer):
-        raise UserError(f"--control-port applies to env:<ENV_ID> targets, not {target!r}")
-    # A stopped server (Ctrl-C, or SIGTERM from a supervisor) must still end its sessions' episodes,
-    # so that a recording gets its outcome lines: both arrive as KeyboardInterrupt.
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        if control_port is None:
-            serving.serve(server, transport=transport.value, host=host, port=port)
-        else:
-            serving.serve_with_control(server, build_control_server(server), transport=transport.value,
-                                       host=host, port=port, control_port=control_port)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        if isinstance(server, EnvServer):
-            server.control.close()
+    serving.run_target(target, transport=transport.value, host=host, port=port, control_port=control_port,
+                       **{key: value for key, value in options.items() if value})
 
 
 def eval_suite(
