@@ -19,7 +19,6 @@ a few epochs only.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
@@ -31,7 +30,7 @@ import gymnasium as gym
 import numpy as np
 
 import gauntlet
-from reporting import figures_table, save_report, show
+from reporting import bench_parser, figures_table, save_report, show
 
 HERE = Path(__file__).resolve().parent
 
@@ -90,10 +89,8 @@ def measure(domain: str, *, decisions: int, quick: bool) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser = bench_parser("calspi", __doc__)
     parser.add_argument("--domain", action="append", help="domain(s) to measure (default: all three)")
-    parser.add_argument("--out", default=str(HERE / "results" / "calspi.json"))
     args = parser.parse_args(argv)
     domains = args.domain or ["InvertedPendulum", "Hopper", "HalfCheetah"]
     report = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),

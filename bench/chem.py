@@ -19,7 +19,6 @@ Figures and targets:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
@@ -32,7 +31,7 @@ from typing import Any
 
 import gauntlet
 from gauntlet.bridges.validation import validate_once
-from reporting import figures_table, save_report, show
+from reporting import bench_parser, figures_table, save_report, show
 
 HERE = Path(__file__).resolve().parent
 
@@ -204,9 +203,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from gauntlet.mcp_servers.chem_pricing.reaction_data import reactions_dir
     from gauntlet.mcp_servers.chem_pricing.store import CatalogueStore
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--out", default=str(HERE / "results" / "chem.json"))
+    parser = bench_parser("chem", __doc__)
     args = parser.parse_args(argv)
     quick = args.quick
     database, reactions = catalogue_path(), reactions_dir()

@@ -20,7 +20,6 @@ Figures and targets:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import itertools
 import os
@@ -45,7 +44,7 @@ from gauntlet.branching import branchable
 from gauntlet.bridges.validation import validate_once
 from gauntlet.episode import AgentSpec, EpisodeWriter
 from gauntlet.runner import rollout
-from reporting import figures_table, save_report, show
+from reporting import bench_parser, figures_table, save_report, show
 
 HERE = Path(__file__).resolve().parent
 
@@ -224,9 +223,7 @@ def run_many_scaling(n_episodes: int, scratch: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--out", default=str(HERE / "results" / "core.json"))
+    parser = bench_parser("core", __doc__)
     args = parser.parse_args(argv)
     quick = args.quick
     with tempfile.TemporaryDirectory() as tmp:

@@ -20,12 +20,9 @@ default transformer.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -36,6 +33,7 @@ import numpy as np
 import gauntlet  # noqa: F401  (registers the envs)
 from gauntlet.envs.curiosity.lp import icl_learning_progress
 from gauntlet.envs.curiosity.transformer import load_transformer_learner
+from reporting import bench_parser, save_report
 
 HERE = Path(__file__).resolve().parent
 TARGET_PER_S = 2000.0
@@ -104,10 +102,8 @@ def run(quick: bool, threads: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = bench_parser("curiosity", __doc__)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
-    parser.add_argument("--out", type=Path, default=HERE / "results" / "curiosity.json")
     args = parser.parse_args(argv)
     results = run(args.quick, args.threads)
     from rich.console import Console
@@ -123,10 +119,7 @@ def main(argv: list[str] | None = None) -> None:
                       f">= {TARGET_PER_S:,.0f}/s")
     table.add_row("env step without reward", f"{results['env_step_without_reward_us']:.1f} µs", "baseline")
     Console().print(table)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=args.out.parent, delete=False, suffix=".tmp") as handle:
-        json.dump(results, handle, indent=1)
-    os.replace(handle.name, args.out)
+    save_report(results, args.out)
 
 
 if __name__ == "__main__":

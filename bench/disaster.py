@@ -10,7 +10,6 @@ catalogue at 256 x 256.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import functools
 import json
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from reporting import bench_parser, save_report
 
 HERE = Path(__file__).resolve().parent
 QUICK_EVENTS = ["ahr-2021-flood", "turkiye-2023-earthquake", "lahaina-2023-wildfire", "la-palma-2021-eruption",
@@ -206,9 +206,7 @@ def large_scene(size_px: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="six events at 128 x 128 cells")
-    parser.add_argument("--out", default=str(HERE / "results" / "disaster.json"))
+    parser = bench_parser("disaster", __doc__, quick_help="six events at 128 x 128 cells")
     parser.add_argument("--large-px", type=int, default=None, help="side of the large scene (default 10000; "
                         "2000 with --quick)")
     parser.add_argument("--large-only", action="store_true", help="only the large-scene figure, added to --out")
@@ -222,7 +220,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         out = Path(args.out)
         report = json.loads(out.read_text()) if out.exists() else {}
         report["large_scene"] = large_scene(large_px)
-        _write(out, report)
+        save_report(report, out)
         _print_large(report["large_scene"])
         return report
     if args.latency_only:
@@ -230,7 +228,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report = json.loads(out.read_text()) if out.exists() else {}
         report["latency"] = tool_latency(build_data(False)[0], 200)
         _print_latency(report["latency"])
-        _write(out, report)
+        save_report(report, out)
         return report
     scene_root, suite, build = build_data(args.quick)
     report = {"quick": args.quick, "cpus": os.cpu_count(), "build": build,
@@ -242,16 +240,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     _print_tables(report)
     if "large_scene" in report:
         _print_large(report["large_scene"])
-    _write(Path(args.out), report)
+    save_report(report, args.out)
     return report
-
-
-def _write(out: Path, report: dict[str, Any]) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=2, default=float))
-    os.replace(tmp, out)
-    print(f"wrote {out}")
 
 
 def _print_large(row: dict[str, Any]) -> None:

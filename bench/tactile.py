@@ -17,7 +17,6 @@ measured here.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
@@ -29,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from gauntlet.envs.tactile.env import TactilePerceptionEnv, TactilePerceptionVectorEnv
-from reporting import figures_table, save_report, show
+from reporting import bench_parser, figures_table, save_report, show
 
 HERE = Path(__file__).resolve().parent
 REFERENCE = {"single_depth": 128, "vector8_depth": 346, "single_taxim": 31}
@@ -123,9 +122,7 @@ def memory_per_env() -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--out", default=str(HERE / "results" / "tactile.json"))
+    parser = bench_parser("tactile", __doc__)
     args = parser.parse_args(argv)
     steps, trials = (200, 2) if args.quick else (3000, 5)
     report = {
