@@ -166,6 +166,12 @@ def dumps(value: Any) -> bytes:
     return orjson.dumps(value, default=_default, option=_DUMP_OPTIONS)
 
 
+def to_plain(value: Any) -> Any:
+    """``value`` as plain JSON data, exactly as it reads back from an episode file (numpy arrays to
+    lists, numpy scalars to numbers, models to objects, NaN to null, other objects to their repr)."""
+    return orjson.loads(dumps(value))
+
+
 class EpisodeWriter:
     """Appends episodes to a JSONL file, one flushed line per step.
 

@@ -24,13 +24,12 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import orjson
 from gymnasium import spaces
 
 from gauntlet.agent import Agent
 from gauntlet.agents.basic import ReplayAgent
 from gauntlet.branching import BranchableEnv, Snapshot, branchable, outputs_identical
-from gauntlet.episode import AgentSpec, Episode, EpisodeFormatError, EpisodeWriter, Outcome, Step, dumps
+from gauntlet.episode import AgentSpec, Episode, EpisodeFormatError, EpisodeWriter, Outcome, Step, dumps, to_plain
 from gauntlet.errors import UserError
 from gauntlet.registry import UnknownEntryError, make_agent
 from gauntlet.runner import new_run_id, rollout
@@ -81,11 +80,6 @@ def make_env(episode: Episode) -> gym.Env:
                         "the episode was recorded with a different version of the env") from None
 
 
-def _recorded_form(value: Any) -> Any:
-    """``value`` as it reads back from an episode file."""
-    return orjson.loads(dumps(value))
-
-
 class _Recording:
     """One episode's recorded values, with observations held in the sidecar ``.npz`` resolved."""
 
@@ -108,21 +102,21 @@ class _Recording:
     def resolve(self, value: Any) -> Any:
         if isinstance(value, dict):
             if "__array__" in value:
-                return _recorded_form(self._array(value["__array__"]))
+                return to_plain(self._array(value["__array__"]))
             return {key: self.resolve(item) for key, item in value.items()}
         if isinstance(value, list):
             return [self.resolve(item) for item in value]
         return value
 
     def observation_differs(self, recorded: Any, observation: Any) -> bool:
-        return not outputs_identical(self.resolve(recorded), _recorded_form(observation))
+        return not outputs_identical(self.resolve(recorded), to_plain(observation))
 
     def first_difference(self, recorded: Step, observation: Any, reward: float, terminated: bool,
                          truncated: bool) -> str | None:
         """The name of the first field where a re-executed step differs from ``recorded``, or None."""
         if self.observation_differs(recorded.observation, observation):
             return "observation"
-        if not outputs_identical(float(_recorded_form(reward)), float(recorded.reward)):
+        if not outputs_identical(float(to_plain(reward)), float(recorded.reward)):
             return "reward"
         if bool(terminated) != recorded.terminated:
             return "terminated"

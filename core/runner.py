@@ -18,11 +18,10 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import orjson
 
 from gauntlet.agent import Agent, AgentOutput
 from gauntlet.branching import branchable
-from gauntlet.episode import SCHEMA_VERSION, Episode, EpisodeHeader, EpisodeWriter, Event, Outcome, Step, dumps
+from gauntlet.episode import SCHEMA_VERSION, Episode, EpisodeHeader, EpisodeWriter, Event, Outcome, Step, to_plain
 from gauntlet.hooks import Controller, Decision, Monitor, Prefix
 from gauntlet.versions import versions
 
@@ -46,7 +45,7 @@ def _env_id(env: gym.Env) -> str | None:
 def _env_kwargs(env: gym.Env) -> dict[str, Any]:
     """The kwargs the env was made with (from its spec), as JSON: replay re-creates the env from them."""
     spec = getattr(env.unwrapped, "spec", None)
-    return orjson.loads(dumps(spec.kwargs)) if spec is not None and spec.kwargs else {}
+    return to_plain(spec.kwargs) if spec is not None and spec.kwargs else {}
 
 
 def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: int | None = None,

@@ -30,7 +30,7 @@ from gymnasium import spaces
 from pydantic import BaseModel, Field
 
 from gauntlet.branching import Snapshot, branchable
-from gauntlet.episode import AgentSpec, EpisodeHeader, EpisodeWriter, Outcome
+from gauntlet.episode import AgentSpec, EpisodeHeader, EpisodeWriter, Outcome, to_plain
 from gauntlet.spaces import from_json, to_json
 from gauntlet.versions import versions
 
@@ -45,23 +45,6 @@ _REWARD_KEY = re.compile(r"reward|^cost$", re.IGNORECASE)
 
 class EnvSessionError(ValueError):
     """A request the client can fix; the message says how."""
-
-
-def jsonable(value: Any) -> Any:
-    """Plain JSON data for an info value: numpy to lists and numbers, unknown objects to text."""
-    if isinstance(value, dict):
-        return {str(key): jsonable(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(item) for item in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)
 
 
 def observation_json(space: spaces.Space, observation: Any) -> Any:
@@ -86,7 +69,7 @@ def agent_info(info: dict[str, Any], *, expose_reward: bool, expose_privileged: 
             continue
         if key != "privileged" and not expose_reward and _REWARD_KEY.search(str(key)):
             continue
-        visible[str(key)] = jsonable(value)
+        visible[str(key)] = to_plain(value)
     return visible
 
 
@@ -194,7 +177,7 @@ class EnvSession:
             self._end_episode("reset")
             observation, info = self.env.reset(seed=seed, options=options)
             self.seed = seed
-            self._begin_episode(observation, info, config={"options": jsonable(options or {})})
+            self._begin_episode(observation, info, config={"options": to_plain(options or {})})
             return observation, info
 
     def step(self, action_json: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -296,7 +279,7 @@ class EnvSession:
             self._writer = EpisodeWriter(self.record_path)
         header = EpisodeHeader(run_id=self.run_id, episode_id=self.episode_id, env_id=self.env_id,
                                seed=self.seed, agent=AgentSpec(name="mcp-client", config={"client": self.client}),
-                               config={"session_id": self.session_id, "env_kwargs": jsonable(self.env_kwargs),
+                               config={"session_id": self.session_id, "env_kwargs": to_plain(self.env_kwargs),
                                        **config},
                                versions=versions(), initial_observation=observation,
                                reset_info=_recorded_info(info))
@@ -324,7 +307,7 @@ class EnvSession:
                 session_id=self.session_id, client=self.client, env_id=self.env_id, open=not self.closed,
                 episode_id=self.episode_id, seed=self.seed, step=len(self.rewards), rewards=list(self.rewards),
                 total_reward=float(sum(self.rewards)), terminated=self.terminated, truncated=self.truncated,
-                privileged=jsonable(_privileged(self.info)), snapshot_ids=list(self._snapshots),
+                privileged=to_plain(_privileged(self.info)), snapshot_ids=list(self._snapshots),
                 episodes=list(self.episodes), record_path=str(self.record_path) if self.record_path else None)
 
 
