@@ -175,22 +175,26 @@ class TactilePerceptionVectorEnv(VectorEnv):
     All platforms are rendered by one batched renderer in one call per step. Slot ``i`` of a vector
     env reset with ``seed=s`` behaves exactly like a single env reset with ``seed=s + i``. Episodes
     restart automatically on the step after they end (Gymnasium's next-step autoreset): that step
-    returns the new episode's first observation with reward 0.
+    returns the new episode's first observation with reward 0. ``render_threads`` (default 1) splits
+    each step's touches over that many threads (with numba installed; results are unchanged).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 5, "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, num_envs: int = 1, family: str = "TactileMNIST", split: str = "train", *,
                  image_size: tuple[int, int] = (64, 64), episode_noise: float = 0.0, frame_noise: float = 0.0,
-                 objects_per_split: int | None = None, render_mode: str | None = None):
+                 objects_per_split: int | None = None, render_mode: str | None = None, render_threads: int = 1):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if isinstance(render_threads, bool) or not isinstance(render_threads, (int, np.integer)) or render_threads < 1:
+            raise ValueError(f"render_threads must be an int >= 1, got {render_threads!r}")
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.num_envs = num_envs
         self.render_mode = render_mode
         task = make_task(family, split, objects_per_split=objects_per_split)
         self.sim = TactileSimulation(task, num_envs, SensorConfig(tuple(image_size), episode_noise, frame_noise))
+        self.sim.renderer.threads = int(render_threads)
         self.single_action_space, self.single_observation_space = _spaces(self.sim)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.observation_space = batch_space(self.single_observation_space, num_envs)

@@ -15,16 +15,21 @@ the depth map, which also stands in for the gel's elastic smoothing of sharp cre
 height fields are themselves smooth). Optional domain randomisation: a per-episode gain/offset per channel and per-frame
 Gaussian pixel noise.
 
-Everything is array code over a leading batch axis, one call per step for all envs.
+Everything works over a leading batch axis, one call per step for all envs: ``TactileRenderer.render``
+runs the fused compiled kernel of ``kernels.py`` when numba is installed, else the NumPy array
+passes below (``grid_coordinates``, ``depth``, ``tactile_rgb``: the reference, bit-identical).
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
-from gauntlet.envs.tactile import heightfield
+from gauntlet.envs.tactile import heightfield, kernels
 
 SENSOR_WIDTH_M = 0.01888
 SENSOR_HEIGHT_M = 0.01416
@@ -85,24 +90,95 @@ class TactileRenderer:
         self.background = (vignette[..., None] * BACKGROUND_RGB).astype(np.float32)  # (H, W, 3)
         self._colour_lut_signed = self.colour_lut * np.float32(2)
         self._background_signed = self.background * np.float32(2) - np.float32(1)
+        # "numba": the fused kernel (kernels.py, bit-identical); "numpy": the array passes below.
+        self.backend = "numba" if kernels.AVAILABLE else "numpy"
+        # Threads that share a batch's envs in the fused kernel (it releases the GIL). Envs are
+        # independent, so the split never changes a result; 1 keeps the env on one core.
+        self.threads = 1
+        self._no_gains = np.zeros((0, 2, 3), np.float32)
+        self._no_noise = np.zeros((0, 1, 1, 3), np.float32)
+        self._no_image = np.zeros((0, 1, 1, 3), np.float32)
 
-    def grid_coordinates(self, object_xy: np.ndarray, object_yaw: np.ndarray, sensor_xy: np.ndarray,
-                         sensor_yaw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Fractional field coordinates ``(n, H, W)`` of every pixel, for each env's poses (world, m)."""
-        # pixel in world = sensor_xy + R(sensor_yaw) (u, v); in object = R(-object_yaw) (world - object_xy);
-        # in field units = (object + size / 2) / spacing. All affine in (u, v): f = A (u, v) + b.
-        spacing = heightfield.vertex_spacing(self.resolution, self.field_size_m)
-        # per env: fx = a u + b v + c, fy = d u + e v + f  (sin x = cos(x - pi / 2): one trig call)
+    def render(self, fields_flat: np.ndarray, offsets: np.ndarray, object_xy: np.ndarray, object_yaw: np.ndarray,
+               sensor_xy: np.ndarray, sensor_yaw: np.ndarray, gains: np.ndarray | None = None,
+               noise: np.ndarray | None = None, rgb: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """One touch per env: contact depth maps ``(n, H, W)``, contact heights ``(n,)`` and tactile
+        images ``(n, H, W, 3)`` (None unless ``rgb``), by ``self.backend``.
+
+        ``fields_flat``/``offsets`` as in ``heightfield.sample``; ``gains``/``noise`` as in
+        ``tactile_rgb``. Both backends give the same bits.
+        """
+        if self.backend == "numpy":
+            fx, fy = self.grid_coordinates(object_xy, object_yaw, sensor_xy, sensor_yaw)
+            depth, contact = self.depth(fields_flat, offsets, fx, fy)
+            return depth, contact, self.tactile_rgb(depth, gains, noise) if rgb else None
+        if self.backend != "numba" or not kernels.AVAILABLE:
+            raise ValueError(f"unknown or unavailable renderer backend {self.backend!r}; expected 'numpy' "
+                             f"or 'numba' (numba installed: {kernels.AVAILABLE})")
+        n = len(object_yaw)
+        height, width = self.config.image_size
+        depth = np.empty((n, height, width), np.float32)
+        contact = np.empty(n, np.float32)
+        image = np.empty((n, height, width, 3), np.float32) if rgb else self._no_image
+        signed = gains is None and noise is None
+        scale, half = self.field_scale()
+        per_env = [offsets.reshape(-1).astype(np.int64), self.pose_cosines(object_yaw, sensor_yaw).T,
+                   np.ascontiguousarray(object_xy, np.float64), np.ascontiguousarray(sensor_xy, np.float64),
+                   self._no_gains if gains is None else np.ascontiguousarray(gains, np.float32),
+                   self._no_noise if noise is None else np.ascontiguousarray(noise, np.float32),
+                   depth, contact, image]
+        lut, background = (self._colour_lut_signed, self._background_signed) if signed else (self.colour_lut,
+                                                                                           self.background)
+
+        def run(offsets_, cosines, object_xy_, sensor_xy_, gains_, noise_, depth_, contact_, image_) -> None:
+            # every scalar is float32 or int where the NumPy path is float32: a float64 would make
+            # numba compute (and round) in float64
+            kernels.render_batch(
+                fields_flat, offsets_, np.ascontiguousarray(cosines.T), object_xy_, sensor_xy_, scale, half,
+                self.u, self.v, self.resolution, heightfield.BORDER, np.float32(PRESS_DEPTH_M), lut, background,
+                self._bins_per_step[0], self._bins_per_step[1], LUT_CENTRE, np.float32(LUT_BINS - 1), LUT_BINS,
+                gains_, noise_, gains is not None, noise is not None, signed, rgb, depth_, contact_, image_)
+
+        chunks = min(self.threads, n)
+        if chunks == 1:
+            run(*per_env)
+            return depth, contact, image if rgb else None
+        bounds = [n * k // chunks for k in range(chunks + 1)]
+        # placeholders (no gains, noise or image) are passed whole, per-env arrays in slices
+        pending = [_pool(chunks - 1).submit(run, *(array[start:stop] if len(array) else array for array in per_env))
+                   for start, stop in zip(bounds[1:-1], bounds[2:])]
+        run(*(array[:bounds[1]] if len(array) else array for array in per_env))
+        for job in pending:
+            job.result()
+        return depth, contact, image if rgb else None
+
+    def pose_cosines(self, object_yaw: np.ndarray, sensor_yaw: np.ndarray) -> np.ndarray:
+        """cos and sin of the sensor's yaw relative to the object and of the object's yaw, ``(4, n)``."""
+        # sin x = cos(x - pi / 2): one trig call for the four values
         angles = np.empty((4, len(object_yaw)))
         np.subtract(sensor_yaw, object_yaw, out=angles[0])
         np.subtract(angles[0], np.pi / 2, out=angles[1])
         angles[2] = object_yaw
         np.subtract(object_yaw, np.pi / 2, out=angles[3])
-        cos_rel, sin_rel, cos_o, sin_o = np.cos(angles, out=angles)
+        return np.cos(angles, out=angles)
+
+    def field_scale(self) -> tuple[float, float]:
+        """Field units per metre, and the field coordinate of the object's origin."""
+        spacing = heightfield.vertex_spacing(self.resolution, self.field_size_m)
+        return 1.0 / spacing, self.field_size_m / 2 / spacing
+
+    def pose_coefficients(self, object_xy: np.ndarray, object_yaw: np.ndarray, sensor_xy: np.ndarray,
+                          sensor_yaw: np.ndarray) -> np.ndarray:
+        """Per env the affine map ``(6, n)`` float32 from pixel (u, v) (m) to field coordinates.
+
+        fx = a u + b v + c, fy = d u + e v + f: a pixel in world = sensor_xy + R(sensor_yaw) (u, v);
+        in the object frame = R(-object_yaw) (world - object_xy); in field units = (object + size / 2) /
+        spacing. (The fused kernel repeats these float64 operations in the same order.)
+        """
+        cos_rel, sin_rel, cos_o, sin_o = self.pose_cosines(object_yaw, sensor_yaw)
         dx = sensor_xy[:, 0] - object_xy[:, 0]
         dy = sensor_xy[:, 1] - object_xy[:, 1]
-        scale = 1.0 / spacing
-        half = self.field_size_m / 2 / spacing
+        scale, half = self.field_scale()
         coefficients = np.empty((6, len(object_yaw)), np.float32)
         coefficients[0] = cos_rel * scale
         coefficients[1] = sin_rel * -scale
@@ -110,7 +186,12 @@ class TactileRenderer:
         coefficients[3] = sin_rel * scale
         coefficients[4] = coefficients[0]
         coefficients[5] = (cos_o * dy - sin_o * dx) * scale + half
-        coefficients = coefficients[:, :, None, None]
+        return coefficients
+
+    def grid_coordinates(self, object_xy: np.ndarray, object_yaw: np.ndarray, sensor_xy: np.ndarray,
+                         sensor_yaw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Fractional field coordinates ``(n, H, W)`` of every pixel, for each env's poses (world, m)."""
+        coefficients = self.pose_coefficients(object_xy, object_yaw, sensor_xy, sensor_yaw)[:, :, None, None]
         a, b, c, d, e, f = coefficients
         fx = a * self.u[None, None, :] + b * self.v[None, :, None]
         fx += c
@@ -174,6 +255,17 @@ class TactileRenderer:
             image -= 1.0
         np.minimum(np.maximum(image, -1.0, out=image), 1.0, out=image)
         return image
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """Worker threads for the fused kernel, shared by all renderers (the caller's thread is one more)."""
+    return _process_pool(workers, os.getpid())
+
+
+@lru_cache(maxsize=None)
+def _process_pool(workers: int, pid: int) -> ThreadPoolExecutor:
+    # keyed by process: a forked child (e.g. a subprocess vector env) has none of its parent's threads
+    return ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="tactile-render")
 
 
 def colour_response(slope_x: np.ndarray, slope_y: np.ndarray) -> np.ndarray:

@@ -131,9 +131,15 @@ class TactileSimulation:
     def touch(self, which=ALL) -> None:
         """Press the sensors of the platforms ``which`` into their scenes and render the readings."""
         state = self.state
-        fx, fy = self.renderer.grid_coordinates(state.object_xy[which], state.object_yaw[which],
-                                                state.sensor_xy[which], state.sensor_yaw[which])
-        depth, sensor_z = self.renderer.depth(self._fields_flat, self._offsets[which], fx, fy)
+        noise = None
+        if self.render_rgb and self.sensor_config.frame_noise > 0:
+            shape = self.sensor_config.image_size + (3,)
+            noise = np.stack([self.rngs[i].normal(0.0, self.sensor_config.frame_noise, size=shape).astype(np.float32)
+                              for i in np.arange(self.n)[which]])
+        gains = state.colour_gains[which] if self.sensor_config.episode_noise > 0 else None
+        depth, sensor_z, image = self.renderer.render(
+            self._fields_flat, self._offsets[which], state.object_xy[which], state.object_yaw[which],
+            state.sensor_xy[which], state.sensor_yaw[which], gains, noise, self.render_rgb)
         # Observations hand out these arrays without copying, so they are replaced, never written into.
         whole = isinstance(which, slice)
         if whole:
@@ -143,14 +149,6 @@ class TactileSimulation:
             state.depth[which] = depth
         state.sensor_z[which] = sensor_z
         if self.render_rgb:
-            frame_noise = self.sensor_config.frame_noise
-            noise = None
-            if frame_noise > 0:
-                shape = depth.shape[1:] + (3,)
-                noise = np.stack([self.rngs[i].normal(0.0, frame_noise, size=shape).astype(np.float32)
-                                  for i in np.arange(self.n)[which]])
-            gains = state.colour_gains[which] if self.sensor_config.episode_noise > 0 else None
-            image = self.renderer.tactile_rgb(depth, gains, noise)
             if whole:
                 state.image = image
             else:
