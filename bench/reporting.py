@@ -15,6 +15,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from gauntlet.fileio import write_atomically
+
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -50,8 +52,6 @@ def save_report(report: dict[str, Any], out: str | os.PathLike[str]) -> Path:
     """Write ``report`` as JSON to ``out`` atomically (a crash never leaves half a file) and say where."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_suffix(".tmp")
-    scratch.write_text(json.dumps(report, indent=2, default=_plain))
-    os.replace(scratch, path)
+    write_atomically(path, json.dumps(report, indent=2, default=_plain))
     print(f"wrote {path}")
     return path

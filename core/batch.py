@@ -28,6 +28,7 @@ import gymnasium as gym
 from pydantic import BaseModel, Field
 
 from gauntlet.episode import AgentSpec
+from gauntlet.fileio import write_atomically
 from gauntlet.registry import make_agent
 from gauntlet.runner import episode_seed, new_run_id, rollout
 from gauntlet.versions import versions
@@ -118,9 +119,7 @@ def prepare_run_folder(out_dir: Path, spec: RunSpec) -> str:
         return existing["run_id"]
     run_id = new_run_id()
     payload = {"run_id": run_id, "spec": spec.model_dump(mode="json"), "versions": versions()}
-    tmp = run_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps(payload, indent=2))
-    os.replace(tmp, run_file)
+    write_atomically(run_file, json.dumps(payload, indent=2))
     return run_id
 
 
@@ -168,12 +167,6 @@ def _run_chunk_detached(spec_json: str, run_id: str, indices: list[int]) -> list
             results.append((summary.model_dump(), path.read_bytes(),
                             sidecar.read_bytes() if sidecar.exists() else None))
     return results
-
-
-def _write_atomically(path: Path, content: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(content)
-    os.replace(tmp, path)
 
 
 # Driver side -----------------------------------------------------------------------------------
@@ -254,8 +247,8 @@ def _run_ray(spec, run_id, out, pending, workers, ray_address, start_display) ->
             for summary, episode_bytes, sidecar_bytes in ray.get(finished[0]):
                 path = episode_path(out, summary["index"])
                 if sidecar_bytes is not None:
-                    _write_atomically(path.with_suffix(".npz"), sidecar_bytes)
-                _write_atomically(path, episode_bytes)
+                    write_atomically(path.with_suffix(".npz"), sidecar_bytes)
+                write_atomically(path, episode_bytes)
                 yield EpisodeSummary.model_validate(summary)
     finally:
         if started_here:

@@ -25,6 +25,8 @@ import numpy as np
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from gauntlet.fileio import write_atomically
+
 SCHEMA_VERSION = 1
 INLINE_ARRAY_MAX = 64
 _DUMP_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
@@ -259,9 +261,7 @@ class EpisodeWriter:
         existing.update(self._arrays)
         buffer = io.BytesIO()
         np.savez_compressed(buffer, **existing)
-        tmp = self.sidecar_path.with_suffix(".npz.tmp")
-        tmp.write_bytes(buffer.getvalue())
-        os.replace(tmp, self.sidecar_path)
+        write_atomically(self.sidecar_path, buffer.getvalue())
         self._arrays = {}
 
     def write_episode(self, episode: Episode) -> None:

@@ -8,6 +8,13 @@ runs as one episode of ``gauntlet/ToolTask-v0`` reset with seed ``i`` (which pic
 is recorded in ``<out>/episodes/ep-<i>.jsonl`` with the env's kwargs in its config, so ``gauntlet
 replay`` and ``gauntlet report`` read an evaluation like any run. ``<out>/scores.json`` holds every
 task's score; a suite given as a list of tasks is saved to ``<out>/suite.jsonl`` first.
+
+Views: a suite entry may list its family's views in its metadata, ``views={"clean": "chem",
+"noisy-high": "chem-noisy-high", ...}`` (view name -> registered suite name); ``evaluate_suite(...,
+view="noisy-high")`` (``gauntlet eval chem --view noisy-high``) then runs the suite registered for that
+view. Run reports: when the env's scorer has ``summarize(reports)``, it is called with every task's
+score report (the ``ScoreReport`` dicts of the episodes' last steps) and its result is stored as
+``report`` in ``scores.json``.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import gymnasium as gym
 
 from gauntlet.batch import episode_path
 from gauntlet.errors import UserError, check_arguments
+from gauntlet.fileio import write_atomically
 from gauntlet.registry import Entry, make_agent, registry
 from gauntlet.runner import new_run_id, rollout
 from gauntlet.tasks import load_suite, save_suite
@@ -51,6 +59,7 @@ class Evaluation:
     out_dir: str
     run_id: str
     results: list[TaskResult]
+    report: dict[str, Any] | None = None
 
     @property
     def mean_score(self) -> float:
@@ -75,14 +84,28 @@ def suite_file(entry: Entry, out_dir: Path) -> Path:
                     "file path or a list of tasks; the family that registers it must fix the entry")
 
 
+def resolve_view(suite: str, view: str | None) -> str:
+    """The suite registered for ``view`` of ``suite`` (see the module docstring); ``suite`` when no view."""
+    if view is None:
+        return suite
+    views = registry.get("suite", suite).metadata.get("views")
+    if not views:
+        raise UserError(f"suite {suite!r} has no views; run it without --view")
+    if view not in views:
+        raise UserError(f"suite {suite!r} has no view {view!r}; its views are {', '.join(views)}")
+    return views[view]
+
+
 def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
                    agent_config: dict[str, Any] | None = None,
-                   progress: Callable[[TaskResult], None] | None = None) -> Evaluation:
+                   progress: Callable[[TaskResult], None] | None = None, view: str | None = None) -> Evaluation:
     """Run the registered agent ``agent`` once on every task of suite ``suite`` (see the module docstring).
 
     An agent whose constructor takes ``suite`` (the gold agent) is given the suite file unless
-    ``agent_config`` sets it. ``progress`` is called with each task's result as it finishes.
+    ``agent_config`` sets it. ``progress`` is called with each task's result as it finishes. ``view``
+    picks the suite registered for that view of ``suite``'s family.
     """
+    suite = resolve_view(suite, view)
     entry = registry.get("suite", suite)
     out = Path(out_dir)
     (out / "episodes").mkdir(parents=True, exist_ok=True)
@@ -101,6 +124,7 @@ def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
     env = gym.make(TOOL_TASK_ENV, **env_kwargs)
     run_id = new_run_id()
     results: list[TaskResult] = []
+    reports: list[dict[str, Any]] = []
     try:
         for index, task in enumerate(tasks):
             record = episode_path(out, index)
@@ -113,16 +137,22 @@ def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
             result = TaskResult(index=index, task_id=task.id, score=float(final.get("score", episode.outcome.score)),
                                 success=episode.outcome.success, steps=len(episode.steps))
             results.append(result)
+            if final.get("privileged") is not None:
+                reports.append(final["privileged"])
             if progress is not None:
                 progress(result)
+        summarize = getattr(getattr(env.unwrapped, "scorer", None), "summarize", None)
+        report = summarize(reports) if callable(summarize) else None
     finally:
         env.close()
-    evaluation = Evaluation(suite=suite, out_dir=str(out), run_id=run_id, results=results)
-    summary = {"suite": suite, "suite_file": str(path), "agent": {"name": agent, "config": config},
+    evaluation = Evaluation(suite=suite, out_dir=str(out), run_id=run_id, results=results, report=report)
+    summary = {"suite": suite, "view": view, "suite_file": str(path), "agent": {"name": agent, "config": config},
                "run_id": run_id, "versions": versions(), "mean_score": evaluation.mean_score,
                "success_rate": evaluation.success_rate, "tasks": [asdict(result) for result in results]}
-    (out / "scores.json").write_text(json.dumps(summary, indent=2, default=str))
+    if report is not None:
+        summary["report"] = report
+    write_atomically(out / "scores.json", json.dumps(summary, indent=2, default=str))
     return evaluation
 
 
-__all__ = ["Evaluation", "TaskResult", "evaluate_suite", "suite_file"]
+__all__ = ["Evaluation", "TaskResult", "evaluate_suite", "resolve_view", "suite_file"]

@@ -23,6 +23,7 @@ import numpy as np
 
 from gauntlet.episode import Episode, load_episodes
 from gauntlet.errors import UserError
+from gauntlet.fileio import write_atomically
 
 BOOTSTRAP_RESAMPLES = 10_000
 EPISODE_TABLE_MAX_ROWS = 2_000
@@ -335,9 +336,7 @@ def write_report(run_dir_or_episode_files: str | os.PathLike[str] | Sequence[str
     run = _run_file(paths)
     env = run["spec"]["env_id"] if run is not None and "spec" in run else (episodes[0].env_id or episodes[0].task_id)
     page = render_report(episodes, _metadata(paths, run, episodes), f"Gauntlet report: {env}")
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, out)
+    write_atomically(out, page)
     return out
 
 

@@ -28,6 +28,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gauntlet.episode import ToolCall
+from gauntlet.fileio import write_atomically
 
 
 class SuiteFormatError(ValueError):
@@ -122,9 +123,7 @@ def save_suite(tasks: Iterable[ToolTask], path: str | os.PathLike[str]) -> Path:
     duplicates = sorted({task_id for task_id in ids if ids.count(task_id) > 1})
     if duplicates:
         raise ValueError(f"task ids must be unique in a suite; repeated: {', '.join(duplicates)}")
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(b"".join(orjson.dumps(task.model_dump(mode="json")) + b"\n" for task in tasks))
-    os.replace(tmp, path)
+    write_atomically(path, b"".join(orjson.dumps(task.model_dump(mode="json")) + b"\n" for task in tasks))
     return path
 
 

@@ -136,23 +136,27 @@ def eval_suite(
     agent: Annotated[str, typer.Option("--agent", "-a", help="Registered agent name.")],
     out: Annotated[Path, typer.Option(help="Folder for the episodes and scores.json.")],
     agent_config: AgentConfigOption = None,
+    view: Annotated[str | None, typer.Option("--view", help=(
+        "A view of the suite's family, e.g. `gauntlet eval chem --view noisy-high` (the suite's metadata "
+        "lists its views)."))] = None,
 ) -> None:
     """Run an agent once on every task of a registered task suite, score it and record it."""
     from rich.progress import Progress
 
-    from gauntlet.evaluation import evaluate_suite
+    from gauntlet.evaluation import evaluate_suite, resolve_view
 
     if not registry.names("suite"):
         raise UserError("no task suites registered; install a family that ships one "
                         "(`gauntlet list` shows the registered suites)")
     registry.get("suite", suite)
+    resolved = resolve_view(suite, view)
     registry.get("agent", agent)
     config = parse_json_object("--agent-config", agent_config)
     with Progress(console=console, transient=True) as bar:
-        task = bar.add_task(f"{suite} with {agent}", total=None)
+        task = bar.add_task(f"{resolved} with {agent}", total=None)
         evaluation = evaluate_suite(suite, agent, out, agent_config=config,
-                                    progress=lambda result: bar.advance(task))
-    table = Table(title=f"{suite}: agent {agent}")
+                                    progress=lambda result: bar.advance(task), view=view)
+    table = Table(title=f"{resolved}: agent {agent}")
     for column, justify in (("#", "right"), ("task", "left"), ("score", "right"), ("success", "left"),
                             ("steps", "right")):
         table.add_column(column, justify=justify)
@@ -163,6 +167,8 @@ def eval_suite(
     rate = evaluation.success_rate
     console.print(f"mean score {evaluation.mean_score:.3f} over {len(evaluation.results)} tasks"
                   + ("" if rate is None else f", success rate {rate:.3f}"))
+    if evaluation.report is not None:
+        console.print(f"scorer report (also in scores.json): {json.dumps(evaluation.report, default=str)}")
     console.print(f"episodes and scores.json in [bold]{evaluation.out_dir}[/bold]; "
                   f"next: gauntlet report {evaluation.out_dir}")
 

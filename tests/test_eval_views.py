@@ -1,0 +1,85 @@
+"""`gauntlet eval SUITE --view VIEW` picks the suite a family registered for that view, and a scorer's
+``summarize`` writes the run report into scores.json."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import pytest
+
+from gauntlet.cli import main
+from gauntlet.registry import Entry, registry
+from gauntlet.tasks import Scorer
+
+EASY = [{"id": "easy-size", "server": "env:CartPole-v1", "answer": 4, "eval_spec": {"kind": "numeric"},
+         "question": "Reset the environment with seed 0. How many numbers are in the observation?",
+         "gold_trajectory": [{"call": "reset", "args": {"seed": 0}, "obs": None}]}]
+HARD = [{"id": "hard-push", "server": "env:CartPole-v1", "answer": "no", "eval_spec": {"kind": "exact"},
+         "question": "Reset with seed 1 and push the cart right once. Did the episode end?",
+         "gold_trajectory": [{"call": "reset", "args": {"seed": 1}, "obs": None},
+                             {"call": "step", "args": {"action": 1}, "obs": None}]},
+        {"id": "hard-size", "server": "env:CartPole-v1", "answer": 4, "eval_spec": {"kind": "numeric"},
+         "question": "Reset the environment with seed 2. How many numbers are in the observation?",
+         "gold_trajectory": [{"call": "reset", "args": {"seed": 2}, "obs": None}]}]
+
+
+class CountingScorer(Scorer):
+    """The default grades, plus a run report: how many tasks were scored and how many were right."""
+
+    @staticmethod
+    def summarize(reports: list[dict]) -> dict:
+        return {"n_scored": len(reports), "n_correct": sum(bool(report["answer_correct"]) for report in reports)}
+
+
+@pytest.fixture
+def viewed_family(tmp_path, monkeypatch) -> None:
+    """Two registered suites, "toy" (view easy) and "toy-hard" (view hard), each listing both views."""
+    module = types.ModuleType("gauntlet_toy_views")
+    for name, tasks in (("EASY", EASY), ("HARD", HARD)):
+        path = tmp_path / f"{name.lower()}.jsonl"
+        path.write_text("".join(json.dumps(task) + "\n" for task in tasks))
+        setattr(module, name, str(path))
+    module.CountingScorer = CountingScorer
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    views = {"easy": "toy", "hard": "toy-hard"}
+    env_kwargs = {"scorer": "gauntlet_toy_views:CountingScorer"}
+    for name, target in (("toy", "EASY"), ("toy-hard", "HARD")):
+        monkeypatch.setitem(registry._entries["suite"], name, Entry(
+            "suite", name, f"gauntlet_toy_views:{target}", "", {"views": views, "env_kwargs": env_kwargs}))
+
+
+def test_eval_with_a_view_runs_the_suite_registered_for_that_view(viewed_family, tmp_path, capsys):
+    out = tmp_path / "eval"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "toy", "--view", "hard", "--agent", "gold", "--out", str(out)])
+    assert exit_info.value.code == 0, capsys.readouterr().err
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["suite"] == "toy-hard" and scores["view"] == "hard"
+    assert [task["task_id"] for task in scores["tasks"]] == ["hard-push", "hard-size"]
+
+
+def test_a_scorer_with_summarize_writes_its_run_report_into_scores_json(viewed_family, tmp_path, capsys):
+    out = tmp_path / "eval"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "toy", "--agent", "gold", "--out", str(out)])
+    assert exit_info.value.code == 0, capsys.readouterr().err
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["suite"] == "toy" and scores["view"] is None
+    assert scores["report"] == {"n_scored": 1, "n_correct": 1}
+
+
+def test_an_unknown_view_is_a_one_line_error_naming_the_views(viewed_family, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "toy", "--view", "medium", "--agent", "gold", "--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1
+    assert "medium" in err and "easy" in err and "hard" in err
+
+
+def test_a_view_of_a_suite_without_views_is_refused(viewed_family, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(registry._entries["suite"], "plain", Entry("suite", "plain", "gauntlet_toy_views:EASY"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "plain", "--view", "hard", "--agent", "gold", "--out", str(tmp_path / "x")])
+    assert exit_info.value.code == 2 and "has no views" in capsys.readouterr().err
