@@ -10,6 +10,11 @@ drives a real MCP client session in the suite builder and acts as an agent in ``
   ``calculate``.
 * ``naive`` grounds the same way but prices each component at the cheapest price per gram of any
   quote (whatever its grade or pack size) times the grams needed: what a careless shopper does.
+
+In the ``routes`` view the id is a route's (``get_route``): the oracle runs step k on
+``scale_k = scale_(k-1) x yield_(k-1) / 100`` mmol, buys each bought component of every step for
+``equiv x scale_k`` mmol, skips the intermediates (made, not bought) and divides the total by the
+grams of final product. The naive shopper does the same with its per-gram prices.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ Call = tuple[str, dict[str, Any]]
 Solver = Generator[Call, tuple[bool, Any], float | None]
 AMOUNT = re.compile(r"(?:ca\.\s*)?([0-9]*\.?[0-9]+)\s*(equiv|mol%|mmol|mg|uL|mL per mmol)")
 SOLVENT_AMOUNTS = ("excess", "as solvent")
+ROUTE_VIEW = "routes"
 
 
 def is_solvent(component: dict[str, Any]) -> bool:
@@ -58,6 +64,8 @@ def _product_terms(record: dict[str, Any]) -> Generator[Call, tuple[bool, Any], 
 def oracle(reaction_id: str, view: str = "clean", spelling_view: str | None = None) -> Solver:
     """The oracle (see the module docstring). ``spelling_view`` reads names and amounts from another
     view of the same reaction (the suite builder's gold trajectories for noisy views use ``clean``)."""
+    if view == ROUTE_VIEW:
+        return (yield from _route(reaction_id, _buy_pack))
     is_error, record = yield "get_reaction", {"reaction_id": reaction_id, "view": view}
     if is_error:
         return None
@@ -73,26 +81,23 @@ def oracle(reaction_id: str, view: str = "clean", spelling_view: str | None = No
         amount = amount_of(component)
         if amount is None:
             return None
-        is_error, found = yield "search_chemical", {"query": component["name"], "limit": 3}
-        if is_error:
+        cost = yield from _buy_pack(component["name"], *amount)
+        if cost is None:
             return None
-        chemical_id = found["candidates"][0]["chemical_id"]
-        is_error, pack = yield "select_pack", {"chemical_id": chemical_id, "required_amount": amount[0],
-                                               "unit": amount[1]}
-        if is_error:
-            return None
-        costs.append(pack["total_usd"])
+        costs.append(cost)
     terms = yield from _product_terms(record)
     if terms is None or not costs:
         return None
     molar_mass, yield_pct = terms
-    expression = f"({' + '.join(repr(cost) for cost in costs)}) / ({yield_pct!r} / 100 * {molar_mass!r} / 1000)"
+    expression = f"({' + '.join(costs)}) / ({yield_pct!r} / 100 * {molar_mass!r} / 1000)"
     is_error, result = yield "calculate", {"expression": expression}
     return None if is_error else result["value"]
 
 
 def naive(reaction_id: str, view: str = "clean") -> Solver:
     """The naive shopper (see the module docstring)."""
+    if view == ROUTE_VIEW:
+        return (yield from _route(reaction_id, _buy_per_gram))
     is_error, record = yield "get_reaction", {"reaction_id": reaction_id, "view": view}
     if is_error:
         return None
@@ -103,23 +108,66 @@ def naive(reaction_id: str, view: str = "clean") -> Solver:
         amount = amount_of(component)
         if amount is None:
             continue
-        is_error, found = yield "search_chemical", {"query": component["name"], "limit": 1}
-        if is_error:
-            continue
-        candidate = found["candidates"][0]
-        is_error, grams = yield "convert_quantity", {"value": amount[0], "from_unit": amount[1], "to_unit": "g",
-                                                     "chemical_id": candidate["chemical_id"]}
-        if is_error:
-            continue
-        is_error, quotes = yield "get_supplier_quotes", {"chemical_id": candidate["chemical_id"], "limit": 200}
-        if is_error:
-            continue
-        cheapest = min(quote["price_usd_per_g"] for quote in quotes["quotes"])
-        terms.append(f"{grams['value']!r} * {cheapest!r}")
+        term = yield from _buy_per_gram(component["name"], *amount)
+        if term is not None:
+            terms.append(term)
     product = yield from _product_terms(record)
     if product is None or not terms:
         return None
     molar_mass, yield_pct = product
     is_error, result = yield "calculate", {"expression": f"({' + '.join(terms)}) / ({yield_pct!r} / 100 * "
                                                           f"{molar_mass!r} / 1000)"}
+    return None if is_error else result["value"]
+
+
+def _buy_pack(name: str, amount: float, unit: str) -> Generator[Call, tuple[bool, Any], str | None]:
+    """The gold rule's purchase: ground ``name`` (top candidate) and buy the amount with select_pack;
+    the cost as a number for a calculate expression, or None."""
+    is_error, found = yield "search_chemical", {"query": name, "limit": 3}
+    if is_error:
+        return None
+    is_error, pack = yield "select_pack", {"chemical_id": found["candidates"][0]["chemical_id"],
+                                           "required_amount": amount, "unit": unit}
+    return None if is_error else repr(pack["total_usd"])
+
+
+def _buy_per_gram(name: str, amount: float, unit: str) -> Generator[Call, tuple[bool, Any], str | None]:
+    """The naive purchase: grams needed x the cheapest price per gram of any quote, as an expression."""
+    is_error, found = yield "search_chemical", {"query": name, "limit": 1}
+    if is_error:
+        return None
+    chemical_id = found["candidates"][0]["chemical_id"]
+    is_error, grams = yield "convert_quantity", {"value": amount, "from_unit": unit, "to_unit": "g",
+                                                 "chemical_id": chemical_id}
+    if is_error:
+        return None
+    is_error, quotes = yield "get_supplier_quotes", {"chemical_id": chemical_id, "limit": 200}
+    if is_error:
+        return None
+    return f"{grams['value']!r} * {min(quote['price_usd_per_g'] for quote in quotes['quotes'])!r}"
+
+
+def _route(route_id: str, buy) -> Solver:
+    """Price a multi-step route (see the module docstring) with ``buy(name, amount, unit)``."""
+    is_error, route = yield "get_route", {"route_id": route_id}
+    if is_error:
+        return None
+    scale_mmol = 1.0
+    terms = []
+    for step in route["steps"]:
+        for component in step["components"]:
+            if is_solvent(component) or component.get("role") == "intermediate":
+                continue
+            if component.get("equiv") is None:
+                return None
+            term = yield from buy(component["name"], component["equiv"] * scale_mmol, "mmol")
+            if term is None:
+                return None
+            terms.append(term)
+        scale_mmol = scale_mmol * step["yield_pct"] / 100
+    if not terms:
+        return None
+    yields = " * ".join(f"{step['yield_pct']!r} / 100" for step in route["steps"])
+    expression = f"({' + '.join(terms)}) / ({yields} * {route['product_molar_mass_g_mol']!r} / 1000)"
+    is_error, result = yield "calculate", {"expression": expression}
     return None if is_error else result["value"]

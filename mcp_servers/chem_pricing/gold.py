@@ -9,6 +9,14 @@ largest). The label is the total cost divided by the grams of product at the sta
 
 The ``solvents`` view also buys each solvent by volume: ``mL per mmol x 1 mmol`` of liquid, i.e.
 ``volume x density`` grams, through the same pack rule.
+
+Routes (``price_route``) cascade intermediates, which are made, not bought. Step 1 runs on 1 mmol of
+its limiting reagent; every later step runs on all of the intermediate the step before gave, so its
+scale is ``s_k = s_(k-1) x yield_(k-1) / 100`` mmol (the intermediate is its limiting reagent,
+1.0 equiv). Each bought component of step k needs ``equiv x molar mass x s_k`` and is bought for that
+step by the pack rule (a chemical used in two steps is bought twice: each step is its own purchase).
+The label is the cost of every step's purchases divided by the grams of final product,
+``s_n x yield_n / 100 x molar mass / 1000``. Solvents are not priced.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from dataclasses import asdict, dataclass
 
 from gauntlet.mcp_servers.chem_pricing.procurement import select_pack
 from gauntlet.mcp_servers.chem_pricing.reactions import Reaction
+from gauntlet.mcp_servers.chem_pricing.routes import Route
 from gauntlet.mcp_servers.chem_pricing.store import CatalogueStore
 
 BASIS_MMOL = 1.0
@@ -31,6 +40,7 @@ class ComponentCost:
     quote_id: int
     n_packs: int
     cost_usd: float
+    step: int = 1  # the route step that buys it (1 for single-step reactions)
 
 
 @dataclass(frozen=True)
@@ -44,9 +54,9 @@ class GoldPrice:
         return asdict(self)
 
 
-def need_g(catalogue: CatalogueStore, chemical_id: int, equiv: float) -> float:
-    """Grams of a component at ``equiv`` equivalents on the 1 mmol basis."""
-    return equiv * catalogue.chemical(chemical_id).molar_mass_g_mol * BASIS_MMOL / 1000.0
+def need_g(catalogue: CatalogueStore, chemical_id: int, equiv: float, scale_mmol: float = BASIS_MMOL) -> float:
+    """Grams of a component at ``equiv`` equivalents on a ``scale_mmol`` basis (default 1 mmol)."""
+    return equiv * catalogue.chemical(chemical_id).molar_mass_g_mol * scale_mmol / 1000.0
 
 
 def product_g(reaction: Reaction) -> float:
@@ -69,4 +79,29 @@ def price_reaction(reaction: Reaction, catalogue: CatalogueStore, include_solven
                                    choice.n_packs, choice.total_usd))
     total = sum(cost.cost_usd for cost in costs)
     grams = product_g(reaction)
+    return GoldPrice(costs, round(total, 2), grams, total / grams)
+
+
+def route_scales_mmol(route: Route) -> list[float]:
+    """The scale of each step (mmol of its limiting reagent), then the mmol of final product."""
+    scales = [BASIS_MMOL]
+    for step in route.steps:
+        scales.append(scales[-1] * step.yield_pct / 100)
+    return scales
+
+
+def price_route(route: Route, catalogue: CatalogueStore) -> GoldPrice:
+    """The gold price of a multi-step route (see the module docstring)."""
+    scales = route_scales_mmol(route)
+    costs = []
+    for number, (step, scale) in enumerate(zip(route.steps, scales), start=1):
+        for component in step.components:
+            if component.is_solvent or component.is_intermediate:
+                continue
+            need = need_g(catalogue, component.chemical_id, component.equiv, scale)
+            choice = select_pack(catalogue.quotes(component.chemical_id), need)
+            costs.append(ComponentCost(component.chemical_id, component.name, need, choice.quote.quote_id,
+                                       choice.n_packs, choice.total_usd, step=number))
+    total = sum(cost.cost_usd for cost in costs)
+    grams = scales[-1] * route.product_molar_mass_g_mol / 1000.0
     return GoldPrice(costs, round(total, 2), grams, total / grams)

@@ -9,6 +9,10 @@ handles such as boronic acids are represented; older CIDs are the long-known, wi
 compounds), then the rest in CID order. Identity = RDKit canonical SMILES + InChIKey; rows with the same canonical SMILES
 are merged (their names pooled). Average molar mass comes from RDKit (IUPAC atomic weights).
 Densities of liquids at 25 °C come from the CRC organic constants table the package ships.
+
+The last ``n_chemicals // BOC_SHARE`` places go to N-Boc building blocks derived from the selected
+amines (``boc_derivatives``): N-Boc amines are stock catalogue items of every fine-chemical supplier,
+but the package's tables hold almost none, and without them Boc deprotection has nothing to act on.
 """
 
 from __future__ import annotations
@@ -29,6 +33,13 @@ PRECIOUS_METALS = frozenset("Pd Pt Rh Ru Ir Au Ag Os".split())
 HANDLES = ("[c][Cl,Br,I]", "[c]B(O)O", "[NX3;H2,H1;!$(NC=O)]", "C(=O)[OH]", "[CX3H1](=O)[#6]",
            "[#6][CX3](=O)[#6]", "[CX4][OH]", "C(=O)O[#6]", "C#N", "C=C")
 HANDLE_QUOTA = 40
+BOC_SHARE = 30
+BOC_AMINE = "[NX3;H2,H1;!$(NC=[O,S,N]);!$(N-a);!$(N[#7,#8,#16]);!$(N-C=C)]"
+# An amine worth protecting carries no second group that Boc2O or a later step would also touch.
+BOC_EXCLUDED_GROUPS = ("[CX3](=O)[OX2H1]", "[CX3H1](=O)[#6]", "[c]B([OH])[OH]", "S(=O)(=O)[OH]", "[OX2H1]",
+                       "[SX2H1]")
+BOC_ARYL_HALIDE = "[c][Br,I]"
+BOC_MAX_HEAVY_ATOMS = 18
 CAS_PATTERN = re.compile(r"^\d{2,7}-\d{2}-\d$")
 
 
@@ -180,7 +191,53 @@ def select_identities(n_chemicals: int) -> list[Identity]:
             known.add_name(iupac, "iupac")
         if CAS_PATTERN.match(cas):
             known.add_name(cas, "cas")
-    return ordered[:n_chemicals]
+    quota = n_chemicals // BOC_SHARE
+    kept = ordered[:n_chemicals - quota]
+    derived = [d for d in boc_derivatives(kept, quota) if d.smiles not in by_smiles]
+    return kept + derived + ordered[len(kept):n_chemicals - len(derived)]
+
+
+def boc_derivatives(identities: list[Identity], limit: int) -> list[Identity]:
+    """Up to ``limit`` N-Boc forms of the selected amines (one primary or secondary alkyl amine, no other
+    nucleophile or acid), those that also carry an aryl bromide or iodide first (they feed Suzuki and
+    Buchwald-Hartwig steps in multi-step routes), then in selection order. Named "N-Boc-<amine name>",
+    the way catalogues list them."""
+    from rdkit import Chem
+    from rdkit.Chem import AllChem
+
+    amine = Chem.MolFromSmarts(BOC_AMINE)
+    protect = AllChem.ReactionFromSmarts(f"{BOC_AMINE[:-1]}:1]>>CC(C)(C)OC(=O)[N:1]")
+    excluded = [Chem.MolFromSmarts(p) for p in BOC_EXCLUDED_GROUPS]
+    aryl_halide = Chem.MolFromSmarts(BOC_ARYL_HALIDE)
+    candidates = []
+    for identity in identities:
+        if identity.source == "curated" or "." in identity.smiles:
+            continue
+        mol = Chem.MolFromSmiles(identity.smiles)
+        if mol is None or not 4 <= mol.GetNumHeavyAtoms() <= BOC_MAX_HEAVY_ATOMS:
+            continue
+        sites = mol.GetSubstructMatches(amine)
+        if len(sites) != 1 or any(mol.HasSubstructMatch(q) for q in excluded):
+            continue
+        candidates.append((not mol.HasSubstructMatch(aryl_halide), len(candidates), identity, mol))
+    derived = []
+    for _, _, identity, mol in sorted(candidates, key=lambda c: c[:2]):
+        if len(derived) == limit:
+            break
+        product = protect.RunReactants((mol,))[0][0]
+        try:
+            Chem.SanitizeMol(product)
+        except Exception:  # a valence RDKit rejects: no Boc form for this amine
+            continue
+        facts = identity_of(Chem.MolToSmiles(product))
+        name = f"N-Boc-{identity.name}"
+        protected = Identity(name=name, smiles=facts.smiles, inchikey=facts.inchikey, formula=facts.formula,
+                             molar_mass_g_mol=facts.molar_mass_g_mol, cas=None, category="fine", source="derived",
+                             note=f"N-Boc form of {identity.name} (catalogue item; structure derived with RDKit)")
+        protected.add_name(name, "name")
+        protected.add_name(f"Boc-{identity.name}", "synonym")
+        derived.append(protected)
+    return derived
 
 
 def _small_then_building_blocks(patterns) -> Iterator[tuple[str, list[str]]]:

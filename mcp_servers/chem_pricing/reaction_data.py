@@ -2,7 +2,8 @@
 
 ``reactions.jsonl`` holds one line per reaction: the full record (chemical ids included: for scorers
 only), and its gold price in the ``clean`` and ``solvents`` pricing views. ``views/<view>.jsonl``
-holds what an agent reads in each view. The set is built from a catalogue (same parameters as
+holds what an agent reads in each view. ``routes.jsonl`` and ``views/routes.jsonl`` hold the
+multi-step routes the same way (gold by ``gold.price_route``). The set is built from a catalogue (same parameters as
 ``build.catalogue_path``), so its cache key includes the catalogue's.
 """
 
@@ -15,24 +16,34 @@ from functools import cached_property
 from pathlib import Path
 
 from gauntlet.mcp_servers.chem_pricing.build import built_catalogue_path, catalogue_path
-from gauntlet.mcp_servers.chem_pricing.gold import GoldPrice, price_reaction
-from gauntlet.mcp_servers.chem_pricing.reactions import Reaction, generate_reactions
+from gauntlet.mcp_servers.chem_pricing.gold import GoldPrice, price_reaction, price_route
+from gauntlet.mcp_servers.chem_pricing.reactions import Reaction, StepFactory, generate_reactions
+from gauntlet.mcp_servers.chem_pricing.routes import Route, generate_routes
 from gauntlet.mcp_servers.chem_pricing.store import CatalogueStore
-from gauntlet.mcp_servers.chem_pricing.views import VIEWS, agent_view, check_view
+from gauntlet.mcp_servers.chem_pricing.views import ROUTE_VIEW, VIEWS, agent_view, check_view, route_view
 
 DATA_NAME = "chem-reactions"
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
 DEFAULT_N_REACTIONS = 1440
+DEFAULT_N_ROUTES = 150
 RECORDS_FILE = "reactions.jsonl"
+ROUTES_FILE = "routes.jsonl"
 
 
-def build_reactions(folder: Path, *, n_reactions: int = DEFAULT_N_REACTIONS, seed: int = 0,
-                    catalogue: dict | None = None) -> None:
-    """Generate, price and render the reaction set into ``folder`` (see the module docstring)."""
+def build_reactions(folder: Path, *, n_reactions: int = DEFAULT_N_REACTIONS, n_routes: int = DEFAULT_N_ROUTES,
+                    seed: int = 0, catalogue: dict | None = None) -> None:
+    """Generate, price and render the reaction set and routes into ``folder`` (see the module docstring)."""
     catalogue_params = dict(catalogue or {})
     store = CatalogueStore(built_catalogue_path(**catalogue_params))
     try:
-        reactions = generate_reactions(store, n_reactions, seed)
+        factory = StepFactory(store)
+        reactions = generate_reactions(store, n_reactions, seed, factory)
+        routes = generate_routes(store, n_routes, seed, factory)
+        _write(Path(folder) / ROUTES_FILE, [json.dumps({"route": route.to_json(),
+                                                        "gold": {ROUTE_VIEW: price_route(route, store).to_json()}},
+                                                       sort_keys=True) for route in routes])
+        _write(Path(folder) / "views" / f"{ROUTE_VIEW}.jsonl",
+               [json.dumps(route_view(route, store), sort_keys=True) for route in routes])
         lines = []
         for reaction in reactions:
             gold = {"clean": price_reaction(reaction, store).to_json(),
@@ -42,7 +53,7 @@ def build_reactions(folder: Path, *, n_reactions: int = DEFAULT_N_REACTIONS, see
         for view in VIEWS:
             _write(Path(folder) / "views" / f"{view}.jsonl",
                    [json.dumps(agent_view(reaction, view, store, seed), sort_keys=True) for reaction in reactions])
-        meta = {"n_reactions": len(reactions), "seed": seed, "catalogue": catalogue_params,
+        meta = {"n_reactions": len(reactions), "n_routes": len(routes), "seed": seed, "catalogue": catalogue_params,
                 "catalogue_snapshot": store.snapshot.get("content_sha256"), "views": list(VIEWS)}
         _write(Path(folder) / "meta.json", [json.dumps(meta, sort_keys=True)])
     finally:
@@ -81,14 +92,19 @@ class GoldRecord:
     gold: dict[str, GoldPrice]
 
 
+@dataclass(frozen=True)
+class GoldRoute:
+    route: Route
+    gold: dict[str, GoldPrice]
+
+
 class ReactionSet:
     """A built reaction set, read lazily: agent views by id, and (for scorers) records with gold."""
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
         if not (self.folder / RECORDS_FILE).is_file():
-            raise FileNotFoundError(f"no reaction set in {self.folder}; build it with `gauntlet data build "
-                                    f"{DATA_NAME}`")
+            raise FileNotFoundError(f"no reaction set in {self.folder}; build it with `gauntlet data build chem`")
         self._views: dict[str, dict[str, dict]] = {}
 
     @cached_property
@@ -97,20 +113,35 @@ class ReactionSet:
         for line in (self.folder / RECORDS_FILE).read_text().splitlines():
             data = json.loads(line)
             reaction = Reaction.from_json(data["reaction"])
-            gold = {view: GoldPrice(**{**price, "components": [_component(c) for c in price["components"]]})
-                    for view, price in data["gold"].items()}
-            records[reaction.reaction_id] = GoldRecord(reaction, gold)
+            records[reaction.reaction_id] = GoldRecord(reaction, _gold(data["gold"]))
         return records
 
+    @cached_property
+    def routes(self) -> dict[str, GoldRoute]:
+        routes = {}
+        for line in (self.folder / ROUTES_FILE).read_text().splitlines():
+            data = json.loads(line)
+            route = Route.from_json(data["route"])
+            routes[route.route_id] = GoldRoute(route, _gold(data["gold"]))
+        return routes
+
     def view(self, view: str) -> dict[str, dict]:
-        check_view(view)
+        """What an agent reads in ``view``, by id (reaction ids; route ids for ``routes``)."""
+        if view != ROUTE_VIEW:
+            check_view(view)
         if view not in self._views:
+            key = "route_id" if view == ROUTE_VIEW else "reaction_id"
             lines = (self.folder / "views" / f"{view}.jsonl").read_text().splitlines()
-            self._views[view] = {record["reaction_id"]: record for record in map(json.loads, lines)}
+            self._views[view] = {record[key]: record for record in map(json.loads, lines)}
         return self._views[view]
 
     def ids(self) -> list[str]:
         return list(self.view("clean"))
+
+
+def _gold(prices: dict[str, dict]) -> dict[str, GoldPrice]:
+    return {view: GoldPrice(**{**price, "components": [_component(c) for c in price["components"]]})
+            for view, price in prices.items()}
 
 
 def _component(data: dict):

@@ -1,4 +1,5 @@
-"""The task-access tools of the pricing server: ``list_reactions`` and ``get_reaction``."""
+"""The task-access tools of the pricing server: ``list_reactions``, ``get_reaction`` (single steps) and
+``list_routes``, ``get_route`` (multi-step routes)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pydantic import BaseModel, Field
 # Every tool of the server only reads: the catalogue and the reactions are frozen, and nothing is kept per call.
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 View = Literal["clean", "solvents", "noisy-low", "noisy-medium", "noisy-high"]
+ROUTE_VIEW = "routes"
 
 
 class ReactionComponent(BaseModel):
@@ -36,6 +38,33 @@ class ReactionRecord(BaseModel):
                                                                "stated: compute it from the SMILES)")
     yield_pct: float | None = Field(description="isolated yield in percent")
     procedure: str
+
+
+class RouteStep(ReactionRecord):
+    step: int = Field(description="1 for the first step; a later step's 'intermediate' is the product of the step "
+                                  "before (made, not bought)")
+
+
+class RouteRecord(BaseModel):
+    route_id: str
+    n_steps: int
+    basis: str = Field(description="step 1 runs on 1 mmol of its limiting reagent; each later step on all of the "
+                                   "intermediate the step before gave")
+    steps: list[RouteStep]
+    product_smiles: str = Field(description="the final product")
+    product_molar_mass_g_mol: float
+
+
+class RouteSummary(BaseModel):
+    route_id: str
+    n_steps: int
+    reaction_classes: list[str]
+    product_smiles: str
+
+
+class RouteList(BaseModel):
+    total: int
+    routes: list[RouteSummary]
 
 
 class ReactionSummary(BaseModel):
@@ -91,3 +120,27 @@ def add_reaction_tools(server: FastMCP, reactions_dir: str | Path | None) -> Non
             ids = list(records)
             raise ToolError(f"no reaction {reaction_id!r}; ids run from {ids[0]} to {ids[-1]} (see list_reactions)")
         return ReactionRecord(**records[reaction_id])
+
+    @server.tool(annotations=READ_ONLY)
+    def list_routes(offset: Annotated[int, Field(ge=0, description="index of the first route")] = 0,
+                    limit: Annotated[int, Field(ge=1, le=200, description="most routes to list")] = 50) -> RouteList:
+        """List the multi-step routes available for pricing (id, number of steps, classes, final product)."""
+        routes = reaction_set().view(ROUTE_VIEW)
+        ids = list(routes)[offset:offset + limit]
+        return RouteList(total=len(routes), routes=[
+            RouteSummary(route_id=i, n_steps=routes[i]["n_steps"], product_smiles=routes[i]["product_smiles"],
+                         reaction_classes=[step["reaction_class"] for step in routes[i]["steps"]]) for i in ids])
+
+    @server.tool(annotations=READ_ONLY)
+    def get_route(route_id: Annotated[str, Field(description="e.g. ROUTE-0001", max_length=40)]) -> RouteRecord:
+        """One multi-step route to price: its steps in order, each a reaction record whose 'intermediate'
+        component is the product of the step before (made, not bought: never price it). Step 1 runs on
+        1 mmol of its limiting reagent; step k runs on scale_k = scale_(k-1) x yield_(k-1) / 100 mmol.
+        Buy each bought component of step k for equiv x scale_k mmol with select_pack, add every step's
+        costs, and divide by the grams of final product: scale_n x yield_n / 100 x molar mass / 1000."""
+        routes = reaction_set().view(ROUTE_VIEW)
+        if route_id not in routes:
+            ids = list(routes)
+            span = f"ids run from {ids[0]} to {ids[-1]}" if ids else "there are no routes"
+            raise ToolError(f"no route {route_id!r}; {span} (see list_routes)")
+        return RouteRecord(**routes[route_id])

@@ -16,7 +16,7 @@ are kept beside the record for the scorer and never shown to an agent.
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from gauntlet.mcp_servers.chem_pricing.chemistry import identity_of
 from gauntlet.mcp_servers.chem_pricing.grounding import Grounder, GroundingError
@@ -56,8 +56,17 @@ PRIMARY_OR_SECONDARY_AMINE = "[NX3;H2,H1;!$(NC=[O,S,N]);!$(N-a);!$(N[#7,#8,#16])
 ACID = "[CX3](=O)[OX2H1]"
 ARYL_HALIDE = "[c;!$(c[c,n][N+](=O)[O-])][Br,I]"
 
+
+def mapped(atom_pattern: str, number: int) -> str:
+    """A one-atom SMARTS with an atom map, so a template reacts at the atom its pool was chosen for
+    (a bare ``[N:1]`` would also match an amide, nitrile or nitro nitrogen)."""
+    return f"{atom_pattern[:-1]}:{number}]"
+
+
+AMINE_3 = mapped(PRIMARY_OR_SECONDARY_AMINE, 3)
+
 REACTION_CLASSES: tuple[ReactionClass, ...] = (
-    ReactionClass("amide coupling", f"[C:1](=[O:2])[OX2H1].[N:3]>>[C:1](=[O:2])[N:3]",
+    ReactionClass("amide coupling", f"[C:1](=[O:2])[OX2H1].{AMINE_3}>>[C:1](=[O:2])[N:3]",
                   (ACID, PRIMARY_OR_SECONDARY_AMINE),
                   ((Condition("HATU", "coupling reagent", 1.2), Condition("DIPEA", "base", 3.0),
                     Condition("DMF", "solvent", solvent=True)),
@@ -79,7 +88,7 @@ REACTION_CLASSES: tuple[ReactionClass, ...] = (
                    (Condition("Pd(OAc)2", "catalyst", 0.02), Condition("SPhos", "ligand", 0.04),
                     Condition("K3PO4", "base", 2.0), Condition("toluene", "solvent", solvent=True))),
                   partner_equiv=(1.2, 1.3, 1.5), verb="was heated at 90 °C"),
-    ReactionClass("Buchwald-Hartwig amination", "[c:1][Br,I].[N:2]>>[c:1]-[N:2]",
+    ReactionClass("Buchwald-Hartwig amination", f"[c:1][Br,I].{AMINE_3}>>[c:1]-[N:3]",
                   (ARYL_HALIDE, PRIMARY_OR_SECONDARY_AMINE),
                   ((Condition("Pd2(dba)3", "catalyst", 0.02), Condition("XPhos", "ligand", 0.08),
                     Condition("NaOtBu", "base", 1.4), Condition("toluene", "solvent", solvent=True)),
@@ -88,19 +97,20 @@ REACTION_CLASSES: tuple[ReactionClass, ...] = (
                    (Condition("Pd2(dba)3", "catalyst", 0.02), Condition("RuPhos", "ligand", 0.04),
                     Condition("NaOtBu", "base", 1.4), Condition("THF", "solvent", solvent=True))),
                   verb="was heated at 100 °C"),
-    ReactionClass("reductive amination", "[CX3H1:1](=O)[#6:2].[N:3]>>[CH2:1]([#6:2])[N:3]",
+    ReactionClass("reductive amination", f"[CX3H1:1](=O)[#6:2].{AMINE_3}>>[CH2:1]([#6:2])[N:3]",
                   ("[CX3H1](=O)[#6]", PRIMARY_OR_SECONDARY_AMINE),
                   ((Condition("NaBH(OAc)3", "reductant", 1.5), Condition("AcOH", "acid", 1.0),
                     Condition("DCE", "solvent", solvent=True)),
                    (Condition("NaBH3CN", "reductant", 1.5), Condition("AcOH", "acid", 1.0),
                     Condition("MeOH", "solvent", solvent=True)))),
-    ReactionClass("SNAr", "[F,Cl][c:1]1[c:2][c:3][c:4]([N+:5](=[O:6])[O-:7])[c:8][c:9]1.[N:10]>>"
+    ReactionClass("SNAr", "[F,Cl][c:1]1[c:2][c:3][c:4]([N+:5](=[O:6])[O-:7])[c:8][c:9]1."
+                          f"{mapped(PRIMARY_OR_SECONDARY_AMINE, 10)}>>"
                           "[N:10][c:1]1[c:2][c:3][c:4]([N+:5](=[O:6])[O-:7])[c:8][c:9]1",
                   ("[F,Cl]c1ccc([N+](=O)[O-])cc1", PRIMARY_OR_SECONDARY_AMINE),
                   ((Condition("K2CO3", "base", 2.0), Condition("DMF", "solvent", solvent=True)),
                    (Condition("DIPEA", "base", 2.0), Condition("DMSO", "solvent", solvent=True))),
                   verb="was heated at 80 °C"),
-    ReactionClass("Boc protection", "[N:1]>>CC(C)(C)OC(=O)[N:1]", (PRIMARY_OR_SECONDARY_AMINE,),
+    ReactionClass("Boc protection", f"{AMINE_3}>>CC(C)(C)OC(=O)[N:3]", (PRIMARY_OR_SECONDARY_AMINE,),
                   ((Condition("Boc2O", "reagent", 1.1), Condition("TEA", "base", 1.5),
                     Condition("DCM", "solvent", solvent=True)),
                    (Condition("Boc2O", "reagent", 1.2), Condition("DMAP", "catalyst", 0.1),
@@ -121,17 +131,27 @@ REACTION_CLASSES: tuple[ReactionClass, ...] = (
 )
 
 
+INTERMEDIATE_ROLE = "intermediate"
+REACTANT_ROLES = ("limiting reagent", INTERMEDIATE_ROLE, "coupling partner")
+
+
 @dataclass
 class Component:
+    """A component of a step; an intermediate of a route (made by the step before) has no catalogue id."""
+
     name: str
     role: str
-    chemical_id: int
+    chemical_id: int | None
     equiv: float | None = None
     volume_ml_per_mmol: float | None = None
 
     @property
     def is_solvent(self) -> bool:
         return self.volume_ml_per_mmol is not None
+
+    @property
+    def is_intermediate(self) -> bool:
+        return self.role == INTERMEDIATE_ROLE
 
 
 @dataclass
@@ -143,7 +163,6 @@ class Reaction:
     product_molar_mass_g_mol: float
     yield_pct: float
     procedure: str
-    steps: list[str] = field(default_factory=list)  # for routes: the reaction ids whose products feed this one
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -172,8 +191,8 @@ def spelling_for(grounder: Grounder, chemical_id: int) -> str | None:
     return None
 
 
-def _procedure(reaction_class: ReactionClass, components: list[Component], yield_pct: float) -> str:
-    reactants = [c for c in components if c.role in ("limiting reagent", "coupling partner")]
+def procedure_text(reaction_class: ReactionClass, components: list[Component], yield_pct: float) -> str:
+    reactants = [c for c in components if c.role in REACTANT_ROLES]
     others = [c for c in components if c not in reactants and not c.is_solvent]
     solvent = next((c for c in components if c.is_solvent), None)
     parts = [f"{c.name} ({c.equiv:g} equiv)" for c in reactants]
@@ -188,88 +207,126 @@ def _procedure(reaction_class: ReactionClass, components: list[Component], yield
             f"purification gave the product in {yield_pct:g}% yield.")
 
 
-def generate_reactions(catalogue: CatalogueStore, n_reactions: int, seed: int) -> list[Reaction]:
-    """``n_reactions`` single-step reactions, spread over the classes that the catalogue can feed."""
-    from rdkit import Chem, RDLogger
-    from rdkit.Chem import AllChem
+class StepFactory:
+    """What every generator of steps needs: the building blocks, each class's reactant pools and
+    grounded protocols, a fit test for a reactant, and a way to run a template and write the step."""
 
-    RDLogger.DisableLog("rdApp.*")
-    grounder = Grounder(catalogue, use_opsin=False)
-    rng = random.Random(f"{seed}|reactions")
-    blocks = [(chemical_id, smiles) for chemical_id, smiles in catalogue.all_structures()
-              if catalogue.chemical(chemical_id).source != "curated" and "." not in smiles]
-    molecules = {chemical_id: Chem.MolFromSmiles(smiles) for chemical_id, smiles in blocks}
-    spellings: dict[int, str | None] = {}
+    def __init__(self, catalogue: CatalogueStore):
+        from rdkit import Chem, RDLogger
+        from rdkit.Chem import AllChem
 
-    def spelling(chemical_id: int) -> str | None:
-        if chemical_id not in spellings:
-            spellings[chemical_id] = spelling_for(grounder, chemical_id)
-        return spellings[chemical_id]
+        RDLogger.DisableLog("rdApp.*")
+        self.catalogue = catalogue
+        self.grounder = Grounder(catalogue, use_opsin=False)
+        blocks = [(chemical_id, smiles) for chemical_id, smiles in catalogue.all_structures()
+                  if catalogue.chemical(chemical_id).source != "curated" and "." not in smiles]
+        self.molecules = {chemical_id: Chem.MolFromSmiles(smiles) for chemical_id, smiles in blocks}
+        self._spellings: dict[int, str | None] = {}
+        self._competing = [Chem.MolFromSmarts(p) for p in COMPETING_GROUPS]
+        self.classes: list[ClassKit] = []
+        for reaction_class in REACTION_CLASSES:
+            patterns = [Chem.MolFromSmarts(p) for p in reaction_class.reactant_patterns]
+            pools = [[cid for cid, mol in self.molecules.items() if self.fits(mol, pattern)] for pattern in patterns]
+            protocols = []
+            for protocol in reaction_class.protocols:
+                ids = [self.grounder.search(c.name, limit=1)[0].chemical_id for c in protocol]
+                protocols.append(list(zip(protocol, ids)))
+            self.classes.append(ClassKit(reaction_class, AllChem.ReactionFromSmarts(reaction_class.template),
+                                         patterns, pools, protocols))
 
-    competing = [Chem.MolFromSmarts(p) for p in COMPETING_GROUPS]
+    def spelling(self, chemical_id: int) -> str | None:
+        if chemical_id not in self._spellings:
+            self._spellings[chemical_id] = spelling_for(self.grounder, chemical_id)
+        return self._spellings[chemical_id]
 
-    def fits(mol, pattern) -> bool:
+    def fits(self, mol, pattern, max_heavy_atoms: int = MAX_BLOCK_HEAVY_ATOMS) -> bool:
         """One site for the template and no competing group beyond the one the template uses."""
         sites = mol.GetSubstructMatches(pattern)
-        if len(sites) != 1 or not 6 <= mol.GetNumHeavyAtoms() <= MAX_BLOCK_HEAVY_ATOMS:
+        if len(sites) != 1 or not 6 <= mol.GetNumHeavyAtoms() <= max_heavy_atoms:
             return False
-        groups = [set(m) for q in competing for m in mol.GetSubstructMatches(q)]
+        groups = [set(m) for q in self._competing for m in mol.GetSubstructMatches(q)]
         return all(group & set(sites[0]) for group in groups)
 
-    usable = []
-    for reaction_class in REACTION_CLASSES:
-        patterns = [Chem.MolFromSmarts(p) for p in reaction_class.reactant_patterns]
-        pools = [[cid for cid, mol in molecules.items() if fits(mol, pattern)] for pattern in patterns]
-        protocols = []
-        for protocol in reaction_class.protocols:
-            ids = [grounder.search(c.name, limit=1)[0].chemical_id for c in protocol]
-            protocols.append(list(zip(protocol, ids)))
-        if all(pools):
-            usable.append([reaction_class, AllChem.ReactionFromSmarts(reaction_class.template), pools, protocols, 0])
-    reactions: list[Reaction] = []
-    seen: set[tuple] = set()
-    turn = 0
-    while len(reactions) < n_reactions and usable:
-        slot = usable[turn % len(usable)]
-        turn += 1
-        reaction_class, template, pools, protocols, failures = slot
-        if failures > MAX_FAILED_DRAWS:  # this class has run out of new reactant combinations
-            usable.remove(slot)
-            continue
-        slot[4] += 1
-        reactant_ids = [rng.choice(pool) for pool in pools]
-        key = (reaction_class.name, *reactant_ids)
-        if key in seen or len(set(reactant_ids)) != len(reactant_ids):
-            continue
-        seen.add(key)
-        products = template.RunReactants(tuple(molecules[cid] for cid in reactant_ids))
+    @staticmethod
+    def run(kit: ClassKit, reactants: tuple):
+        """The product's structure facts, or None when the template gives nothing RDKit can sanitise."""
+        from rdkit import Chem
+
+        products = kit.template.RunReactants(reactants)
         if not products:
-            continue
+            return None
         product = products[0][0]
         try:
             Chem.SanitizeMol(product)
             facts = identity_of(Chem.MolToSmiles(product))
         except Exception:  # a template product RDKit cannot sanitise is not a real product: draw again
+            return None
+        return facts if facts.heavy_atoms >= 4 else None
+
+    @staticmethod
+    def conditions(kit: ClassKit, rng: random.Random) -> list[Component]:
+        """The reagents, catalysts and solvent of one of the class's protocols, drawn with ``rng``."""
+        components = []
+        for condition, chemical_id in rng.choice(kit.protocols):
+            if condition.solvent:
+                components.append(Component(condition.name, "solvent", chemical_id,
+                                            volume_ml_per_mmol=rng.choice(SOLVENT_ML_PER_MMOL)))
+            else:
+                components.append(Component(condition.name, condition.role, chemical_id, equiv=condition.equiv))
+        return components
+
+
+@dataclass
+class ClassKit:
+    """A reaction class ready to draw from: compiled template and patterns, reactant pools, protocols."""
+
+    reaction_class: ReactionClass
+    template: object
+    patterns: list
+    pools: list[list[int]]
+    protocols: list[list[tuple[Condition, int]]]
+    failures: int = 0
+
+
+def generate_reactions(catalogue: CatalogueStore, n_reactions: int, seed: int,
+                       factory: StepFactory | None = None) -> list[Reaction]:
+    """``n_reactions`` single-step reactions, spread over the classes that the catalogue can feed."""
+    factory = factory or StepFactory(catalogue)
+    rng = random.Random(f"{seed}|reactions")
+    usable = [kit for kit in factory.classes if all(kit.pools)]
+    for kit in usable:
+        kit.failures = 0
+    reactions: list[Reaction] = []
+    seen: set[tuple] = set()
+    turn = 0
+    while len(reactions) < n_reactions and usable:
+        kit = usable[turn % len(usable)]
+        turn += 1
+        if kit.failures > MAX_FAILED_DRAWS:  # this class has run out of new reactant combinations
+            usable.remove(kit)
             continue
-        if facts.heavy_atoms < 4:
+        kit.failures += 1
+        reaction_class = kit.reaction_class
+        reactant_ids = [rng.choice(pool) for pool in kit.pools]
+        key = (reaction_class.name, *reactant_ids)
+        if key in seen or len(set(reactant_ids)) != len(reactant_ids):
             continue
-        names = [spelling(cid) for cid in reactant_ids]
+        seen.add(key)
+        facts = factory.run(kit, tuple(factory.molecules[cid] for cid in reactant_ids))
+        if facts is None:
+            continue
+        names = [factory.spelling(cid) for cid in reactant_ids]
         if None in names:
             continue
         components = [Component(names[0], "limiting reagent", reactant_ids[0], equiv=1.0)]
         if len(reactant_ids) > 1:
             components.append(Component(names[1], "coupling partner", reactant_ids[1],
                                         equiv=rng.choice(reaction_class.partner_equiv)))
-        for condition, chemical_id in rng.choice(protocols):
-            if condition.solvent:
-                components.append(Component(condition.name, "solvent", chemical_id,
-                                            volume_ml_per_mmol=rng.choice(SOLVENT_ML_PER_MMOL)))
-            else:
-                components.append(Component(condition.name, condition.role, chemical_id, equiv=condition.equiv))
-        slot[4] = 0
+        components += factory.conditions(kit, rng)
+        kit.failures = 0
         yield_pct = float(rng.randint(*YIELD_RANGE_PCT))
         reactions.append(Reaction(reaction_id=f"RXN-{len(reactions) + 1:04d}", reaction_class=reaction_class.name,
                                   components=components, product_smiles=facts.smiles,
                                   product_molar_mass_g_mol=facts.molar_mass_g_mol, yield_pct=yield_pct,
-                                  procedure=_procedure(reaction_class, components, yield_pct)))
+                                  procedure=procedure_text(reaction_class, components, yield_pct)))
     return reactions

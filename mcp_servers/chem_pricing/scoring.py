@@ -13,6 +13,11 @@ logged tool calls against the gold rule's intermediate values (``metadata['gold'
   or ``select_pack`` for it), ``procurement`` (a gold component's pack cost appears nowhere: neither a
   ``select_pack`` total nor a number in a ``calculate`` expression within 0.5 %), else
   ``arithmetic``. ``abstained`` when no number was submitted, ``correct`` within 25 %.
+
+``ChemScorer`` is the per-task form for ``ToolTaskEnv`` (the chem suites name it in their registry
+``env_kwargs``): the task's eval spec grades the answer, and the diagnosis rides in the report's
+``details["chem"]``, so every recorded episode carries it; ``ChemScorer.summarize`` turns a run's
+reports into the summary above.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from gauntlet.episode import ToolCall
-from gauntlet.tasks import NO_ANSWER, ToolTask
+from gauntlet.tasks import NO_ANSWER, Scorer, ScoreReport, ToolTask
 
 CTA_LEVELS_PCT = (10, 25, 50)
 ACTING_TOOLS = ("get_chemical", "get_supplier_quotes", "select_pack", "convert_quantity")
@@ -144,6 +149,27 @@ def score_episodes(tasks: Sequence[ToolTask], episodes: Sequence[Any]) -> tuple[
         answer = answer_calls[-1].arguments.get("answer") if answer_calls else NO_ANSWER
         diagnoses.append(diagnose(task, answer, server_calls))
     return diagnoses, summarize(diagnoses)
+
+
+class ChemScorer(Scorer):
+    """``gauntlet.tasks.Scorer`` for chem tasks: the eval spec's grade (CTA@25), plus the diagnosis of
+    ``diagnose`` in ``details["chem"]`` (see the module docstring)."""
+
+    def score(self, task: ToolTask, answer: Any = NO_ANSWER, calls: Sequence[Any] = ()) -> ScoreReport:
+        report = super().score(task, answer, calls)
+        server_calls = [call for call in calls if _call_name(call) != "submit_answer"]
+        report.details["chem"] = asdict(diagnose(task, answer, server_calls))
+        return report
+
+    @staticmethod
+    def summarize(reports: Sequence[ScoreReport | dict]) -> dict[str, Any]:
+        """The run summary (``summarize``) of per-task reports that carry ``details["chem"]``."""
+        details = [(r.details if isinstance(r, ScoreReport) else r.get("details", {})).get("chem") for r in reports]
+        return summarize([TaskDiagnosis(**d) for d in details if d])
+
+
+def _call_name(call: Any) -> str | None:
+    return call.get("name") if isinstance(call, dict) else getattr(call, "name", None)
 
 
 def as_json(diagnoses: Sequence[TaskDiagnosis]) -> list[dict[str, Any]]:

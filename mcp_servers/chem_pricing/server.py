@@ -71,7 +71,9 @@ class ChemicalInfo(BaseModel):
     note: str
 
 
-class QuoteOut(BaseModel):
+class PackFields(BaseModel):
+    """A pack on offer: who sells it, how much it holds, what it costs."""
+
     quote_id: int
     supplier: str
     catalog_number: str
@@ -79,9 +81,14 @@ class QuoteOut(BaseModel):
     pack_unit: Literal["mg", "g", "kg", "mL", "L"]
     pack_mass_g: float = Field(description="content of one pack in grams (liquids: volume x density)")
     price_usd: float = Field(description="price of one pack in US dollars")
-    price_usd_per_g: float
+
+
+class QuoteOut(PackFields):
+    """One supplier quote, every field."""
+
     purity_pct: float
     grade: str
+    price_usd_per_g: float
     valid: bool = Field(description="acceptable for synthesis: purity >= 95 %, not isotope-labelled, not a "
                                     "reference standard")
     lead_time_days: int
@@ -94,14 +101,15 @@ class QuotesResult(BaseModel):
     quotes: list[QuoteOut] = Field(description="cheapest pack first")
 
 
-class PackSelection(BaseModel):
+class PackSelection(PackFields):
+    """The pack to buy (always a valid quote: get_supplier_quotes shows its grade and purity), how many of
+    it, and the total. Flat on purpose: every field is checked against the schema on both sides of a call."""
+
     chemical_id: int
     name: str
     required_g: float = Field(description="the need in grams")
-    quote: QuoteOut = Field(description="the pack to buy")
     n_packs: int = Field(description="how many of that pack (more than 1 only when no pack covers the need)")
     total_usd: float = Field(description="n_packs x pack price, US dollars")
-    covers_g: float = Field(description="grams bought")
 
 
 class ConvertedQuantity(BaseModel):
@@ -136,12 +144,16 @@ class CalculationResult(BaseModel):
     value: float
 
 
+def _pack_fields(quote, suppliers: dict[int, str]) -> dict:
+    return {"quote_id": quote.quote_id, "supplier": suppliers[quote.supplier_id],
+            "catalog_number": quote.catalog_number, "pack_amount": quote.pack_amount, "pack_unit": quote.pack_unit,
+            "pack_mass_g": quote.pack_mass_g, "price_usd": quote.price_usd}
+
+
 def _quote_out(quote, suppliers: dict[int, str]) -> QuoteOut:
-    return QuoteOut(quote_id=quote.quote_id, supplier=suppliers[quote.supplier_id],
-                    catalog_number=quote.catalog_number, pack_amount=quote.pack_amount, pack_unit=quote.pack_unit,
-                    pack_mass_g=quote.pack_mass_g, price_usd=quote.price_usd,
-                    price_usd_per_g=round(quote.price_usd / quote.pack_mass_g, 6), purity_pct=quote.purity_pct,
-                    grade=quote.grade, valid=quote.is_valid, lead_time_days=quote.lead_time_days)
+    return QuoteOut(**_pack_fields(quote, suppliers), purity_pct=quote.purity_pct, grade=quote.grade,
+                    price_usd_per_g=round(quote.price_usd / quote.pack_mass_g, 6), valid=quote.is_valid,
+                    lead_time_days=quote.lead_time_days)
 
 
 @functools.lru_cache(maxsize=4)
@@ -232,10 +244,9 @@ def build_server(db_path: str | Path | None = None, reactions_dir: str | Path | 
             record = catalogue.chemical(chemical_id)
             required_g = quantities.convert_quantity(required_amount, unit, "g", record.molar_mass_g_mol,
                                                      record.density_g_ml)
-            choice = procurement.select_pack(catalogue.quotes(chemical_id), required_g)
-        return PackSelection(chemical_id=chemical_id, name=record.name, required_g=required_g,
-                             quote=_quote_out(choice.quote, suppliers), n_packs=choice.n_packs,
-                             total_usd=choice.total_usd, covers_g=choice.covers_g)
+            choice = procurement.select_pack_in_store(catalogue, chemical_id, required_g)
+        return PackSelection(**_pack_fields(choice.quote, suppliers), chemical_id=chemical_id, name=record.name,
+                             required_g=required_g, n_packs=choice.n_packs, total_usd=choice.total_usd)
 
     @server.tool(annotations=READ_ONLY)
     def convert_quantity(

@@ -9,10 +9,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from gauntlet.mcp_servers.chem_pricing.pricing import Quote
+from gauntlet.mcp_servers.chem_pricing.pricing import INVALID_GRADES, VALID_MIN_PURITY_PCT, Quote
 
 
 QUOTE_CACHE_SIZE = 512
+# Quote.is_valid in SQL (parameters: the minimum purity, then the invalid grades in sorted order).
+_VALID_SQL = f"AND purity_pct >= ? AND grade NOT IN ({', '.join('?' * len(INVALID_GRADES))})"
 
 
 class UnknownChemicalError(LookupError):
@@ -69,13 +71,15 @@ class CatalogueStore:
 
     # Chemicals -------------------------------------------------------------------------------
     def chemical(self, chemical_id: int) -> ChemicalRecord:
+        """A chemical's record. Every record loads on the first call (a few thousand short rows, a few
+        milliseconds once), so each later tool call saves a query."""
+        if not self._chemicals:
+            self._chemicals = {row[0]: ChemicalRecord(*row) for row in self._query(
+                f"SELECT {_CHEMICAL_COLUMNS} FROM chemicals")}
         cached = self._chemicals.get(chemical_id)
         if cached is None:
-            rows = self._query(f"SELECT {_CHEMICAL_COLUMNS} FROM chemicals WHERE chemical_id = ?", (chemical_id,))
-            if not rows:
-                raise UnknownChemicalError(f"no chemical with id {chemical_id} (ids run from 1 to "
-                                           f"{self.snapshot['n_chemicals']}); find ids with search_chemical")
-            cached = self._chemicals[chemical_id] = ChemicalRecord(*rows[0])
+            raise UnknownChemicalError(f"no chemical with id {chemical_id} (ids run from 1 to "
+                                       f"{self.snapshot['n_chemicals']}); find ids with search_chemical")
         return cached
 
     def ids_by(self, column: str, value: str) -> list[int]:
@@ -124,6 +128,23 @@ class CatalogueStore:
                 self._quotes.pop(next(iter(self._quotes)))
             self._quotes[chemical_id] = cached
         return list(cached)
+
+    def cheapest_valid_covering(self, chemical_id: int, min_mass_g: float) -> Quote | None:
+        """The cheapest valid quote (ties: lower id) whose pack holds at least ``min_mass_g`` grams, or None.
+
+        One indexed query that stops at the first match in price order: the pack rule's common case
+        without decoding every quote of the chemical (``procurement.select_pack_in_store``)."""
+        rows = self._query(f"SELECT {_QUOTE_COLUMNS} FROM quotes WHERE chemical_id = ? AND pack_mass_g >= ? "
+                           f"{_VALID_SQL} ORDER BY price_usd, quote_id LIMIT 1",
+                           (chemical_id, min_mass_g, VALID_MIN_PURITY_PCT, *sorted(INVALID_GRADES)))
+        return Quote._make(rows[0]) if rows else None
+
+    def cheapest_largest_valid(self, chemical_id: int) -> Quote | None:
+        """Of the valid quotes with the largest pack, the cheapest (ties: lower id), or None if none is valid."""
+        rows = self._query(f"SELECT {_QUOTE_COLUMNS} FROM quotes WHERE chemical_id = ? {_VALID_SQL} "
+                           "ORDER BY pack_mass_g DESC, price_usd, quote_id LIMIT 1",
+                           (chemical_id, VALID_MIN_PURITY_PCT, *sorted(INVALID_GRADES)))
+        return Quote._make(rows[0]) if rows else None
 
     def supplier_names(self) -> dict[int, str]:
         return dict(self._query("SELECT supplier_id, name FROM suppliers"))

@@ -6,6 +6,9 @@ spec accepts answers within 25 % (CTA@25). The gold trajectory is the oracle's c
 recorded through a real MCP client session against the pricing server; the builder refuses to write
 a suite whose oracle answer differs from the gold price (for noisy views the oracle reads names and
 amounts from the clean view, so its trajectory is a correct solution of the noisy task).
+
+The ``routes`` view is a suite of the multi-step routes (``routes.py``), priced by the route rule
+(``gold.price_route``); its task inputs carry the route id as ``reaction_id``.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from pathlib import Path
 
 from gauntlet.mcp_servers.chem_pricing.build import built_catalogue_path
 from gauntlet.mcp_servers.chem_pricing.reaction_data import ReactionSet, built_reactions_dir, reactions_dir
-from gauntlet.mcp_servers.chem_pricing.views import NOISE_LEVELS, check_view
+from gauntlet.mcp_servers.chem_pricing.views import NOISE_LEVELS, ROUTE_VIEW, VIEWS, check_view
 
 DATA_NAME = "chem-suite"
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "3"  # 3: select_pack results are flat (gold trajectories record them)
+SUITE_VIEWS = (*VIEWS, ROUTE_VIEW)
 SUITE_FILE = "suite.jsonl"
 CTA_TOLERANCE = 0.25
 SERVER_NAME = "chem"
@@ -30,6 +34,14 @@ class GoldMismatchError(RuntimeError):
 
 
 def question(reaction_id: str, view: str) -> str:
+    if view == ROUTE_VIEW:
+        return (f"What does the multi-step route {reaction_id} cost per gram of its final product? Read it with "
+                f"get_route(route_id={reaction_id!r}). Step 1 runs on 1 mmol of its limiting reagent; each later step "
+                "runs on all of the intermediate the step before gave (scale_k = scale_(k-1) x yield_(k-1) / 100 "
+                "mmol). Intermediates are made, not bought. Buy each other non-solvent component of step k, "
+                "equiv x scale_k mmol, as the cheapest valid pack that covers it (or whole multiples of the largest "
+                "valid pack), step by step. Do not price solvents. Divide the total cost of all steps by the grams of "
+                "final product. Answer with one number: US dollars per gram of final product.")
     solvents = ("Also buy each solvent by volume (mL per mmol x 1 mmol, as liquid), with the same pack rule. "
                 if view == "solvents" else "Do not price solvents. ")
     return (f"What does reaction {reaction_id} cost per gram of product? Read it with get_reaction "
@@ -42,29 +54,27 @@ def question(reaction_id: str, view: str) -> str:
 
 def build_suite(folder: Path, *, view: str = "clean", reactions: dict | None = None) -> None:
     """Write ``suite.jsonl`` for ``view`` over the reaction set built with ``reactions`` parameters."""
-    from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerTarget, result_value
+    from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerTarget
     from gauntlet.mcp_servers.chem_pricing.server import build_server
     from gauntlet.registry import registry
     from gauntlet.tasks import EvalSpec, GoldCall, ToolTask, save_suite
 
-    check_view(view)
+    check_suite_view(view)
     reaction_params = dict(reactions or {})
     folder_of_reactions = built_reactions_dir(**reaction_params)
     database = built_catalogue_path(**reaction_params.get("catalogue", {}))
     reaction_set = ReactionSet(folder_of_reactions)
-    pricing = "solvents" if view == "solvents" else "clean"
+    pricing = view if view in ("solvents", ROUTE_VIEW) else "clean"
+    items = reaction_set.routes if view == ROUTE_VIEW else reaction_set.records
     client = BlockingMCPClient(ServerTarget(factory=functools.partial(build_server, database, folder_of_reactions)))
     client.open()
-
-    def call_tool(name: str, arguments: dict):
-        result = client.call_tool(name, arguments)
-        return bool(result.isError), result_value(result)
+    call_tool = tool_caller(client)
 
     # The oracle is an agent family's; it is reached through the registry, never imported.
     oracle_agent = registry.get("agent", "chem-oracle").load()
     tasks = []
     try:
-        for reaction_id, record in reaction_set.records.items():
+        for reaction_id, record in items.items():
             solver = oracle_agent.solve(reaction_id, view, spelling_view="clean" if view in NOISE_LEVELS else None)
             answer, calls = run_calls(solver, call_tool)
             gold = record.gold[pricing]
@@ -76,11 +86,41 @@ def build_suite(folder: Path, *, view: str = "clean", reactions: dict | None = N
                 inputs={"reaction_id": reaction_id, "view": view},
                 gold_trajectory=[GoldCall(call=name, args=arguments, obs=result) for name, arguments, _, result in calls],
                 answer=gold.cost_per_g_usd, eval_spec=EvalSpec(kind="numeric", rel_tol=CTA_TOLERANCE),
-                metadata={"reaction_class": record.reaction.reaction_class, "view": view,
+                metadata={"reaction_class": _classes(record), "view": view,
                           "gold": gold.to_json()}))
     finally:
         client.close()
     save_suite(tasks, Path(folder) / SUITE_FILE)
+
+
+def check_suite_view(view: str) -> None:
+    if view != ROUTE_VIEW:
+        check_view(view)
+
+
+def _classes(record) -> str:
+    """The reaction class, or for a route its classes in step order ("reductive amination > Suzuki coupling")."""
+    if hasattr(record, "route"):
+        return " > ".join(step.reaction_class for step in record.route.steps)
+    return record.reaction.reaction_class
+
+
+def tool_caller(client):
+    """``call_tool(name, arguments) -> (is_error, result value)`` on an open ``BlockingMCPClient``."""
+    from gauntlet.bridges.mcp_client import result_value
+
+    def call_tool(name: str, arguments: dict):
+        result = client.call_tool(name, arguments)
+        return bool(result.isError), result_value(result)
+
+    return call_tool
+
+
+def solve_through(client, solver) -> tuple[float | None, list[dict]]:
+    """Run ``solver`` through ``client``; its answer and its calls as dicts with ``ToolCall``'s field names
+    (what the scorer reads)."""
+    answer, calls = run_calls(solver, tool_caller(client))
+    return answer, [{"name": n, "arguments": a, "is_error": e, "result": r} for n, a, e, r in calls]
 
 
 def run_calls(solver, call_tool) -> tuple[float | None, list[tuple[str, dict, bool, object]]]:
@@ -101,6 +141,7 @@ def suite_path(view: str = "clean", **reaction_params) -> Path:
     """The suite file of ``view``, built on first use."""
     from gauntlet.datacache import ensure_built
 
+    check_suite_view(view)
     params = {"view": view, **({"reactions": reaction_params} if reaction_params else {})}
     reactions_dir(**reaction_params)
     return ensure_built(DATA_NAME, BUILDER_VERSION, build_suite, params=params) / SUITE_FILE
@@ -126,3 +167,8 @@ def noisy_medium_suite() -> Path:
 
 def noisy_high_suite() -> Path:
     return suite_path("noisy-high")
+
+
+def routes_suite() -> Path:
+    """The multi-step route suite (built on first use)."""
+    return suite_path(ROUTE_VIEW)

@@ -5,12 +5,15 @@ gives every component by an unambiguous spelling with its equivalents. The noisy
 component with probability 0.15 / 0.35 / 0.6 (``noisy-low`` / ``noisy-medium`` / ``noisy-high``):
 
 * name variants: another of the chemical's catalogue names (abbreviation <-> full name <-> IUPAC
-  name <-> CAS number), which may be ambiguous;
+  name <-> CAS number), which may be ambiguous; and, for the reagents chemists write as formulas,
+  salt-formula variants ("triethylamine" <-> "Et3N", "potassium carbonate" <-> "K2CO3",
+  "EDC hydrochloride" <-> "EDC·HCl", ``SALT_FORMULA_NAMES``);
 * stereo/isomer prefix loss ("(R)-", "L-", "cis-" dropped);
 * quantity expressions: equivalents rewritten as a mass (mg), an amount (mmol), a volume (uL, for
   liquids) or mol%, sometimes prefixed "ca."; solvents as "excess" or "as solvent";
 * missing fields: the product's molar mass and components' roles dropped;
-* formatting: OCR-like character confusions (l/1, O/0, rn/m) in names and in the procedure text.
+* formatting: the procedure as mixed text + table (a sentence, then a table of the components as
+  shown), and OCR-like character confusions (l/1, O/0, rn/m) in names and in the procedure text.
 
 The noise never changes the reaction: its gold price is the clean view's.
 """
@@ -21,13 +24,35 @@ import random
 import re
 
 from gauntlet.mcp_servers.chem_pricing.gold import BASIS_MMOL
-from gauntlet.mcp_servers.chem_pricing.reactions import Reaction
+from gauntlet.mcp_servers.chem_pricing.reactions import REACTION_CLASSES, Reaction
+from gauntlet.mcp_servers.chem_pricing.routes import Route
 from gauntlet.mcp_servers.chem_pricing.store import CatalogueStore
 
 NOISE_LEVELS = {"noisy-low": 0.15, "noisy-medium": 0.35, "noisy-high": 0.6}
 VIEWS = ("clean", "solvents", *NOISE_LEVELS)
+ROUTE_VIEW = "routes"  # the multi-step routes, clean; a view of its own in suites and `gauntlet eval --view`
 STEREO_PREFIX = re.compile(r"^(\((?:[RSrs]|[RSEZ],[RSEZ]|\+|-|±|[EZ])\)-|(?:DL|dl|D|L|d|l|cis|trans|rac)-)")
 OCR_CONFUSIONS = (("l", "1"), ("O", "0"), ("rn", "m"), ("I", "l"), ("S", "5"))
+# Catalogue name -> how chemists write it as a formula or salt (each spelling is a catalogue name, so a
+# good grounder resolves it; tested).
+SALT_FORMULA_NAMES = {
+    "triethylamine": ("Et3N", "NEt3", "triethylamine"),
+    "N,N-diisopropylethylamine": ("iPr2NEt", "EtN(iPr)2", "N,N-diisopropylethylamine"),
+    "potassium carbonate": ("K2CO3", "K₂CO₃", "potassium carbonate"),
+    "caesium carbonate": ("Cs2CO3", "cesium carbonate", "caesium carbonate"),
+    "potassium phosphate tribasic": ("K3PO4", "potassium phosphate tribasic"),
+    "sodium tert-butoxide": ("NaOtBu", "tBuONa", "sodium tert-butoxide"),
+    "EDC hydrochloride": ("EDC·HCl", "EDCI.HCl", "EDC hydrochloride"),
+    "sodium triacetoxyborohydride": ("NaBH(OAc)3", "sodium triacetoxyborohydride"),
+    "sodium cyanoborohydride": ("NaBH3CN", "NaCNBH3", "sodium cyanoborohydride"),
+    "acetic acid": ("CH3CO2H", "AcOH", "acetic acid"),
+    "trifluoroacetic acid": ("CF3CO2H", "TFA", "trifluoroacetic acid"),
+    "sulfuric acid": ("H2SO4", "sulfuric acid"),
+    "phenylmagnesium bromide": ("PhMgBr", "phenylmagnesium bromide"),
+    "dichloromethane": ("CH2Cl2", "DCM", "dichloromethane"),
+    "methanol": ("CH3OH", "MeOH", "methanol"),
+    "acetonitrile": ("CH3CN", "MeCN", "acetonitrile"),
+}
 
 
 class UnknownViewError(ValueError):
@@ -60,12 +85,29 @@ def _quantity_text(component, catalogue: CatalogueStore, rng: random.Random) -> 
     return f"{component.equiv * 100:g} mol%"
 
 
+def _clean_amount(component) -> str:
+    if component.is_solvent:
+        return f"{component.volume_ml_per_mmol:g} mL per mmol"
+    if component.is_intermediate:
+        return f"{component.equiv:g} equiv (all of it: made in the step before, not bought)"
+    return f"{component.equiv:g} equiv"
+
+
+def route_view(route: Route, catalogue: CatalogueStore) -> dict:
+    """The route an agent reads: every step as a clean reaction record, with its step number."""
+    steps = [{**agent_view(step, "clean", catalogue), "step": number} for number, step in enumerate(route.steps, 1)]
+    return {"route_id": route.route_id, "n_steps": len(route.steps),
+            "basis": ("1 mmol of the limiting reagent of step 1; each later step runs on all of the intermediate "
+                      "the step before gave (its limiting reagent, 1 equiv)"),
+            "steps": steps, "product_smiles": route.product_smiles,
+            "product_molar_mass_g_mol": route.product_molar_mass_g_mol}
+
+
 def agent_view(reaction: Reaction, view: str, catalogue: CatalogueStore, seed: int = 0) -> dict:
     """The reaction record an agent reads in ``view`` (chemical ids never included)."""
     check_view(view)
     components = [{"name": c.name, "role": c.role, "equiv": c.equiv, "volume_ml_per_mmol": c.volume_ml_per_mmol,
-                   "amount_text": (f"{c.volume_ml_per_mmol:g} mL per mmol" if c.is_solvent else f"{c.equiv:g} equiv")}
-                  for c in reaction.components]
+                   "amount_text": _clean_amount(c)} for c in reaction.components]
     record = {"reaction_id": reaction.reaction_id, "reaction_class": reaction.reaction_class,
               "basis": f"{BASIS_MMOL:g} mmol of the limiting reagent", "components": components,
               "product_smiles": reaction.product_smiles,
@@ -81,6 +123,9 @@ def agent_view(reaction: Reaction, view: str, catalogue: CatalogueStore, seed: i
                          if kind in ("abbreviation", "iupac", "cas", "synonym", "name") and name != shown["name"]]
             if spellings:
                 shown["name"] = rng.choice(spellings[:8])
+        formulas = SALT_FORMULA_NAMES.get(catalogue.chemical(component.chemical_id).name, ())
+        if formulas and rng.random() < rate:
+            shown["name"] = rng.choice([name for name in formulas if name != shown["name"]])
         if STEREO_PREFIX.match(shown["name"]) and rng.random() < rate:
             shown["name"] = STEREO_PREFIX.sub("", shown["name"], count=1)
         if rng.random() < rate:
@@ -97,5 +142,16 @@ def agent_view(reaction: Reaction, view: str, catalogue: CatalogueStore, seed: i
     if rng.random() < rate:
         record["product_molar_mass_g_mol"] = None
     if rng.random() < rate:
+        record["procedure"] = mixed_layout(reaction, components)
+    if rng.random() < rate:
         record["procedure"] = _ocr(_ocr(record["procedure"], rng), rng)
     return record
+
+
+def mixed_layout(reaction: Reaction, components: list[dict]) -> str:
+    """The procedure as a chemist's notebook page: one sentence, then a table of the components as shown."""
+    rows = "".join(f"| {c['name']} | {c['role'] or ''} | {c['amount_text']} |\n" for c in components)
+    verb = next(c.verb for c in REACTION_CLASSES if c.name == reaction.reaction_class)
+    return (f"{reaction.reaction_class[0].upper()}{reaction.reaction_class[1:]} (components in the table): the mixture "
+            f"{verb} until complete; work-up gave the product in {reaction.yield_pct:g}% yield.\n\n"
+            f"| component | role | amount |\n|---|---|---|\n{rows}")

@@ -1,4 +1,5 @@
-"""A small catalogue, reaction set and clean suite, built once per test session in its own cache."""
+"""A small catalogue, reaction set with routes, and the clean and routes suites, built once per test
+session in its own cache."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 SMALL_CATALOGUE = {"n_chemicals": 600, "n_suppliers": 30}
-SMALL_REACTIONS = {"n_reactions": 24, "catalogue": SMALL_CATALOGUE}
+SMALL_REACTIONS = {"n_reactions": 24, "n_routes": 8, "catalogue": SMALL_CATALOGUE}
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,7 @@ class SmallData:
     database: Path
     reactions: Path
     clean_suite: Path
+    routes_suite: Path
 
     def server_factory(self):
         from gauntlet.mcp_servers.chem_pricing.server import build_server
@@ -38,7 +40,8 @@ def small_data(tmp_path_factory) -> SmallData:
         database = catalogue_path(**SMALL_CATALOGUE)
         reactions = reactions_dir(**SMALL_REACTIONS)
         clean = suite_path("clean", **SMALL_REACTIONS)
-    return SmallData(home, database, reactions, clean)
+        routes = suite_path("routes", **SMALL_REACTIONS)
+    return SmallData(home, database, reactions, clean, routes)
 
 
 @pytest.fixture(scope="session")

@@ -10,11 +10,10 @@ import pytest
 from gauntlet.agents.chem.agents import NaiveAgent, OracleAgent
 from gauntlet.agents.chem.solver import naive, oracle
 from gauntlet.agents.tool import GoldAgent
-from gauntlet.bridges.mcp_client import result_value
 from gauntlet.mcp_servers.chem_pricing.gold import price_reaction
 from gauntlet.mcp_servers.chem_pricing.reaction_data import ReactionSet
 from gauntlet.mcp_servers.chem_pricing.scoring import diagnose, score_episodes, summarize
-from gauntlet.mcp_servers.chem_pricing.suite import run_calls
+from gauntlet.mcp_servers.chem_pricing.suite import solve_through
 from gauntlet.mcp_servers.chem_pricing.views import agent_view
 from gauntlet.runner import rollout
 from gauntlet.tasks import load_suite
@@ -28,15 +27,6 @@ def tasks(small_data):
 @pytest.fixture(scope="module")
 def reaction_set(small_data):
     return ReactionSet(small_data.reactions)
-
-
-def run(client, solver):
-    def call_tool(name, arguments):
-        result = client.call_tool(name, arguments)
-        return bool(result.isError), result_value(result)
-
-    answer, calls = run_calls(solver, call_tool)
-    return answer, [{"name": n, "arguments": a, "is_error": e, "result": r} for n, a, e, r in calls]
 
 
 def evaluate(small_data, tasks, agent):
@@ -149,7 +139,7 @@ def bad_arithmetic(name, args):
 def test_the_scorer_names_the_stage_an_agent_failed_at(client, tasks, rewrite, stage):
     stages = []
     for task in tasks[:8]:
-        answer, calls = run(client, sabotage(oracle(task.inputs["reaction_id"]), rewrite))
+        answer, calls = solve_through(client, sabotage(oracle(task.inputs["reaction_id"]), rewrite))
         stages.append(diagnose(task, answer, calls).stage)
     assert stages.count(stage) >= 6 and set(stages) <= {stage, "correct"}
 
@@ -162,7 +152,7 @@ def test_an_agent_that_grounds_but_never_prices_fails_at_retrieval(client, tasks
     for task in tasks[:8]:
         solver = sabotage(oracle(task.inputs["reaction_id"]), ground_then_guess)
         # get_chemical's reply has no total_usd: the oracle reads none, so feed it a guessed price instead.
-        answer, calls = run(client, _guess_prices(solver))
+        answer, calls = solve_through(client, _guess_prices(solver))
         stages.append(diagnose(task, answer, calls).stage)
     assert stages.count("retrieval") >= 6 and set(stages) <= {"retrieval", "correct"}
 
@@ -188,18 +178,18 @@ def test_abstaining_is_a_failure_at_every_tolerance(tasks):
 
 
 def test_the_naive_solver_and_the_oracle_share_grounding(client, tasks):
-    _, oracle_calls = run(client, oracle(tasks[0].inputs["reaction_id"]))
-    _, naive_calls = run(client, naive(tasks[0].inputs["reaction_id"]))
+    _, oracle_calls = solve_through(client, oracle(tasks[0].inputs["reaction_id"]))
+    _, naive_calls = solve_through(client, naive(tasks[0].inputs["reaction_id"]))
     queries = [c["arguments"]["query"] for c in oracle_calls if c["name"] == "search_chemical"]
     assert queries == [c["arguments"]["query"] for c in naive_calls if c["name"] == "search_chemical"]
 
 
-def test_the_demo_prices_reactions_through_the_server_and_matches_gold(tmp_path, capsys):
+def test_the_demo_prices_reactions_and_a_route_through_the_server_and_matches_gold(tmp_path, capsys):
     from gauntlet.mcp_servers.chem_pricing.demo import N_DEMO_REACTIONS, run_demo
 
     run_demo(tmp_path)
     log = json.loads((tmp_path / "chem_demo.json").read_text())
-    assert len(log) == N_DEMO_REACTIONS
+    assert len(log) == N_DEMO_REACTIONS + 1 and log[-1]["reaction_id"].startswith("ROUTE-")
     assert all(entry["answer_usd_per_g"] == pytest.approx(entry["gold_usd_per_g"], rel=1e-9) for entry in log)
     assert "buy " in capsys.readouterr().out
 
