@@ -1,4 +1,4 @@
-"""The learned tactile agent: random exploration, predictions from a trained perception model."""
+"""The learned tactile agent: a coverage scan to explore, a touch-map CNN to predict."""
 
 from __future__ import annotations
 
@@ -10,15 +10,18 @@ import torch
 from gymnasium import spaces
 
 from gauntlet.agent import Agent
-from gauntlet.agents.tactile.training import load
+from gauntlet.agents.tactile.scan import CoverageScan
+from gauntlet.agents.tactile.touchmap import TouchMap, gel_background
+from gauntlet.agents.tactile.training import load, scan_region
 
 
 class LearnedTactileAgent(Agent):
-    """Moves the sensor at random and predicts with a ``TouchAggregator`` checkpoint.
+    """Scans the object's region (``scan.CoverageScan``) and predicts with a ``TouchMapModel`` checkpoint.
 
-    The GRU state carries the touches of the episode; each ``act`` encodes the newest touch and
-    submits the model's prediction with the next move. Train a checkpoint with
-    ``experiments/tactile_mnist.py``.
+    The touch map carries the touches of the episode; each ``act`` pastes the newest touch,
+    submits the model's prediction from the map and moves towards the next scan point. Train a
+    checkpoint with ``experiments/tactile_mnist.py`` (it records the family and step limit the
+    scan is planned for).
     """
 
     name = "tactile-learned"
@@ -26,6 +29,9 @@ class LearnedTactileAgent(Agent):
     def __init__(self, checkpoint: str | Path):
         self.checkpoint = str(checkpoint)
         self.model, self.metadata = load(checkpoint)
+        if "family" not in self.metadata or "step_limit" not in self.metadata:
+            raise ValueError(f"checkpoint {self.checkpoint} lacks its family and step limit; "
+                             "train one with experiments/tactile_mnist.py")
 
     def config(self) -> dict[str, Any]:
         return {"checkpoint": self.checkpoint}
@@ -35,15 +41,18 @@ class LearnedTactileAgent(Agent):
         if expected != self.model.config["prediction_dim"]:
             raise ValueError(f"checkpoint {self.checkpoint} predicts {self.model.config['prediction_dim']} values; "
                              f"this env expects {expected}")
-        self._rng = np.random.default_rng(seed)
-        self._move_shape = action_space["action"].shape
-        self._hidden = None
+        self._scan = CoverageScan(int(self.metadata["step_limit"]), scan_region(str(self.metadata["family"])),
+                                  action_space["action"].shape[0])
+        self._background = gel_background(observation_space["sensor_img"].shape[:2])
+        self._map: TouchMap | None = None
 
     @torch.no_grad()
     def act(self, observation: Any, info: dict[str, Any]) -> dict[str, np.ndarray]:
-        image = torch.from_numpy(np.asarray(observation["sensor_img"], np.float32))[None, None]
-        position = torch.from_numpy(np.asarray(observation["sensor_pos"], np.float32))[None, None]
-        time_step = torch.tensor([[float(observation["time_step"])]])
-        out, self._hidden = self.model(image, position, time_step, self._hidden)
-        return {"action": self._rng.uniform(-1.0, 1.0, self._move_shape).astype(np.float32),
-                "prediction": out[0, -1].numpy().astype(np.float32)}
+        position = np.asarray(observation["sensor_pos"], np.float32)[None]
+        if self._map is None:  # first touch of the episode: plan the tour from here
+            self._map = TouchMap(1, self._background)
+            self._scan.reset(position)
+        rotation = observation.get("sensor_rot")
+        maps = self._map.add(np.asarray(observation["sensor_img"], np.float32)[None], position,
+                             None if rotation is None else np.asarray(rotation, np.float32)[None])
+        return {"action": self._scan.act(position)[0], "prediction": self.model(maps)[0].numpy().astype(np.float32)}

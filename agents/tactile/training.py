@@ -1,10 +1,13 @@
 """Training and evaluating the perception model on the native vector env.
 
-Exploration is random (uniform moves in the unit disc, the ``tactile-random`` agent's policy), so
-trajectories do not depend on the model and one batched rollout of ``num_envs`` episodes feeds one
-gradient step on all their touches at once. Evaluation submits the model's predictions to the env
-and reads the env's own per-step scores (accuracy or error), so every reported figure is what the
-env measured.
+The exploration policy (``scan.CoverageScan``) does not depend on the model, so episodes are
+collected in batches of ``num_envs`` and each batch feeds ``reuse`` gradient steps; every
+gradient step trains on ``steps_per_episode`` touch maps per episode (always the last one, whose
+prediction the final-step score measures, plus earlier ones drawn at random, so the model
+predicts well after any number of touches). Random placements of the objects give fresh
+augmentation every batch. Evaluation plays the agent's own loop (scan moves, the model's
+prediction after every touch) on the test split and reads the env's own per-step scores, so
+every reported figure is what the env measured.
 """
 
 from __future__ import annotations
@@ -19,12 +22,23 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from gauntlet.agents.tactile.model import TouchAggregator
+from gauntlet.agents.tactile.model import TouchMapModel
+from gauntlet.agents.tactile.scan import CoverageScan
+from gauntlet.agents.tactile.touchmap import TouchMap, episode_maps, gel_background, touch_features
+
+# Where each family's object can lie (half extents, m): MNIST digits are 10 x 10 cm squares whose
+# ink spans about 7 cm, placed within +-1 cm and +-22.5 degrees; other scenes use the whole reach.
+MNIST_REGION_M = (0.0375, 0.040)
+FULL_REGION_M = (0.0475, 0.0475)
+
+
+def scan_region(family: str) -> tuple[float, float]:
+    return MNIST_REGION_M if family.startswith("TactileMNIST") else FULL_REGION_M
 
 
 @dataclass
 class TrainingLog:
-    losses: list[float] = field(default_factory=list)  # normalised loss per update (all steps)
+    losses: list[float] = field(default_factory=list)  # normalised loss per update (sampled steps)
 
 
 def make_vector_env(family: str, split: str, num_envs: int, objects_per_split: int | None) -> gym.vector.VectorEnv:
@@ -41,115 +55,143 @@ def make_vector_env(family: str, split: str, num_envs: int, objects_per_split: i
     return gym.make_vec(env_id, num_envs=num_envs, objects_per_split=objects_per_split)
 
 
-def _tensors(observations: list[dict[str, np.ndarray]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Stack T batched observations into (B, T, ...) tensors."""
-    images = torch.from_numpy(np.stack([o["sensor_img"] for o in observations], axis=1))
-    positions = torch.from_numpy(np.stack([o["sensor_pos"] for o in observations], axis=1))
-    time_steps = torch.from_numpy(np.stack([o["time_step"] for o in observations], axis=1))
-    return images, positions, time_steps
+def make_scan(env: gym.vector.VectorEnv, family: str) -> CoverageScan:
+    return CoverageScan(env.task.step_limit, scan_region(family), env.single_action_space["action"].shape[0])
 
 
-def random_moves(rng: np.random.Generator, num_envs: int, dims: int) -> np.ndarray:
-    """Uniform moves (and turns, for rotating sensors) in [-1, 1]."""
-    return rng.uniform(-1.0, 1.0, (num_envs, dims)).astype(np.float32)
+@dataclass
+class Batch:
+    """Episodes of the scan policy: touch features ``(B, T, 6, h, w)``, poses, targets."""
+
+    features: torch.Tensor
+    positions: torch.Tensor  # (B, T, 3)
+    rotations: torch.Tensor | None  # (B, T, 2)
+    targets: torch.Tensor  # (B,) classes or (B, d)
 
 
-def collect(env: gym.vector.VectorEnv, seed: int, rng: np.random.Generator,
-            predict: Callable[[list[dict[str, np.ndarray]]], np.ndarray] | None = None
-            ) -> tuple[list[dict[str, np.ndarray]], np.ndarray, np.ndarray]:
-    """One episode in every slot: observations o_0..o_{T-1}, targets, and the env's per-step scores.
-
-    ``predict(observations so far) -> (B, P)`` gives the submitted predictions (zeros if None).
-    """
+def collect(env: gym.vector.VectorEnv, scan: CoverageScan, seed: int, background: torch.Tensor) -> Batch:
+    """One scan episode per slot; keeps the touches 0..T-1 (the ones predictions are made from)."""
     observation, info = env.reset(seed=seed)
-    targets = info["target"]
-    task = env.task
-    prediction_dim = env.single_action_space["prediction"].shape[0]
-    move_dims = env.single_action_space["action"].shape[0]
-    observations, scores = [observation], []
-    for t in range(task.step_limit):
-        prediction = predict(observations) if predict else np.zeros((env.num_envs, prediction_dim), np.float32)
-        observation, _, terminated, _, info = env.step({"action": random_moves(rng, env.num_envs, move_dims),
-                                                           "prediction": prediction})
-        key = "final_accuracy" if task.kind == "classification" else "final_error"
-        scores.append(info["stats"][key].copy())
-        if t < task.step_limit - 1:
-            observations.append(observation)
-    return observations, targets, np.stack(scores, axis=1)
+    targets = torch.from_numpy(np.asarray(info["target"]))
+    prediction = np.zeros((env.num_envs,) + env.single_action_space["prediction"].shape, np.float32)
+    scan.reset(observation["sensor_pos"])
+    features, positions, rotations = [], [], []
+    for t in range(env.task.step_limit):
+        features.append(touch_features(torch.from_numpy(observation["sensor_img"]), background))
+        positions.append(torch.from_numpy(observation["sensor_pos"].copy()))
+        if "sensor_rot" in observation:
+            rotations.append(torch.from_numpy(observation["sensor_rot"].copy()))
+        moves = scan.act(observation["sensor_pos"])
+        observation, *_ = env.step({"action": moves, "prediction": prediction})
+    return Batch(torch.stack(features, 1), torch.stack(positions, 1),
+                 torch.stack(rotations, 1) if rotations else None, targets)
 
 
-def normalised_loss(model_out: torch.Tensor, targets: torch.Tensor, kind: str, variance: torch.Tensor | None) -> torch.Tensor:
-    """The env's prediction loss, averaged over batch and steps (the negative prediction reward)."""
-    batch, steps, dim = model_out.shape
+def normalised_loss(out: torch.Tensor, targets: torch.Tensor, kind: str, variance: torch.Tensor | None) -> torch.Tensor:
+    """The env's prediction loss, averaged over the batch (the negative prediction reward)."""
     if kind == "classification":
-        flat_targets = targets[:, None].expand(batch, steps).reshape(-1)
-        return torch.nn.functional.cross_entropy(model_out.reshape(-1, dim), flat_targets) / np.log(dim)
-    return (((model_out - targets[:, None, :]) ** 2) / variance).mean()
+        return torch.nn.functional.cross_entropy(out, targets) / np.log(out.shape[-1])
+    return (((out - targets) ** 2) / variance).mean()
 
 
 def train(family: str = "TactileMNIST", *, updates: int = 300, num_envs: int = 64, seed: int = 0,
-          objects_per_split: int | None = None, learning_rate: float = 1e-3,
-          progress: Callable[[int, float], None] | None = None) -> tuple[TouchAggregator, TrainingLog]:
-    """Train a perception model on the training split with random exploration."""
+          objects_per_split: int | None = None, learning_rate: float = 2e-3, reuse: int = 4,
+          steps_per_episode: int = 4, progress: Callable[[int, float], None] | None = None
+          ) -> tuple[TouchMapModel, TrainingLog]:
+    """Train a perception model on the training split with the coverage-scan policy."""
     torch.manual_seed(seed)
     env = make_vector_env(family, "train", num_envs, objects_per_split)
     task = env.task
-    model = TouchAggregator(env.single_action_space["prediction"].shape[0])
-    optimiser = torch.optim.Adam(model.parameters(), lr=learning_rate)
+    scan = make_scan(env, family)
+    background = gel_background(env.single_observation_space["sensor_img"].shape[:2])
+    model = TouchMapModel(env.single_action_space["prediction"].shape[0])
+    optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=1e-4)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=learning_rate, total_steps=max(updates, 2),
+                                                   pct_start=0.1)
     variance = None if task.target_variance is None else torch.tensor(task.target_variance, dtype=torch.float32)
-    rng = np.random.default_rng(seed)
+    generator = torch.Generator().manual_seed(seed)
     log = TrainingLog()
+    batch = None
+    model.train()
+    length = task.step_limit
     for update in range(updates):
-        observations, targets, _ = collect(env, seed * 1_000_003 + update * num_envs, rng)
-        images, positions, time_steps = _tensors(observations)
-        target = torch.from_numpy(targets)
-        out, _ = model(images, positions, time_steps)
-        loss = normalised_loss(out, target if task.kind == "classification" else target.float(), task.kind, variance)
+        if update % reuse == 0:
+            batch = collect(env, scan, seed * 1_000_003 + update * num_envs, background)
+            if update == 0 and task.kind == "regression":
+                model.set_target_scale(batch.targets.float().mean(0), variance.sqrt())
+            # every step's map once per batch; the ``reuse`` updates draw different steps from them
+            every_step = torch.arange(length).expand(num_envs, length)
+            all_maps = episode_maps(batch.features, batch.positions, batch.rotations, every_step)
+            all_maps = all_maps.reshape(num_envs, length, *all_maps.shape[1:])
+        earlier = torch.randint(0, length - 1, (num_envs, steps_per_episode - 1), generator=generator)
+        steps = torch.cat([earlier, torch.full((num_envs, 1), length - 1)], dim=1)
+        maps = all_maps[torch.arange(num_envs)[:, None], steps].reshape(-1, *all_maps.shape[2:])
+        targets = batch.targets.repeat_interleave(steps_per_episode, dim=0)
+        out = model(maps)
+        loss = normalised_loss(out, targets if task.kind == "classification" else targets.float(), task.kind, variance)
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
+        schedule.step()
         log.losses.append(float(loss.detach()))
         if progress:
             progress(update, log.losses[-1])
+    model.eval()
     return model, log
 
 
 @torch.no_grad()
-def evaluate(model: TouchAggregator | None, family: str = "TactileMNIST", split: str = "test", *,
+def evaluate(model: TouchMapModel | None, family: str = "TactileMNIST", split: str = "test", *,
              episodes: int = 256, num_envs: int = 64, seed: int = 10_000,
-             objects_per_split: int | None = None) -> np.ndarray:
+             objects_per_split: int | None = None, random_moves: bool = False) -> np.ndarray:
     """Per-step scores (accuracy or error) the env measured, averaged over episodes: shape (T,).
 
-    ``model=None`` evaluates the blind baseline (uniform logits / zero prediction, random moves).
+    With a model: the learned agent's loop (scan moves, the model's prediction after every touch);
+    ``random_moves=True`` swaps the scan for uniform random moves (an ablation of the policy).
+    ``model=None``: the blind baseline (uniform random moves, uniform logits / zero prediction).
     """
     env = make_vector_env(family, split, num_envs, objects_per_split)
+    task = env.task
+    scan = make_scan(env, family)
     rng = np.random.default_rng(seed)
-    if model is not None:
-        model.eval()
-
-    def predict(observations):
-        images, positions, time_steps = _tensors(observations)
-        out, _ = model(images, positions, time_steps)
-        return out[:, -1].numpy().astype(np.float32)
-
+    background = gel_background(env.single_observation_space["sensor_img"].shape[:2])
+    prediction_shape = (num_envs,) + env.single_action_space["prediction"].shape
+    key = "final_accuracy" if task.kind == "classification" else "final_error"
     curves = []
     for batch in range(max(1, episodes // num_envs)):
-        _, _, scores = collect(env, seed + batch * num_envs, rng, predict if model is not None else None)
-        curves.append(scores)
+        observation, _ = env.reset(seed=seed + batch * num_envs)
+        scan.reset(observation["sensor_pos"])
+        touches = TouchMap(num_envs, background)
+        scores = []
+        for _ in range(task.step_limit):
+            if model is None or random_moves:
+                moves = rng.uniform(-1.0, 1.0, (num_envs,) + env.single_action_space["action"].shape)
+            else:
+                moves = scan.act(observation["sensor_pos"])
+            if model is None:
+                prediction = np.zeros(prediction_shape, np.float32)
+            else:
+                maps = touches.add(observation["sensor_img"], observation["sensor_pos"], observation.get("sensor_rot"))
+                prediction = model(maps).numpy().astype(np.float32)
+            observation, _, _, _, info = env.step({"action": moves.astype(np.float32), "prediction": prediction})
+            scores.append(info["stats"][key].copy())
+        curves.append(np.stack(scores, axis=1))
     return np.concatenate(curves).mean(axis=0)
 
 
-def save(model: TouchAggregator, path: Path, **metadata: Any) -> None:
-    """Write a checkpoint atomically."""
+def save(model: TouchMapModel, path: Path, **metadata: Any) -> None:
+    """Write a checkpoint atomically (weights in half precision: the file stays small)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = path.with_suffix(path.suffix + ".tmp")
-    torch.save({"state_dict": model.state_dict(), "config": model.config, **metadata}, scratch)
+    state = {key: value.half() if value.is_floating_point() else value for key, value in model.state_dict().items()}
+    torch.save({"state_dict": state, "config": model.config, **metadata}, scratch)
     os.replace(scratch, path)
 
 
-def load(path: str | Path) -> tuple[TouchAggregator, dict[str, Any]]:
+def load(path: str | Path) -> tuple[TouchMapModel, dict[str, Any]]:
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    model = TouchAggregator(**checkpoint["config"])
-    model.load_state_dict(checkpoint["state_dict"])
+    model = TouchMapModel(**checkpoint["config"])
+    model.load_state_dict({key: value.float() if value.is_floating_point() else value
+                           for key, value in checkpoint["state_dict"].items()})
     model.eval()
     return model, {key: value for key, value in checkpoint.items() if key not in ("state_dict", "config")}

@@ -44,13 +44,29 @@ def test_experiment_smoke_run_writes_curves_and_a_checkpoint_the_learned_agent_c
     assert len(episode.steps) == 16
     losses = [step.info["loss"] for step in episode.steps]
     assert np.isfinite(losses).all() and len(set(losses)) > 1  # predictions change as touches arrive
+    moves = [np.linalg.norm(step.action["action"]) for step in episode.steps]
+    assert all(move <= 1 + 1e-6 for move in moves) and max(moves) > 0.5  # the scan travels
+    score = experiment.check_agent("TactileMNIST", tmp_path / "TactileMNIST.pt", 2, objects_per_split=SMOKE_OBJECTS)
+    assert score in (0.0, 0.5, 1.0)  # the mean of two episodes' final-step accuracies
+    ablated = experiment.check_random_moves("TactileMNIST", tmp_path / "TactileMNIST.pt", 4,
+                                            objects_per_split=SMOKE_OBJECTS)
+    assert ablated in (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def test_learned_agent_refuses_a_checkpoint_without_its_scan_settings(tmp_path):
+    from gauntlet.agents.tactile.model import TouchMapModel
+    from gauntlet.agents.tactile.training import save
+
+    save(TouchMapModel(10), tmp_path / "bare.pt")
+    with pytest.raises(ValueError, match="family and step limit"):
+        gauntlet.make_agent("tactile-learned", checkpoint=str(tmp_path / "bare.pt"))
 
 
 def test_learned_agent_refuses_an_env_with_another_prediction_size(tmp_path):
-    from gauntlet.agents.tactile.model import TouchAggregator
+    from gauntlet.agents.tactile.model import TouchMapModel
     from gauntlet.agents.tactile.training import save
 
-    save(TouchAggregator(10), tmp_path / "ten.pt")
+    save(TouchMapModel(10), tmp_path / "ten.pt", family="TactileMNIST", step_limit=16)
     env = gym.make("gauntlet/TactileMNISTVolume-v0", objects_per_split=SMOKE_OBJECTS)
     with pytest.raises(ValueError, match="expects 1"):
         rollout(env, gauntlet.make_agent("tactile-learned", checkpoint=str(tmp_path / "ten.pt")), seed=0)
