@@ -49,6 +49,14 @@ def perception_accuracy(scene_root: Path) -> dict[str, Any]:
     return accuracy.summarise(rows)
 
 
+def objects_accuracy(scene_root: Path) -> dict[str, Any]:
+    """Object detectors and SAR damage against the truth: precision / recall / F1 with counts summed over events."""
+    from gauntlet.mcp_servers.disaster import accuracy
+
+    events = json.loads((scene_root / "events.json").read_text())["events"]
+    return accuracy.summarise_objects([accuracy.measure_objects(scene_root, event["id"]) for event in events])
+
+
 def suite_summary(suite: Path) -> dict[str, Any]:
     from gauntlet.mcp_servers.disaster.scoring import truth_vs_gold
     from gauntlet.tasks import load_suite
@@ -59,34 +67,42 @@ def suite_summary(suite: Path) -> dict[str, Any]:
             "gold_calls": sum(len(t.gold_trajectory) for t in tasks), "truth_vs_gold": truth_vs_gold(tasks)}
 
 
-def gold_replay(scene_root: Path, suite: Path, limit: int | None = None) -> dict[str, Any]:
-    """Replay the gold trajectories (all, or the first ``limit`` tasks) through an MCP session
-    (ToolTaskEnv + GoldAgent), with both scorers."""
+def gold_replay(scene_root: Path, suite: Path, limit: int | None = None, start_index: int = 0,
+                scorers: tuple[str, ...] = ("core", "dora")) -> dict[str, Any]:
+    """Replay the gold trajectories (tasks ``start_index`` onwards: all, or ``limit`` of them) through an
+    MCP session (ToolTaskEnv + GoldAgent), with each of ``scorers``; lists the tasks scoring below 1."""
     import gymnasium as gym
 
     import gauntlet
     from gauntlet.agents.tool import GoldAgent
     from gauntlet.mcp_servers.disaster.scoring import DoraScorer
     from gauntlet.mcp_servers.disaster.server import build_server
+    from gauntlet.mcp_servers.disaster.tasks import MAX_TEXT_LENGTH
     from gauntlet.tasks import load_suite
 
-    n = min(len(load_suite(suite)), limit or 10**9)
+    total = len(load_suite(suite))
+    indices = range(start_index, min(total, start_index + (limit or 10**9)))
+    n = len(indices)
     factory = functools.partial(build_server, scene_root)
     out: dict[str, Any] = {}
     for label, scorer in (("core", None), ("dora", DoraScorer())):
-        env = gym.make("gauntlet/ToolTask-v0", tasks=str(suite), server=factory, scorer=scorer)
+        if label not in scorers:
+            continue
+        env = gym.make("gauntlet/ToolTask-v0", tasks=str(suite), server=factory, scorer=scorer,
+                       max_text_length=MAX_TEXT_LENGTH)
         agent = GoldAgent(suite=str(suite))
         scores = []
         start = time.perf_counter()
         try:
-            for index in range(n):
+            for index in indices:
                 episode = gauntlet.rollout(env, agent, seed=index, record="none")
                 scores.append(episode.outcome.score)
         finally:
             env.close()
         elapsed = time.perf_counter() - start
         out[label] = {"mean_score": float(np.mean(scores)), "perfect": int(sum(s >= 1.0 - 1e-9 for s in scores)),
-                      "tasks": n, "tasks_per_s": n / elapsed}
+                      "tasks": n, "first_task": start_index, "tasks_per_s": n / elapsed,
+                      "imperfect": [i for i, s in zip(indices, scores) if s < 1.0 - 1e-9]}
     return out
 
 
@@ -213,7 +229,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--latency-only", action="store_true", help="only the tool-latency figure (full scenes), "
                         "replacing it in --out")
     parser.add_argument("--skip-large", action="store_true", help="leave out the large-scene figure")
+    parser.add_argument("--accuracy-only", action="store_true", help="only perception and object-detector accuracy "
+                        "and the suite summary (no replay, latency or large scene), replacing them in --out")
     parser.add_argument("--replay-limit", type=int, default=None, help="replay only the first N tasks")
+    parser.add_argument("--replay-only", action="store_true", help="only the gold replay (DORA scorer), from "
+                        "--replay-start, written under 'gold_replay_from_<start>' in --out")
+    parser.add_argument("--replay-start", type=int, default=0, help="first task index of --replay-only")
     args = parser.parse_args(argv)
     large_px = args.large_px or (2000 if args.quick else 10000)
     if args.large_only:
@@ -231,8 +252,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         save_report(report, out)
         return report
     scene_root, suite, build = build_data(args.quick)
+    if args.replay_only:
+        out = Path(args.out)
+        row = gold_replay(scene_root, suite, args.replay_limit, args.replay_start, scorers=("dora",))["dora"]
+        report = json.loads(out.read_text()) if out.exists() else {}
+        report[f"gold_replay_from_{args.replay_start}"] = row
+        save_report(report, out)
+        print(json.dumps(row))
+        return report
+    if args.accuracy_only:
+        out = Path(args.out)
+        report = json.loads(out.read_text()) if out.exists() else {}
+        report.update(quick=args.quick, build=build, perception=perception_accuracy(scene_root),
+                      objects=objects_accuracy(scene_root), suite=suite_summary(suite))
+        # measured on another suite; `gauntlet eval disaster --agent gold` replays this one
+        report.pop("gold_replay", None)
+        report.pop("replay_limit", None)
+        _print_accuracy(report)
+        save_report(report, out)
+        return report
     report = {"quick": args.quick, "cpus": os.cpu_count(), "build": build,
-              "perception": perception_accuracy(scene_root), "suite": suite_summary(suite),
+              "perception": perception_accuracy(scene_root), "objects": objects_accuracy(scene_root),
+              "suite": suite_summary(suite),
               "gold_replay": gold_replay(scene_root, suite, args.replay_limit),
               "latency": tool_latency(scene_root, 30 if args.quick else 200)}
     if not args.skip_large:
@@ -253,7 +294,7 @@ def _print_large(row: dict[str, Any]) -> None:
                     f"{row['baseline_rss_mb']:.0f} MB), {row['seconds']:.1f} s; target < 2048 MB")
 
 
-def _print_tables(report: dict[str, Any]) -> None:
+def _print_accuracy(report: dict[str, Any], with_suite: bool = True) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -264,6 +305,35 @@ def _print_tables(report: dict[str, Any]) -> None:
     for metric, row in report["perception"].items():
         table.add_row(metric, f"{row['mean']:.3f}", f"{row['min']:.3f}", str(row["events"]))
     console.print(table)
+    table = Table(title="object detectors vs generator truth (counts summed over events)")
+    for column in ("detector", "precision", "recall", "F1", "TP / FP / FN", "events"):
+        table.add_column(column)
+    for name, row in report.get("objects", {}).items():
+        if "f1" in row:
+            table.add_row(name, f"{row['precision']:.3f}", f"{row['recall']:.3f}", f"{row['f1']:.3f}",
+                          f"{row['tp']} / {row['fp']} / {row['fn']}", str(row["events"]))
+        else:
+            table.add_row(name, f"3-class accuracy {row['accuracy']:.3f}", "", "", f"{row['buildings']} buildings", "")
+    console.print(table)
+    if not with_suite:
+        return
+    suite = report["suite"]
+    table = Table(title=f"suite: {suite['tasks']} tasks over {suite['events']} events")
+    for column in ("figure", "value"):
+        table.add_column(column)
+    table.add_row("tasks by dimension", json.dumps(suite["by_dimension"]))
+    for dim, row in suite["truth_vs_gold"].items():
+        table.add_row(f"gold answer passes vs truth, {dim}", f"{row['gold_passes']}/{row['with_truth']} "
+                                                             f"({row['share']:.0%})")
+    console.print(table)
+
+
+def _print_tables(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    _print_accuracy(report, with_suite=False)
     suite = report["suite"]
     table = Table(title=f"suite: {suite['tasks']} tasks over {suite['events']} events, "
                         f"{suite['gold_calls']} gold calls")

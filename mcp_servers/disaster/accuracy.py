@@ -72,3 +72,63 @@ def summarise(rows: list[dict[str, float]]) -> dict[str, dict[str, float]]:
     return {k: {"mean": round(float(np.mean([r[k] for r in rows if k in r])), 4),
                 "min": round(float(np.min([r[k] for r in rows if k in r])), 4),
                 "events": sum(k in r for r in rows)} for k in keys}
+
+
+OBJECT_MATCH_M = {"vehicles": 5.0, "ships": 15.0, "tanks": 7.5, "pools": 5.0}
+
+
+def measure_objects(scene_root: Path, event: str) -> dict[str, dict[str, int]]:
+    """True/false positives and misses of every object detector for one event (micro-averaged by callers).
+
+    Vehicles, ships, tanks and pools are matched one-to-one within ``OBJECT_MATCH_M`` on the pre-event
+    image against every object, and vehicles also on the post-event image against the still-visible
+    ones; bridges are compared by road segment id; SAR damage by building id (destroyed class)."""
+    from gauntlet.mcp_servers.disaster import detectors
+
+    folder = scene_root / event
+    truth = json.loads((scene_root.parent / "truth" / event / "objects.json").read_text())
+    detect = {"vehicles": detectors.vehicles, "ships": detectors.ships, "tanks": detectors.storage_tanks,
+              "pools": detectors.pools}
+    out: dict[str, dict[str, int]] = {}
+
+    def record(name: str, counts: tuple[int, int, int]) -> None:
+        out[name] = dict(zip(("tp", "fp", "fn"), counts))
+
+    for kind, fn in detect.items():
+        found = [(d["x"], d["y"]) for d in fn(folder / "pre_optical.tif")]
+        record(kind, detectors.match_points(found, [(t["x"], t["y"]) for t in truth[kind]], OBJECT_MATCH_M[kind]))
+    found = [(d["x"], d["y"]) for d in detectors.vehicles(folder / "post_optical.tif")]
+    record("vehicles_post", detectors.match_points(
+        found, [(t["x"], t["y"]) for t in truth["vehicles"] if t["visible_post"]], OBJECT_MATCH_M["vehicles"]))
+    roads, _ = vectors.read_features(folder / "roads.geojson")
+    predicted = {r["id"] for r in detectors.bridges(folder / "pre_optical.tif", roads) if r["bridge"]}
+    true = set(truth["bridges"])
+    record("bridges", (len(predicted & true), len(predicted - true), len(true - predicted)))
+    damage = json.loads((scene_root.parent / "truth" / event / "damage.json").read_text())["buildings"]
+    buildings, _ = vectors.read_features(folder / "buildings.geojson")
+    sar = {r["id"]: r["damage"] for r in detectors.building_damage_sar(folder / "pre_sar.tif",
+                                                                       folder / "post_sar.tif", buildings)}
+    ids = [i for i in damage if i in sar]
+    record("sar_destroyed", (sum(sar[i] == "destroyed" and damage[i] == "destroyed" for i in ids),
+                             sum(sar[i] == "destroyed" and damage[i] != "destroyed" for i in ids),
+                             sum(sar[i] != "destroyed" and damage[i] == "destroyed" for i in ids)))
+    record("sar_damaged", (sum(sar[i] != "intact" and damage[i] != "intact" for i in ids),
+                           sum(sar[i] != "intact" and damage[i] == "intact" for i in ids),
+                           sum(sar[i] == "intact" and damage[i] != "intact" for i in ids)))
+    out["sar_states"] = {"correct": sum(sar[i] == damage[i] for i in ids), "total": len(ids)}
+    return out
+
+
+def summarise_objects(rows: list[dict[str, dict[str, int]]]) -> dict[str, dict[str, float]]:
+    """Precision / recall / F1 of every detector over all events (counts summed), plus the SAR 3-class accuracy."""
+    from gauntlet.mcp_servers.disaster import detectors
+
+    out: dict[str, dict[str, float]] = {}
+    for key in sorted({k for row in rows for k in row if k != "sar_states"}):
+        tp, fp, fn = (sum(row[key][c] for row in rows if key in row) for c in ("tp", "fp", "fn"))
+        out[key] = {**detectors.prf(tp, fp, fn), "tp": tp, "fp": fp, "fn": fn, "truth": tp + fn,
+                    "events": sum(key in row for row in rows)}
+    correct = sum(row["sar_states"]["correct"] for row in rows if "sar_states" in row)
+    total = sum(row["sar_states"]["total"] for row in rows if "sar_states" in row)
+    out["sar_states"] = {"accuracy": round(correct / total, 4) if total else 1.0, "buildings": total}
+    return out

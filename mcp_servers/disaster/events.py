@@ -49,6 +49,7 @@ EVENTS: tuple[Event, ...] = (
     _E("maiduguri-2024-flood", "flood", "Maiduguri", "Nigeria", "2024-09-10", 11.8464, 13.1571),
     _E("valencia-2024-flood", "flood", "Paiporta", "Spain", "2024-10-30", 39.4280, -0.4180),
     _E("helsinki-2005-storm-surge", "flood", "Kruununhaka, Helsinki", "Finland", "2005-01-09", 60.1716, 24.9443),
+    _E("estes-park-2013-flood", "flood", "Estes Park, Colorado", "United States", "2013-09-12", 40.3772, -105.5217),
     # earthquake
     _E("turkiye-2023-earthquake", "earthquake", "Antakya, Hatay", "Turkiye", "2023-02-06", 36.2021, 36.1600),
     _E("nepal-2015-earthquake", "earthquake", "Kathmandu", "Nepal", "2015-04-25", 27.7041, 85.3070),

@@ -90,3 +90,12 @@ class InfoOut(BaseModel):
     """A file's metadata."""
 
     info: dict[str, Any]
+
+
+class DetectionsOut(BaseModel):
+    """Objects found by a detector: how many, where (the first ``limit``), and a point layer of all."""
+
+    count: int = Field(description="number of objects found")
+    items: list[dict[str, Any]] = Field(description="the first objects (x, y in the image's CRS and sizes in m)")
+    path: str = Field(description="workspace path of a GeoJSON point layer of every object found")
+    crs: str

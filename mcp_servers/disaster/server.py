@@ -30,8 +30,8 @@ INSTRUCTIONS = (
 
 def load_tool_modules() -> None:
     """Import the tool modules (declaring every tool)."""
-    from gauntlet.mcp_servers.disaster import (tools_mask, tools_ops, tools_poi, tools_raster,  # noqa: F401
-                                               tools_vector)
+    from gauntlet.mcp_servers.disaster import (tools_mask, tools_objects, tools_ops, tools_poi,  # noqa: F401
+                                               tools_raster, tools_vector)
 
 
 def tool_specs(families: Sequence[str] | None = None):

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 CLASSES = ("water", "flood_water", "dense_vegetation", "grass", "bare_soil", "urban_ground", "road",
-           "roof_concrete", "roof_tile", "rubble", "burned", "lava", "mud")
+           "roof_concrete", "roof_tile", "rubble", "burned", "lava", "mud",
+           # small objects (scene_objects.py): painted metal, ship decks, white tank roofs, pool water
+           "vehicle", "ship", "tank_roof", "pool_water")
 CLASS = {name: index for index, name in enumerate(CLASSES)}
 
 S2_BANDS = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B8A", "B9", "B11", "B12")
@@ -30,12 +32,17 @@ REFLECTANCE = np.array([
     [.040, .040, .050, .060, .070, .080, .090, .100, .100, .100, .180, .200],
     [.030, .030, .030, .030, .030, .030, .030, .030, .030, .030, .040, .050],
     [.120, .140, .170, .200, .220, .230, .240, .240, .240, .220, .270, .240],
+    [.400, .420, .440, .450, .450, .450, .450, .450, .450, .440, .400, .380],
+    [.200, .210, .220, .230, .260, .280, .290, .300, .300, .280, .250, .220],
+    [.500, .540, .560, .570, .570, .570, .570, .570, .570, .560, .520, .480],
+    [.200, .250, .220, .080, .050, .040, .030, .030, .030, .020, .010, .010],
 ])
 
 # Rows follow CLASSES; columns VV, VH in dB. Roofs are bright from double bounce; water is dark.
 BACKSCATTER_DB = np.array([
     [-22.0, -29.0], [-19.0, -27.0], [-8.0, -14.0], [-11.0, -18.0], [-13.0, -21.0], [-9.0, -17.0],
     [-15.0, -23.0], [-2.0, -9.0], [-2.5, -9.5], [-7.0, -15.0], [-12.0, -20.0], [-10.0, -18.0], [-14.0, -22.0],
+    [-3.0, -12.0], [1.0, -6.0], [-1.0, -8.0], [-20.0, -28.0],
 ])
 
 

@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-TASKS_VERSION = "1"
+TASKS_VERSION = "2"  # 2: object-detector, SAR-damage and Voronoi templates; polygon answers up to 60,000 chars
 SUITE_FILE = "tasks.jsonl"
-# An answer is one agent action; ToolTaskEnv actions hold at most 4096 characters by default.
-MAX_ANSWER_CHARS = 3500
+# An answer is one agent action. The suite raises ToolTaskEnv's action and observation limit to
+# MAX_TEXT_LENGTH (registration.py), so polygon outlines fit; an answer must leave room for the call's JSON.
+MAX_TEXT_LENGTH = 65536
+MAX_ANSWER_CHARS = 60000
 FLOOD_LIKE = ("flood", "dam_failure", "tsunami", "tropical_cyclone")
 DAMAGE_ONLY = ("earthquake", "tornado", "industrial_explosion")
 
@@ -316,6 +318,7 @@ def build_tasks(folder: Path, *, scene_root: Path, events: list[str] | None = No
     """Instantiate every template for every event, execute the plans, and save the suite (tasks.jsonl)."""
     import anyio
 
+    from gauntlet.mcp_servers.disaster.task_objects import object_templates
     from gauntlet.tasks import ToolTask, save_suite
 
     catalogue = json.loads((scene_root / "events.json").read_text())["events"]
@@ -334,7 +337,7 @@ def build_tasks(folder: Path, *, scene_root: Path, events: list[str] | None = No
             validate_once(session)
             for event in chosen:
                 truth = truth_context(scene_root, event["id"])
-                for spec in _templates(event):
+                for spec in [*_templates(event), *object_templates(event, truth)]:
                     try:
                         trajectory, results = await execute_plan(session, spec.plan)
                     except PlanFailed as exc:
@@ -394,7 +397,8 @@ def truth_context(scene_root: Path, event: str) -> dict[str, Any]:
         except (KeyError, vectors.VectorError):
             return None
 
-    return {**damage, "population_in_hazard": float(population.data[0][mask.data[0] > 0].sum()),
+    objects = json.loads((truth_dir / "objects.json").read_text())
+    return {**damage, "objects": objects, "population_in_hazard": float(population.data[0][mask.data[0] > 0].sum()),
             "poi_names": {f["properties"]["id"]: f["properties"]["name"] for f in pois},
             "route_truth": route_truth, "repairs_truth": repairs_truth}
 
@@ -424,6 +428,14 @@ def suite_path(scene_params: dict[str, Any] | None = None) -> Path:
     from gauntlet.datacache import ensure_built
     from gauntlet.mcp_servers.disaster.data import build_default, build_subset
 
+    from gauntlet.mcp_servers.disaster.scenes import BUILDER_VERSION
+
     build_subset(**_scene_params(scene_params)) if scene_params else build_default()
     params = {"scene_params": _scene_params(scene_params)} if scene_params else {}
-    return ensure_built("disaster-tasks", TASKS_VERSION, build_suite, params=params) / SUITE_FILE
+    # The tasks' gold answers are read off the scenes: new scenes must mean new tasks.
+    return ensure_built("disaster-tasks", tasks_version(BUILDER_VERSION), build_suite, params=params) / SUITE_FILE
+
+
+def tasks_version(builder_version: str) -> str:
+    """The task suite's cache version: the templates' version and the scene builder's."""
+    return f"{TASKS_VERSION}-scenes{builder_version}"

@@ -14,11 +14,13 @@ from gauntlet.mcp_servers.disaster.toolkit import tool
 from gauntlet.mcp_servers.disaster.workspace import Workspace
 
 TIF = (".tif", ".tiff")
+VECTOR_SUFFIXES = (".geojson", ".json", ".gpkg")
 Image = Annotated[str, Field(description="raster path: 'data/<event>/<layer>.tif' or a 'ws/...' path a tool returned")]
 Mask = Annotated[str, Field(description="0/1 mask raster path ('ws/...' from a seg_*/mask_* tool)")]
 Band = Annotated[int | str, Field(description="band number (1-based) or name, e.g. 'nir', 'B8', 'VV'")]
 Window = Annotated[list[int] | None, Field(None, description="optional pixel window [col_off, row_off, width, height]")]
-Vector = Annotated[str, Field(description="GeoJSON path: 'data/<event>/<layer>.geojson' or a 'ws/...' path")]
+Vector = Annotated[str, Field(description="vector layer path: 'data/<event>/<layer>.geojson' (or .gpkg) or a 'ws/...' "
+                                          "path")]
 
 
 def raster_out(ws: Workspace, grid: Grid, stem: str) -> RasterOut:
@@ -131,7 +133,7 @@ def seg_building_damage(ws: Workspace, pre_image: Image, post_image: Image, buil
     """Per-building damage from pre/post optical images ('pre_optical.tif', 'post_optical.tif') inside each footprint
     of 'buildings.geojson': destroyed if > 75% of the roof changed, partial if > 25%. Returns the footprints with
     'damage' and 'change_fraction' attributes (count them with poi_count_by)."""
-    features, crs = vectors.read_features(ws.resolve(buildings, suffixes=(".geojson", ".json")))
+    features, crs = vectors.read_features(ws.resolve(buildings, suffixes=VECTOR_SUFFIXES))
     results = {r["id"]: r for r in perception.building_damage(ws.resolve(pre_image, suffixes=TIF),
                                                               ws.resolve(post_image, suffixes=TIF), features)}
     out = []
@@ -151,7 +153,7 @@ def seg_road_damage(ws: Workspace, roads: Vector, water_mask: Annotated[str | No
                                                    "touching it are 'blocked'")] = None) -> VectorOut:
     """Per-segment road state (intact / flooded / blocked) from a water mask and/or a blocking mask.
     Returns the road segments with a 'state' attribute (use with vec_shortest_path avoid_states)."""
-    features, crs = vectors.read_features(ws.resolve(roads, suffixes=(".geojson", ".json")))
+    features, crs = vectors.read_features(ws.resolve(roads, suffixes=VECTOR_SUFFIXES))
     if water_mask is None and blocking_mask is None:
         raise RasterError("give water_mask, blocking_mask or both")
     states = perception.road_state(features, _mask(ws, water_mask) if water_mask else None,
@@ -207,7 +209,7 @@ def ras_zonal_stats(ws: Workspace, image: Image, zones: Vector, band: Band = 1,
     """Sum, mean, min, max and pixel count of a band inside each polygon of 'zones' (pixel centres inside).
     E.g. population.tif summed over admin.geojson gives people per district."""
     path = ws.resolve(image, suffixes=TIF)
-    features, _ = vectors.read_features(ws.resolve(zones, suffixes=(".geojson", ".json")))
+    features, _ = vectors.read_features(ws.resolve(zones, suffixes=VECTOR_SUFFIXES))
     grid = rasters.read(path, [rasters.band_index(path, band)])
     stats = rasters.zonal_statistics(grid, [f["geometry"] for f in features])
     items = [{"zone": f["properties"].get(id_field), **s} for f, s in zip(features, stats)]
@@ -263,7 +265,7 @@ def ras_vectorize(ws: Workspace, mask: Mask, min_area_m2: Annotated[float, Field
                                                                    "area_m2": round(shape(g).area, 3)}}
                 for i, g in enumerate(polygons)]
     crs = crs_name(grid.profile["crs"])
-    layer = vectors.collection(features, f"urn:ogc:def:crs:{crs.replace(':', '::')}")
+    layer = vectors.collection(features, crs)
     return VectorOut(path=ws.write_json("polygons", layer), crs=crs, count=len(features))
 
 

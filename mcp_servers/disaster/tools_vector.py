@@ -15,7 +15,7 @@ from gauntlet.mcp_servers.disaster.tools_raster import TIF, Mask, Vector
 from gauntlet.mcp_servers.disaster.vectors import VectorError
 from gauntlet.mcp_servers.disaster.workspace import Workspace
 
-GEOJSON = (".geojson", ".json")
+GEOJSON = (".geojson", ".json", ".gpkg")
 XY = Annotated[list[float], Field(description="[x, y] in the layer's CRS (metres)")]
 
 
@@ -63,7 +63,7 @@ def vec_from_geojson(ws: Workspace, geojson: Annotated[dict[str, Any], Field(
         crs: Annotated[str | None, Field(None, description="e.g. 'EPSG:32637'")] = None) -> VectorOut:
     """Save GeoJSON you wrote into the workspace so other tools can use it (validated first)."""
     features, declared = vectors.parse_collection(geojson, "the GeoJSON")
-    name = declared or (f"urn:ogc:def:crs:EPSG::{vectors.epsg_of(crs)}" if crs else None)
+    name = declared or (f"EPSG:{vectors.epsg_of(crs)}" if vectors.epsg_of(crs) else crs)
     return _write(ws, "features", features, name)
 
 

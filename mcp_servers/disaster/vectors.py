@@ -20,7 +20,9 @@ class VectorError(ValueError):
 
 # Reading ------------------------------------------------------------------------------------------
 def read_features(path: Path) -> tuple[list[dict[str, Any]], str | None]:
-    """Features and CRS name of a GeoJSON file; ``VectorError`` says what is malformed."""
+    """Features and CRS (``EPSG:<code>``) of a GeoJSON or GeoPackage file; ``VectorError`` says what is malformed."""
+    if Path(path).suffix.lower() == ".gpkg":
+        return read_gpkg(path)
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
@@ -35,6 +37,7 @@ def parse_collection(data: Any, what: str = "the GeoJSON") -> tuple[list[dict[st
     if isinstance(data, dict) and data.get("type") == "FeatureCollection":
         features = data.get("features")
         crs = (data.get("crs") or {}).get("properties", {}).get("name")
+        crs = f"EPSG:{epsg_of(crs)}" if epsg_of(crs) else crs  # one spelling for raster and vector tools
     elif isinstance(data, dict) and data.get("type") == "Feature":
         features, crs = [data], None
     elif isinstance(data, dict) and "coordinates" in data:
@@ -62,9 +65,74 @@ def parse_collection(data: Any, what: str = "the GeoJSON") -> tuple[list[dict[st
 
 def collection(features: list[dict[str, Any]], crs: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "FeatureCollection", "features": features}
-    if crs:
-        out["crs"] = {"type": "name", "properties": {"name": crs}}
+    if crs:  # GeoJSON (2008) names a CRS by its OGC URN; the tools report it as EPSG:<code>
+        epsg = epsg_of(crs)
+        out["crs"] = {"type": "name", "properties": {"name": f"urn:ogc:def:crs:EPSG::{epsg}" if epsg else crs}}
     return out
+
+
+# GeoPackage -----------------------------------------------------------------------------------------
+# GeoPackages record a last-change time; a fixed one keeps equal layers byte-identical (content-hashed
+# workspace names, checksummed scene data).
+GPKG_DATE = "2000-01-01T00:00:00Z"
+
+
+def read_gpkg(path: Path, layer: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    """Features and CRS of a GeoPackage layer (default: the first) via pyogrio."""
+    import pyogrio.raw
+    import shapely
+    from shapely.geometry import mapping
+
+    try:
+        meta, _, wkb, fields = pyogrio.raw.read(str(path), layer=layer)
+    except Exception as exc:  # pyogrio raises DataSourceError, DataLayerError, ...
+        raise VectorError(f"{Path(path).name} is not a readable GeoPackage ({exc})") from None
+    names = list(meta["fields"])
+    features = []
+    for index, blob in enumerate(wkb):
+        if blob is None:
+            raise VectorError(f"{Path(path).name}: feature {index} has no geometry")
+        props = {name: _plain(fields[k][index]) for k, name in enumerate(names)}
+        features.append({"type": "Feature", "properties": props, "geometry": mapping(shapely.from_wkb(blob))})
+    crs = meta.get("crs")
+    return features, (f"EPSG:{epsg_of(crs)}" if epsg_of(crs) else crs)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def write_gpkg(path: Path, features: list[dict[str, Any]], crs: str | None, layer: str = "layer") -> None:
+    """Write features as a one-layer GeoPackage (fields typed from their values: int, float, bool, text)."""
+    import pyogrio
+    import pyogrio.raw
+    import shapely
+    from shapely.geometry import shape
+
+    if not features:
+        raise VectorError("nothing to write: the layer has no features")
+    geoms = [shape(f["geometry"]) for f in features]
+    kinds = sorted({g.geom_type for g in geoms})
+    geometry_type = kinds[0] if len(kinds) == 1 else "Unknown"
+    names = sorted({k for f in features for k in f["properties"]})
+    columns = []
+    for name in names:
+        values = [f["properties"].get(name) for f in features]
+        present = [v for v in values if v is not None]
+        if present and all(isinstance(v, bool) for v in present):
+            columns.append(np.array([bool(v) for v in values]))
+        elif len(present) == len(values) and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+            columns.append(np.array(values, dtype=np.int64))
+        elif present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+            columns.append(np.array([float("nan") if v is None else float(v) for v in values]))
+        else:
+            columns.append(np.array(["" if v is None else (v if isinstance(v, str) else json.dumps(v))
+                                     for v in values], dtype=object))
+    pyogrio.set_gdal_config_options({"OGR_CURRENT_DATE": GPKG_DATE})
+    pyogrio.raw.write(str(path), shapely.to_wkb(np.array(geoms, dtype=object)), columns, names, driver="GPKG",
+                      layer=layer, crs=crs, geometry_type=geometry_type)
 
 
 def epsg_of(crs_name: str | None) -> int | None:
@@ -293,6 +361,35 @@ def voronoi_allocation(facilities, points):
     for g in geometries(points):
         c = g.centroid.coords[0]
         out.append(int(np.argmin(np.hypot(fx[:, 0] - c[0], fx[:, 1] - c[1]))))
+    return out
+
+
+def voronoi_polygons(facilities, extent):
+    """Voronoi service areas: one polygon per facility (the region nearer to it than to any other),
+    clipped to ``extent`` (a shapely polygon); properties are the facility's plus area_m2."""
+    import shapely
+    from shapely.geometry import MultiPoint
+
+    points = [g.centroid for g in geometries(facilities)]
+    keys = [(round(p.x, 3), round(p.y, 3)) for p in points]
+    if len(set(keys)) != len(keys):
+        raise VectorError("two facilities share a location; Voronoi cells need distinct points (dissolve them first)")
+    if len(points) == 1:
+        cells = [extent]
+    else:
+        regions = shapely.voronoi_polygons(MultiPoint(points), extend_to=extent)
+        cells = []
+        for p in points:
+            cell = next((r for r in regions.geoms if r.covers(p)), None)
+            if cell is None:
+                raise VectorError("a facility lies outside the Voronoi diagram; is it inside the extent?")
+            cells.append(cell)
+    out = []
+    for f, cell in zip(facilities, cells):
+        clipped = cell.intersection(extent)
+        if clipped.is_empty:
+            continue
+        out.append(feature(clipped, {**f["properties"], "area_m2": round(clipped.area, 3)}))
     return out
 
 

@@ -108,3 +108,16 @@ class Workspace:
         except BaseException:
             scratch.unlink(missing_ok=True)
             raise
+
+    def write_gpkg(self, stem: str, features: list[Any], crs: str | None, layer: str = "layer") -> str:
+        """Write features as a one-layer GeoPackage (fixed timestamp: equal content, equal name); its ``ws/`` path."""
+        from gauntlet.mcp_servers.disaster.vectors import write_gpkg
+
+        scratch = self._scratch(".gpkg")
+        scratch.unlink()  # the GeoPackage driver creates the file itself
+        try:
+            write_gpkg(scratch, features, crs, layer)
+            return self._publish(scratch, stem, ".gpkg")
+        except BaseException:
+            scratch.unlink(missing_ok=True)
+            raise

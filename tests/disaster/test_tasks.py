@@ -37,11 +37,13 @@ def test_gold_replay_through_an_mcp_session_scores_100_percent(suite, scenes_roo
     import gauntlet
     from gauntlet.agents.tool import GoldAgent
     from gauntlet.mcp_servers.disaster.server import build_server
+    from gauntlet.mcp_servers.disaster.tasks import MAX_TEXT_LENGTH
 
     tasks = load_suite(suite)
     factory = functools.partial(build_server, scenes_root / "scenes")
     for scorer in (None, DoraScorer()):
-        env = gym.make("gauntlet/ToolTask-v0", tasks=str(suite), server=factory, scorer=scorer)
+        env = gym.make("gauntlet/ToolTask-v0", tasks=str(suite), server=factory, scorer=scorer,
+                       max_text_length=MAX_TEXT_LENGTH)
         agent = GoldAgent(suite=str(suite))
         try:
             for index, task in enumerate(tasks):
