@@ -4,13 +4,16 @@
     python experiments/curiosity.py --size full  --out experiments/results/curiosity
     python experiments/curiosity.py --size full  --out experiments/results/curiosity --only i   # redo (i)
     python experiments/curiosity.py --size medium --only iii --out experiments/results/curiosity-iii-medium
+    python experiments/curiosity.py --size full --only iii --policies curious-dad,random-prior --out DIR
 
 (i)   agreement of ``icl_lp`` with ``true_lp`` as the context grows (non-temporal envs): per context
       size t, the Pearson correlation across episodes and the bias E[icl_lp − true_lp] with 95% CIs.
 (ii)  the same estimator in the temporal gridworld: its bias, and how much of it the nuisance term
       (irreducible-entropy change along the trajectory) explains.
 (iii) location finding: sPCE (lower) and sNMC (upper) bounds on the total EIG of T = 30 designs,
-      per policy, with 95% CIs over histories (DAD's evaluation).
+      per policy, with 95% CIs over histories (DAD's evaluation), including the design network trained
+      on summed icl_lp (``gauntlet.agents.curious.dad``) and DAD's prior-random baseline. History i
+      of every policy shares θ (seeded by i), so differences between policies are paired.
 (iv)  rule discovery: queries needed to identify the rule, per policy, against the exact optimum.
 (v)   active regression: the exact total information I(w; h_T) each policy gathers, including the
       curious policy trained by PPO on ``icl_lp`` (``gauntlet.agents.curious.ppo``).
@@ -33,29 +36,37 @@ import gymnasium as gym
 import numpy as np
 
 import gauntlet
-from gauntlet.agents.curious.policies import (GreedyEIGAgent, GreedyLPAgent, RandomDesignAgent,
-                                             UncertaintySamplingAgent)
+from gauntlet.agents.curious.policies import (GreedyEIGAgent, GreedyLPAgent, PriorRandomDesignAgent,
+                                             RandomDesignAgent, UncertaintySamplingAgent)
 from gauntlet.envs.curiosity.bounds import spce_snmc
 from gauntlet.envs.curiosity.learners import ParticleLearner
 from gauntlet.envs.curiosity.location_finding import SourceIntensity
-from gauntlet.envs.curiosity.rule_discovery import conjunctions, optimal_expected_queries
+from gauntlet.envs.curiosity.rule_discovery import optimal_expected_queries, rule_tables
 from gauntlet.runner import episode_seed
 
 SIZES: dict[str, dict[str, Any]] = {
-    "smoke": {"transformer": "smoke", "ppo": ["smoke"], "regression_episodes": 4, "episodes": 4, "lf_agreement_episodes": 2, "lf_horizon": 4, "lf_bound_episodes": 2,
-              "lf_particles": 256, "contrastive": 2_000, "rule_bits": 3, "rule_episodes": 4,
+    "smoke": {"transformer": "smoke", "ppo": ["smoke"], "dad": "smoke", "regression_episodes": 4, "episodes": 4,
+              "lf_agreement_episodes": 2, "lf_horizon": 4, "lf_bound_episodes": 2,
+              "lf_particles": 256, "contrastive": 2_000, "rule_bits": 3, "rule_episodes": 4, "dfa_states": 2,
               "grid_episodes": 3, "grid_horizon": 20},
     # (iii) alone at T = 30 with few histories, for a machine without an hour to spare.
-    "medium": {"lf_horizon": 30, "lf_bound_episodes": 4, "lf_particles": 512, "contrastive": 100_000},
-    "full": {"transformer": "default", "ppo": ["default"], "regression_episodes": 50, "episodes": 200,
-             "lf_agreement_episodes": 20, "lf_horizon": 30, "lf_bound_episodes": 10, "lf_particles": 1024, "contrastive": 100_000, "rule_bits": 4, "rule_episodes": 200,
+    "medium": {"dad": "default", "lf_horizon": 30, "lf_bound_episodes": 4, "lf_particles": 512,
+               "contrastive": 100_000},
+    # Histories per policy in (iii): the lookahead policies cost seconds (greedy EIG) to minutes
+    # (greedy LP) per history; the others cost only the bound.
+    "full": {"transformer": "default", "ppo": ["default"], "dad": "default", "regression_episodes": 50,
+             "episodes": 200, "lf_agreement_episodes": 20, "lf_horizon": 30,
+             "lf_bound_episodes": {"random": 100, "random-prior": 100, "curious-dad": 100, "uncertainty": 30,
+                                   "greedy-eig": 12, "curious-greedy-lp": 4},
+             "lf_particles": 1024, "contrastive": 100_000, "rule_bits": 4, "rule_episodes": 200, "dfa_states": 3,
              "grid_episodes": 200, "grid_horizon": 30},
 }
 POLICIES = {"random": RandomDesignAgent, "uncertainty": UncertaintySamplingAgent,
             "curious-greedy-lp": GreedyLPAgent, "greedy-eig": GreedyEIGAgent}
-# The curious policy plans with a smaller model on location finding (its batched lookahead evaluates
-# every candidate and imagined outcome at once); the env it acts in keeps the full settings.
-LF_PLANNING = {"curious-greedy-lp": {"n_particles": 512, "n_probes": 16, "n_outcomes": 2}}
+# The lookahead policies plan with a smaller model on location finding (they evaluate every candidate,
+# and greedy LP every imagined outcome, at once); the env they act in keeps the full settings.
+LF_PLANNING = {"curious-greedy-lp": {"n_particles": 512, "n_probes": 16, "n_outcomes": 2},
+               "greedy-eig": {"n_particles": 512}}
 
 
 # Statistics ------------------------------------------------------------------------------------------
@@ -141,27 +152,68 @@ def result_ii(size: dict[str, Any], seed: int) -> dict[str, Any]:
             "share_of_steps_crossing_the_ice_edge": float(moved.mean())}
 
 
-def result_iii(size: dict[str, Any], seed: int) -> dict[str, Any]:
+def location_policy(name: str, size: dict[str, Any], kwargs: dict[str, Any]):
+    """The agent called ``name`` in (iii); the model-based ones plan with the env's own arguments."""
+    if name == "random-prior":
+        return PriorRandomDesignAgent("LocationFinding-v0")
+    if name == "curious-dad":
+        from gauntlet.agents.curious.dad import CuriousDADAgent
+
+        return CuriousDADAgent(size["dad"])
+    if name in LF_EXTRA_POLICIES:
+        from gauntlet.agents.curious.dad import CuriousDADAgent
+
+        return CuriousDADAgent(name.removeprefix("curious-dad-"))
+    return POLICIES[name]("LocationFinding-v0", **{**kwargs, **LF_PLANNING.get(name, {})})
+
+
+LF_POLICY_NAMES = ("random", "random-prior", "uncertainty", "curious-greedy-lp", "greedy-eig", "curious-dad")
+# Run only when asked for with --policies (their weights take minutes to build): the other training configs.
+LF_EXTRA_POLICIES = ("curious-dad-wide", "curious-dad-sharp")
+
+
+def result_iii(size: dict[str, Any], seed: int, policies: list[str] | None = None,
+               earlier: dict[str, Any] | None = None) -> dict[str, Any]:
+    """sPCE/sNMC per policy; ``policies`` reruns a subset and keeps the others from ``earlier``."""
     kwargs = {"horizon": size["lf_horizon"], "n_particles": size["lf_particles"], "record_true_lp": False,
               "reward_mode": "none"}
     intensity = SourceIntensity(0.1, 1e-4)
-    results = {}
-    for name, policy in POLICIES.items():
+    results = {name: value for name, value in (earlier or {}).items()
+               if name in LF_POLICY_NAMES + LF_EXTRA_POLICIES}
+    for name in policies or LF_POLICY_NAMES:
         started = time.perf_counter()
-        agent = policy("LocationFinding-v0", **{**kwargs, **LF_PLANNING.get(name, {})})
-        episodes = run_episodes("LocationFinding-v0", agent,
-                                size["lf_bound_episodes"], seed, **kwargs)
+        count = size["lf_bound_episodes"]
+        count = count["curious-dad" if name in LF_EXTRA_POLICIES else name] if isinstance(count, dict) else count
+        episodes = run_episodes("LocationFinding-v0", location_policy(name, size, kwargs), count, seed, **kwargs)
         designs = np.array([[step.privileged["design"] for step in e.steps] for e in episodes])
         outcomes = np.array([[step.privileged["outcome"] for step in e.steps] for e in episodes])
         thetas = np.array([e.steps[0].privileged["theta"] for e in episodes])
         bounds = spce_snmc(intensity, designs, outcomes, thetas, noise_std=0.5,
                            sample_prior=lambda rng, n: rng.standard_normal((n, 2, 2)),
                            n_contrastive=size["contrastive"], rng=np.random.default_rng(seed))
-        results[name] = {"spce": mean_ci(bounds["spce"]), "snmc": mean_ci(bounds["snmc"]),
+        results[name] = {"histories": count, "spce": mean_ci(bounds["spce"]), "snmc": mean_ci(bounds["snmc"]),
+                         "spce_per_history": bounds["spce"].tolist(), "snmc_per_history": bounds["snmc"].tolist(),
                          "seconds": time.perf_counter() - started,
                          "designs_first_episode": designs[0].tolist(), "theta_first_episode": thetas[0].tolist()}
+        print(f"(iii) {name}: {count} histories, sPCE {results[name]['spce']['mean']:.3f} in "
+              f"{results[name]['seconds']:.0f} s", file=sys.stderr)
     results["contrastive_samples_L"] = size["contrastive"]
     results["max_spce_log_L_plus_1"] = float(np.log(size["contrastive"] + 1))
+    return with_paired_differences(results)
+
+
+def with_paired_differences(results: dict[str, Any]) -> dict[str, Any]:
+    """Add sPCE(trained) − sPCE(other) per history for each trained policy present, paired by history index
+    (the same θ): ``paired_spce_difference_curious_dad_minus`` and ``..._curious_dad_wide_minus``."""
+    names = [name for name in LF_POLICY_NAMES + LF_EXTRA_POLICIES if name in results]
+    for trained in ("curious-dad", *LF_EXTRA_POLICIES):
+        if trained not in results:
+            continue
+        mine = np.array(results[trained]["spce_per_history"])
+        results[f"paired_spce_difference_{trained.replace('-', '_')}_minus"] = {
+            name: {"histories": min(len(mine), len(other)),
+                   **mean_ci(mine[: len(other)] - np.array(other[: len(mine)]))}
+            for name in names if name != trained for other in [results[name]["spce_per_history"]]}
     return results
 
 
@@ -183,17 +235,31 @@ def result_v(size: dict[str, Any], seed: int) -> dict[str, Any]:
     return results
 
 
-def result_iv(size: dict[str, Any], seed: int) -> dict[str, Any]:
+def rule_class_result(size: dict[str, Any], seed: int, **rules: Any) -> dict[str, Any]:
+    """Queries until the posterior is certain, per policy, for one hypothesis class of RuleDiscovery-v0."""
     bits = size["rule_bits"]
-    results = {}
+    results: dict[str, Any] = {}
     for name, policy in POLICIES.items():
-        episodes = run_episodes("RuleDiscovery-v0", policy("RuleDiscovery-v0", n_bits=bits), size["rule_episodes"],
-                                seed, n_bits=bits, reward_mode="none")
-        counts = [next(i + 1 for i, s in enumerate(e.steps) if s.privileged["identified"]) for e in episodes]
-        results[name] = mean_ci(np.array(counts))
-    results["optimal_expected"] = optimal_expected_queries(conjunctions(bits))
-    results["information_lower_bound_log2_H"] = float(np.log2(3 ** bits))
+        episodes = run_episodes("RuleDiscovery-v0", policy("RuleDiscovery-v0", n_bits=bits, **rules),
+                                size["rule_episodes"], seed, n_bits=bits, reward_mode="none", **rules)
+        # An episode that never identifies its rule (a policy may repeat a query) counts as T + 1.
+        counts = [next((i + 1 for i, s in enumerate(e.steps) if s.privileged["identified"]), len(e.steps) + 1)
+                  for e in episodes]
+        results[name] = {**mean_ci(np.array(counts)),
+                         "not_identified_within_T": int(sum(c > len(e.steps) for c, e in zip(counts, episodes)))}
+    tables = rule_tables(rules.get("rule_class", "conjunction"), bits, rules.get("dfa_states", 3))
+    results["optimal_expected"] = optimal_expected_queries(tables)
+    results["information_lower_bound_log2_H"] = float(np.log2(len(tables)))
+    results["n_rules"] = len(tables)
     results["n_bits"] = bits
+    return results
+
+
+def result_iv(size: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Conjunctions (the top-level keys) and small DFAs (under ``"dfa"``)."""
+    results = rule_class_result(size, seed)
+    results["dfa"] = {"dfa_states": size["dfa_states"],
+                      **rule_class_result(size, seed, rule_class="dfa", dfa_states=size["dfa_states"])}
     return results
 
 
@@ -250,7 +316,7 @@ def plot_policies(results: dict[str, Any], path: Path, plt) -> Path:
     figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
     for axis, key in zip(axes[0], panels):
         if key == "iii":
-            names = [name for name in results["iii"] if isinstance(results["iii"][name], dict)]
+            names = [name for name in LF_POLICY_NAMES + LF_EXTRA_POLICIES if name in results["iii"]]
             for offset, bound in ((-0.1, "spce"), (0.1, "snmc")):
                 means = [results["iii"][n][bound]["mean"] for n in names]
                 errors = [means[i] - results["iii"][n][bound]["ci95"][0] for i, n in enumerate(names)]
@@ -259,15 +325,21 @@ def plot_policies(results: dict[str, Any], path: Path, plt) -> Path:
             axis.set(ylabel="total EIG bound (nats), 95% CI", title="(iii) location finding, T = 30")
             axis.legend()
         elif key == "iv":
-            names = [name for name in results["iv"] if isinstance(results["iv"][name], dict)]
-            means = [results["iv"][n]["mean"] for n in names]
-            errors = [means[i] - results["iv"][n]["ci95"][0] for i, n in enumerate(names)]
-            axis.bar(names, means, yerr=errors, capsize=4, color="tab:gray")
-            axis.axhline(results["iv"]["optimal_expected"], color="tab:green", label="optimal (DP)")
-            axis.axhline(results["iv"]["information_lower_bound_log2_H"], color="tab:red", ls="--", label="log2 |H|")
+            classes = [("conjunctions", results["iv"])] + ([("DFAs", results["iv"]["dfa"])]
+                                                           if "dfa" in results["iv"] else [])
+            names = [name for name in POLICIES if name in results["iv"]]
+            width = 0.8 / len(classes)
+            for index, (label, data) in enumerate(classes):
+                means = [data[n]["mean"] for n in names]
+                errors = [means[i] - data[n]["ci95"][0] for i, n in enumerate(names)]
+                where = np.arange(len(names)) + (index - (len(classes) - 1) / 2) * width
+                bars = axis.bar(where, means, width, yerr=errors, capsize=4, label=label)
+                axis.hlines(data["optimal_expected"], -0.5, len(names) - 0.5, color=bars[0].get_facecolor(),
+                            ls="--", label=f"{label}: optimal (DP)")
+            axis.set_xticks(np.arange(len(names)), names)
             axis.set(ylabel="queries to identify the rule", title=f"(iv) rule discovery, {results['iv']['n_bits']} bits")
             axis.tick_params(axis="x", labelrotation=20)
-            axis.legend()
+            axis.legend(fontsize=7)
         else:
             names = list(results["v"])
             means = [results["v"][n]["mean"] for n in names]
@@ -284,17 +356,22 @@ def plot_policies(results: dict[str, Any], path: Path, plt) -> Path:
 RESULTS = {"iii": result_iii, "iv": result_iv, "ii": result_ii, "i": result_i, "v": result_v}
 
 
-def run(size_name: str, out: Path, seed: int = 0, only: list[str] | None = None) -> dict[str, Any]:
+def run(size_name: str, out: Path, seed: int = 0, only: list[str] | None = None,
+        policies: list[str] | None = None) -> dict[str, Any]:
     """Run the results at ``size_name``; write ``results.json`` and the PNGs into ``out``.
 
     ``only`` runs a subset and keeps the other results of an earlier run with the same size and seed
-    in ``out`` (if any); figures are drawn for the results present.
+    in ``out`` (if any); ``policies`` does the same for the policies of (iii). Figures are drawn
+    for the results present.
     """
     if size_name not in SIZES:
         raise ValueError(f"size must be one of {sorted(SIZES)}; got {size_name!r}")
     unknown = set(only or []) - set(RESULTS)
     if unknown:
         raise ValueError(f"results must be among {sorted(RESULTS)}; got {sorted(unknown)}")
+    unknown_policies = set(policies or []) - set(LF_POLICY_NAMES + LF_EXTRA_POLICIES)
+    if unknown_policies:
+        raise ValueError(f"(iii) policies must be among {list(LF_POLICY_NAMES + LF_EXTRA_POLICIES)}; got {sorted(unknown_policies)}")
     size = SIZES[size_name]
     if size_name == "medium" and set(only or RESULTS) != {"iii"}:
         raise ValueError("size 'medium' holds result (iii) only: use --size medium --only iii")
@@ -309,8 +386,17 @@ def run(size_name: str, out: Path, seed: int = 0, only: list[str] | None = None)
         if only and key not in only:
             continue
         started = time.perf_counter()
-        results[key] = function(size, seed)
+        if key == "iii":
+            results[key] = result_iii(size, seed, policies, results.get("iii") if policies else None)
+        else:
+            results[key] = function(size, seed)
         print(f"result ({key}) done in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    if policies and previous.is_file():
+        # Several ``--policies`` runs may share ``out``: merge with what the others wrote meanwhile.
+        latest = json.loads(previous.read_text())
+        if (latest.get("size"), latest.get("seed")) == (size_name, seed) and "iii" in latest:
+            kept = {name: value for name, value in latest["iii"].items() if name not in policies}
+            results["iii"] = with_paired_differences({**kept, **{name: results["iii"][name] for name in policies}})
     results["figures"] = [str(path) for path in plot(results, out)]
     write_json_atomic(out / "results.json", results)
     return results
@@ -322,13 +408,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("experiments/results/curiosity"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", default=None, help="comma-separated subset of i,ii,iii,iv,v (others kept)")
-    parser.add_argument("--replot", action="store_true", help="only redraw the figures from OUT/results.json")
+    parser.add_argument("--policies", default=None,
+                        help=f"comma-separated subset of the (iii) policies {','.join(LF_POLICY_NAMES)} (others kept)")
+    parser.add_argument("--replot", action="store_true",
+                        help="only redraw the figures from OUT/results.json (and recompute (iii)'s paired differences)")
     args = parser.parse_args(argv)
     if args.replot:
         results = json.loads((args.out / "results.json").read_text())
+        if "iii" in results:  # the paired differences are recomputed from the stored per-history terms
+            results["iii"] = with_paired_differences(results["iii"])
+            write_json_atomic(args.out / "results.json", results)
         print("\n".join(str(path) for path in plot(results, args.out)))
         return
-    results = run(args.size, args.out, args.seed, args.only.split(",") if args.only else None)
+    try:
+        results = run(args.size, args.out, args.seed, args.only.split(",") if args.only else None,
+                      args.policies.split(",") if args.policies else None)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
     summary = {key: results[key] for key in ("iii", "iv", "v") if key in results}
     print(json.dumps(summary, indent=1, default=str)[:4000])
 

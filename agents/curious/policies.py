@@ -36,6 +36,15 @@ from gauntlet.envs.curiosity.predictive import CategoricalPredictive, GaussianMi
 from gauntlet.envs.curiosity.rule_discovery import RuleDiscoveryEnv
 
 LOCATION_GRID = 11
+# The runner seeds the env and the agent with the same episode seed. ``default_rng(seed)`` would then
+# replay the env's own stream, the one that drew θ (a prior-random design would land on a source),
+# so agents draw from a stream of their own.
+AGENT_STREAM = 0xA6E7
+
+
+def agent_rng(seed: int | None) -> np.random.Generator:
+    """The agent's generator for an episode seed: independent of the env's ``np_random`` with that seed."""
+    return np.random.default_rng(None if seed is None else [int(seed), AGENT_STREAM])
 
 
 def candidates(model: CuriosityEnv) -> tuple[list[Any], np.ndarray]:
@@ -69,7 +78,7 @@ class CuriosityPolicy(Agent):
         return {"env_id": self.env_id, **self.env_kwargs}
 
     def reset(self, *, seed, observation_space, action_space) -> None:
-        self.rng = np.random.default_rng(seed)
+        self.rng = agent_rng(seed)
 
     def scores(self, designs: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -169,3 +178,29 @@ class GreedyLPAgent(CuriosityPolicy):
         lp = icl_learning_progress(self.learner, augmented_x[:, :-1], augmented_y[:, :-1], None, new_x, outcomes,
                                    probes, probe_y)
         return lp.reshape(samples, n_candidates).mean(axis=0)
+
+
+class PriorRandomDesignAgent(Agent):
+    """DAD's random baseline for location finding: ξ ~ N(0, I₂), the sources' prior (clipped to the square).
+
+    ``curious-random`` draws uniformly on the whole design square [−4, 4]²; most of those points lie
+    where no source is likely, so this baseline is the fairer one to compare trained policies with.
+    """
+
+    name = "curious-random-prior"
+
+    def __init__(self, env_id: str = "LocationFinding-v0", **env_kwargs: Any):
+        if env_id.removeprefix("gauntlet/") != "LocationFinding-v0":
+            raise ValueError(f"curious-random-prior designs for gauntlet/LocationFinding-v0 only; got {env_id!r}")
+        self.env_id = env_id
+        self.rng = np.random.default_rng()
+
+    def config(self) -> dict[str, Any]:
+        return {"env_id": self.env_id}
+
+    def reset(self, *, seed, observation_space, action_space) -> None:
+        self.rng = agent_rng(seed)
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> np.ndarray:
+        design = np.clip(self.rng.standard_normal(2), -DESIGN_BOUND, DESIGN_BOUND)
+        return (design / DESIGN_BOUND).astype(np.float32)

@@ -64,6 +64,13 @@ def build(folder: Path, **params: Any) -> None:
     (Path(folder) / "training.json").write_text(json.dumps({"config": asdict(config)}, indent=1))
 
 
+def build_named(folder: Path, config: str = "default") -> None:
+    """The data builder of ``gauntlet data build curiosity-ppo-policy``: ``build`` of ``CONFIGS[config]``."""
+    if config not in CONFIGS:
+        raise ValueError(f"config must be one of {sorted(CONFIGS)}; got {config!r}")
+    build(folder, **asdict(CONFIGS[config]))
+
+
 class CuriousPPOAgent(Agent):
     """The PPO policy trained on ``icl_lp`` (deterministic actions: the policy mean)."""
 
@@ -76,7 +83,9 @@ class CuriousPPOAgent(Agent):
 
         self.config_name = config
         self.training = CONFIGS[config]
-        folder = ensure_built(DATA_NAME, DATA_VERSION, build, params=asdict(self.training))
+        # The cache key is the config's name (none for "default"), as ``gauntlet data build`` uses it.
+        folder = ensure_built(DATA_NAME, DATA_VERSION, build_named, params={} if config == "default" else
+                              {"config": config})
         self.model = PPO.load(folder / "policy.zip", device="cpu")
 
     def config(self) -> dict[str, Any]:

@@ -7,6 +7,9 @@ def register() -> None:
     from gauntlet.registry import registry
 
     module = "gauntlet.agents.curious.policies"
+    # The data versions are literals here so that registering imports nothing heavy (torch, SB3);
+    # tests check that they equal the modules' DATA_VERSION.
+    dad_version, ppo_version = "2", "1"
     registry.add("agent", "curious-random", f"{module}:RandomDesignAgent",
                  "uniform designs from a curiosity env's candidate set (config: env_id=...)")
     registry.add("agent", "curious-uncertainty", f"{module}:UncertaintySamplingAgent",
@@ -16,6 +19,16 @@ def register() -> None:
                  "(config: env_id=...)")
     registry.add("agent", "curious-ppo", "gauntlet.agents.curious.ppo:CuriousPPOAgent",
                  "PPO policy trained on ActiveRegression-v0's icl_lp reward (config: config=default|smoke)")
+    registry.add("agent", "curious-random-prior", f"{module}:PriorRandomDesignAgent",
+                 "location finding: designs from the sources' prior N(0, I), DAD's random baseline")
+    registry.add("agent", "curious-dad", "gauntlet.agents.curious.dad:CuriousDADAgent",
+                 "DAD-style design network trained on LocationFinding-v0's summed icl_lp reward "
+                 "(config: config=default|smoke)")
+    registry.add("data", "curiosity-dad-policy", "gauntlet.agents.curious.dad:build",
+                 "weights of the curious design network (pathwise gradients on summed icl_lp, location finding)",
+                 version=dad_version)
+    registry.add("data", "curiosity-ppo-policy", "gauntlet.agents.curious.ppo:build_named",
+                 "weights of the curious PPO policy (icl_lp on ActiveRegression-v0)", version=ppo_version)
     registry.add("agent", "curious-greedy-eig", f"{module}:GreedyEIGAgent",
                  "the candidate design with the largest expected information gain (config: env_id=...)")
     registry.add("demo", "curiosity", "gauntlet.agents.curious.demo:run_demo",

@@ -1,4 +1,4 @@
-"""RuleDiscovery-v0: identify a hidden Boolean rule (a conjunction of literals) by querying inputs."""
+"""RuleDiscovery-v0: identify a hidden Boolean rule (a conjunction of literals or a small DFA) by querying inputs."""
 
 from __future__ import annotations
 
@@ -34,6 +34,42 @@ def conjunctions(n_bits: int) -> np.ndarray:
                 value &= ~inputs[:, bit]
         tables.append(value)
     return np.array(tables)
+
+
+def dfa_rules(n_bits: int, n_states: int) -> np.ndarray:
+    """Distinct truth tables ``(R, 2^n)`` of the DFAs with at most ``n_states`` states over {0, 1}.
+
+    A DFA reads the input's bits (most significant first) from state 0 with transitions
+    δ: states × {0, 1} → states and accepts if it ends in an accepting state. Every (δ, accepting
+    set) is enumerated; DFAs computing the same function on n-bit strings are one rule, kept in
+    first-enumerated order, so the prior is uniform over functions (as for conjunctions).
+    """
+    bits = all_inputs(n_bits).astype(np.int64)
+    tables, seen = [], set()
+    for transitions in itertools.product(range(n_states), repeat=2 * n_states):
+        delta = np.array(transitions).reshape(n_states, 2)
+        state = np.zeros(len(bits), dtype=np.int64)
+        for position in range(n_bits):
+            state = delta[state, bits[:, position]]
+        for accepting in itertools.product((False, True), repeat=n_states):
+            table = np.array(accepting)[state]
+            key = table.tobytes()
+            if key not in seen:
+                seen.add(key)
+                tables.append(table)
+    return np.array(tables)
+
+
+RULE_CLASSES = ("conjunction", "dfa")
+
+
+def rule_tables(rule_class: str, n_bits: int, dfa_states: int = 3) -> np.ndarray:
+    """The hypothesis class's truth tables; ``ValueError`` naming the classes for an unknown one."""
+    if rule_class == "conjunction":
+        return conjunctions(n_bits)
+    if rule_class == "dfa":
+        return dfa_rules(n_bits, dfa_states)
+    raise ValueError(f"rule_class must be one of {RULE_CLASSES}; got {rule_class!r}")
 
 
 class BitsToIndex:
@@ -77,11 +113,18 @@ def optimal_expected_queries(truth_tables: np.ndarray) -> float:
 class RuleDiscoveryEnv(CuriosityEnv):
     """
     ## Description
-    Symbolic rule discovery. Each episode draws a rule h uniformly from the conjunctions of literals
-    over ``n_bits`` bits (each bit absent, required 1, or required 0: 3^n rules, all distinct
-    functions). A design is one of the 2^n inputs; the outcome is h(x), flipped with probability
-    ``flip_prob`` (default 0: noise-free). The exact posterior is computed by enumeration over the
-    3^n rules (``EnumerationLearner``).
+    Symbolic rule discovery. Each episode draws a rule h uniformly from a finite hypothesis class
+    over inputs of ``n_bits`` bits, chosen by ``rule_class``:
+
+    * ``"conjunction"``: the conjunctions of literals (each bit absent, required 1, or required 0:
+      3^n rules, all distinct functions);
+    * ``"dfa"``: the distinct functions computed by deterministic finite automata with at most
+      ``dfa_states`` states reading the bits in order (``dfa_rules``; with 4 bits, 2 states give 18
+      rules, e.g. parity or "ends in 1", and 3 states give 666, e.g. "the number of ones is 0 mod 3").
+
+    A design is one of the 2^n inputs; the outcome is h(x), flipped with probability ``flip_prob``
+    (default 0: noise-free). The exact posterior is computed by enumeration over the rules
+    (``EnumerationLearner``).
 
     ## Action Space
     ``Discrete(2^n)``: the input to query, as the integer whose binary expansion (most significant
@@ -104,25 +147,29 @@ class RuleDiscoveryEnv(CuriosityEnv):
 
     ## Arguments
     ``n_bits=4``, ``horizon=None`` (2^n), ``reward_mode="icl_lp"``, ``learner=None`` (default the
-    exact enumeration learner), ``n_probes=16``, ``flip_prob=0.0``,
+    exact enumeration learner), ``n_probes=16``, ``flip_prob=0.0``, ``rule_class="conjunction"``
+    (or ``"dfa"``), ``dfa_states=3`` (1..3),
     ``record_true_lp=True`` (False skips the exact LP in ``info`` when it is not the reward).
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version; ``rule_class="dfa"`` added later (the default class is unchanged).
     """
 
     def __init__(self, n_bits: int = 4, horizon: int | None = None, reward_mode: str = "icl_lp",
                  learner: InContextLearner | None = None, n_probes: int = 16, flip_prob: float = 0.0,
-                 record_true_lp: bool = True):
+                 record_true_lp: bool = True, rule_class: str = "conjunction", dfa_states: int = 3):
         if not 1 <= n_bits <= 8:
             raise ValueError(f"n_bits must be in 1..8; got {n_bits}")
         if not 0.0 <= flip_prob < 0.5:
             raise ValueError(f"flip_prob must be in [0, 0.5); got {flip_prob}")
+        if not 1 <= dfa_states <= 3:
+            raise ValueError(f"dfa_states must be in 1..3 (the class is enumerated); got {dfa_states}")
         self.n_bits = n_bits
         self.design_dim = n_bits
         self.flip_prob = flip_prob
+        self.rule_class = rule_class
         self.inputs = all_inputs(n_bits)
-        self.truth_tables = conjunctions(n_bits)
+        self.truth_tables = rule_tables(rule_class, n_bits, dfa_states)
         positive = np.where(self.truth_tables, 1.0 - flip_prob, flip_prob)
         self.likelihood = np.stack([1.0 - positive, positive], axis=-1)  # L[h, x, y]
         prior = np.full(len(self.truth_tables), 1.0 / len(self.truth_tables))
@@ -145,7 +192,7 @@ class RuleDiscoveryEnv(CuriosityEnv):
         return self.inputs[rng.integers(len(self.inputs), size=self.n_probes)]
 
     def posterior(self) -> np.ndarray:
-        """p(h | C) over the 3^n rules."""
+        """p(h | C) over the rules of the class."""
         context_x, context_y, mask = self._context_batch()
         return np.exp(self.exact_learner.log_posterior(context_x, context_y, mask)[0])
 

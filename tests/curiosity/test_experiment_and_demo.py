@@ -29,12 +29,32 @@ def test_smoke_experiment_writes_results_i_to_iv_and_figures(tmp_path):
         rows = saved["i"][env_id]["per_context_size"]
         assert [row["t"] for row in rows] == list(range(1, len(rows) + 1))
     assert saved["ii"]["share_of_steps_crossing_the_ice_edge"] >= 0.0
-    for policy in ("random", "uncertainty", "greedy-eig"):
+    for policy in ("random", "random-prior", "uncertainty", "greedy-eig", "curious-dad"):
         assert saved["iii"][policy]["spce"]["mean"] <= saved["iii"][policy]["snmc"]["mean"]
         assert saved["iii"][policy]["spce"]["mean"] <= saved["iii"]["max_spce_log_L_plus_1"]
-        assert saved["iv"][policy]["mean"] >= saved["iv"]["information_lower_bound_log2_H"] - 1e-9
+    assert set(saved["iii"]["paired_spce_difference_curious_dad_minus"]) == set(experiment.LF_POLICY_NAMES) - {
+        "curious-dad"}
+    for rules in (saved["iv"], saved["iv"]["dfa"]):
+        # Noise-free binary answers: the optimal expected number of queries is at least log2 |H|
+        # (a bound on the expectation over rules, not on a 4-episode average of a policy).
+        assert rules["optimal_expected"] >= rules["information_lower_bound_log2_H"] - 1e-9
+        for policy in ("random", "uncertainty", "greedy-eig"):
+            assert 1.0 <= rules[policy]["mean"] <= 2 ** rules["n_bits"] + 1
     for figure in saved["figures"]:
         assert Path(figure).stat().st_size > 10_000
+
+
+def test_rerunning_some_iii_policies_keeps_the_others(tmp_path):
+    experiment = load_experiment()
+    experiment.run("smoke", tmp_path, seed=1, only=["iii"], policies=["random"])
+    results = experiment.run("smoke", tmp_path, seed=1, only=["iii"], policies=["random-prior"])
+    assert {"random", "random-prior"} <= set(results["iii"])
+    try:
+        experiment.run("smoke", tmp_path, seed=1, only=["iii"], policies=["oracle"])
+    except ValueError as error:
+        assert "policies must be among" in str(error)
+    else:
+        raise AssertionError("an unknown policy was accepted")
 
 
 def test_same_seed_reproduces_the_experiment(tmp_path):
