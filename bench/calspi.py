@@ -7,8 +7,9 @@ Every figure is a ratio against a baseline measured in the same run. Prints a ta
 
 Figures and targets:
 1. planner decisions/s at the default search budget (``SearchConfig()``: 32 simulations in waves
-   of 8, depth 3, rollout horizon 8) with the default ensemble (7 members, 5 elites, 3 x 200
-   hidden units), over real states of a baseline episode: >= 20 decisions/s, so a 1,000-step
+   of 8, depth 3, rollout horizon 4 then the learned baseline value V^b with its gradient term at
+   the leaf) with the default ensemble (7 members, 5 elites, 3 x 200 hidden units), over real
+   states of a baseline episode: >= 20 decisions/s, so a 1,000-step
    evaluation episode takes under a minute.
 2. ensemble forward throughput: transitions/s through the elites at batch 256 vs batch 1 (the
    gain the search gets from batching each layer's calls).
@@ -48,7 +49,8 @@ def _timed(function, repeats: int) -> float:
 def measure(domain: str, *, decisions: int, quick: bool) -> dict[str, Any]:
     from gauntlet.agents.calspi.agent import CalSPIAgent
 
-    agent = CalSPIAgent(domain, 2_000 if quick else 10_000, model={"epochs": 2 if quick else 5})
+    agent = CalSPIAgent(domain, 2_000 if quick else 10_000, model={"epochs": 2 if quick else 5,
+                                                                     "value_steps": 100 if quick else 300})
     task = agent.task
     # Real states along a baseline episode.
     env = gym.make(task.domain.gym_id)

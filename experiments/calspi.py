@@ -46,20 +46,23 @@ def t_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, flo
     return float(values.mean() - half), float(values.mean() + half)
 
 
-def evaluate(task: Any, agent: Any, *, episodes: int, max_steps: int) -> tuple[float, float | None]:
-    """Mean true return over evaluation episodes, and the fraction of decisions that switched."""
+def evaluate(task: Any, agent: Any, *, episodes: int, max_steps: int) -> tuple[float, float | None, list[float]]:
+    """Mean true return over evaluation episodes, the fraction of decisions that switched, and the
+    certified gap LB(a+) - baseline value of every decision that had a trusted alternative."""
     import gymnasium as gym
 
     import gauntlet
 
     env = gym.make(f"gauntlet/CalSPI-{task.domain.name}-v0", max_episode_steps=max_steps)
-    returns, switches = [], []
+    returns, switches, gaps = [], [], []
     for k in range(episodes):
         episode = gauntlet.rollout(env, agent, seed=10_000 + k)
         returns.append(episode.total_reward)
-        switches += [event.data["switched"] for step in episode.steps for event in step.events
-                     if event.kind == "decision"]
-    return float(np.mean(returns)), (float(np.mean(switches)) if switches else None)
+        decisions = [event.data for step in episode.steps for event in step.events if event.kind == "decision"]
+        switches += [d["switched"] for d in decisions]
+        gaps += [d["best_lower_bound"] - d["baseline_value"] for d in decisions
+                 if np.isfinite(d["best_lower_bound"] - d["baseline_value"])]
+    return float(np.mean(returns)), (float(np.mean(switches)) if switches else None), gaps
 
 
 def certificate_coverage(agent: Any, *, draws: int, calibration_size: int, test_size: int, seed: int) -> dict[str, Any]:
@@ -85,6 +88,46 @@ def certificate_coverage(agent: Any, *, draws: int, calibration_size: int, test_
             "p": certificate.p, "gamma": certificate.gamma, "calibration_size": calibration_size, "test_size": test_size}
 
 
+def search_state_coverage(agent: Any, *, max_steps: int, every: int, seed: int) -> dict[str, Any]:
+    """Coverage of the fitted certificate at the states the *search* visits: along a Cal-SPI episode in
+    the real simulator, every ``every``-th root state is branched (snapshot/restore) and each root
+    action the search tried there is stepped for real; the one-step scores of those transitions are
+    compared with q_hat, separately for the transitions the gate trusted and for all of them."""
+    import gymnasium as gym
+
+    from gauntlet.agents.calspi.calibration import nonconformity_scores
+
+    task = gym.make(f"gauntlet/CalSPI-{agent.domain}-v0").unwrapped
+    space, rng = task.action_space, np.random.default_rng([agent.seed, 7])
+    observation, _ = task.reset(seed=20_000 + seed)
+    states, actions, next_states, rewards, trusted = [], [], [], [], []
+    for t in range(max_steps):
+        decision = agent.planner.search(np.asarray(observation, dtype=np.float64), rng)
+        if t % every == 0:
+            snapshot = task.snapshot()
+            for action, gate in zip(decision.root_actions, decision.root_trusted, strict=True):
+                task.restore(snapshot)
+                action = np.clip(action, space.low, space.high).astype(space.dtype)
+                after, reward, *_ = task.step(action)
+                states.append(observation), actions.append(action), next_states.append(after)
+                rewards.append(reward), trusted.append(gate)
+            task.restore(snapshot)
+        observation, _, terminated, _, _ = task.step(decision.action.astype(space.dtype))
+        if terminated:
+            break
+    states, actions = np.array(states, dtype=np.float64), np.array(actions, dtype=np.float64)
+    next_states, rewards, trusted = np.array(next_states, dtype=np.float64), np.array(rewards), np.array(trusted)
+    model, certificate = agent.fitted.model, agent.fitted.certificate
+    prediction = model.predict(states, actions)
+    scores = nonconformity_scores(model.normalised_targets(states, next_states, rewards),
+                                  prediction.normalised_mean, prediction.disagreement)
+    covered = scores <= certificate.q_hat
+    return {"transitions": len(scores), "trusted_transitions": int(trusted.sum()),
+            "coverage_all": float(covered.mean()),
+            "coverage_trusted": float(covered[trusted].mean()) if trusted.any() else None,
+            "root_states": int(np.ceil((t + 1) / every)), "steps": t + 1}
+
+
 def run_cell(domain: str, size: int, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     from gauntlet.agents.calspi.ablations import BaselineAgent, BehaviourCloningAgent
     from gauntlet.agents.calspi.agent import CalSPIAgent, with_variant
@@ -97,13 +140,22 @@ def run_cell(domain: str, size: int, seed: int, args: argparse.Namespace) -> dic
               "bc": BehaviourCloningAgent(domain, size, dataset_seed=seed, seed=seed, epochs=args.bc_epochs)}
     row: dict[str, Any] = {"domain": domain, "size": size, "seed": seed, "returns": {}, "switch_fraction": {}}
     for method in METHODS:
-        mean_return, switched = evaluate(calspi.task, agents[method], episodes=args.episodes, max_steps=args.max_steps)
+        mean_return, switched, gaps = evaluate(calspi.task, agents[method], episodes=args.episodes,
+                                               max_steps=args.max_steps)
         row["returns"][method] = mean_return
         row["switch_fraction"][method] = switched
+        if method == "calspi" and gaps:  # how far the certified bound was from licensing a switch
+            row["certified_gap_quantiles"] = dict(zip(("q10", "q50", "q90", "max"),
+                                                      np.quantile(gaps, [0.1, 0.5, 0.9, 1.0]).tolist(), strict=True))
     row["certificate"] = calspi.fitted.certificate.as_dict()
     row["coverage"] = certificate_coverage(calspi, draws=args.coverage_draws,
                                            calibration_size=min(calspi.fitted.certificate.n, args.coverage_calibration),
                                            test_size=args.coverage_test, seed=seed)
+    if args.search_coverage_steps > 0:
+        row["search_coverage"] = search_state_coverage(calspi, max_steps=args.search_coverage_steps,
+                                                       every=args.search_coverage_every, seed=seed)
+    if calspi.fitted.value is not None:
+        row["value_error_bound"] = calspi.fitted.value.error_bound
     row["seconds"] = time.perf_counter() - started
     return row
 
@@ -131,6 +183,16 @@ def summarise(rows: list[dict[str, Any]], margin_fraction: float) -> list[dict[s
                     entry["fitted_certificate_coverage_min"] = float(np.min(fitted))
                     entry["fitted_certificate_held_fraction"] = float(np.mean(
                         np.array(fitted) >= cell[0]["coverage"]["p"]))
+                    searched = [r["search_coverage"] for r in cell if "search_coverage" in r]
+                    if searched:  # pooled over seeds: transitions at the states the search visited
+                        counts = np.array([c["transitions"] for c in searched])
+                        entry["search_coverage_all"] = float(np.sum(counts * [c["coverage_all"] for c in searched])
+                                                             / counts.sum())
+                        trusted = [(c["trusted_transitions"], c["coverage_trusted"]) for c in searched
+                                   if c["coverage_trusted"] is not None]
+                        entry["search_coverage_trusted"] = (float(sum(n * c for n, c in trusted)
+                                                                  / sum(n for n, _ in trusted)) if trusted else None)
+                        entry["search_coverage_transitions"] = int(counts.sum())
                 table.append(entry)
     return table
 
@@ -178,6 +240,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--domains", nargs="+", default=["InvertedPendulum", "Hopper", "HalfCheetah"])
     parser.add_argument("--sizes", nargs="+", type=int, default=[2_000, 10_000, 50_000])
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seed-start", type=int, default=0, help="first seed (to split a grid over processes)")
     parser.add_argument("--episodes", type=int, default=2, help="evaluation episodes per seed and method")
     parser.add_argument("--max-steps", type=int, default=1000, help="evaluation episode length")
     parser.add_argument("--p", type=float, default=0.95)
@@ -188,29 +251,53 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--coverage-draws", type=int, default=10)
     parser.add_argument("--coverage-calibration", type=int, default=500)
     parser.add_argument("--coverage-test", type=int, default=5000)
+    parser.add_argument("--search", type=json.loads, default={}, metavar="JSON",
+                        help='search overrides for Cal-SPI and its ablations, e.g. \'{"value_error": 0}\'')
+    parser.add_argument("--search-coverage-steps", type=int, default=200,
+                        help="steps of the extra Cal-SPI episode whose root states are branched (0: skip)")
+    parser.add_argument("--search-coverage-every", type=int, default=5)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: one domain, one size, two seeds")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "calspi")
     parser.add_argument("--markdown", nargs="+", type=Path, metavar="RESULTS_JSON",
                         help="print runs' results.json (or rows.json) as one Markdown table, and run nothing")
+    parser.add_argument("--write", action="store_true",
+                        help="with --markdown: also write the merged results.json, table.md and figures to --out")
     args = parser.parse_args(argv)
     if args.markdown:
         # results.json of a finished run, or rows.json of one still running (or interrupted).
         loaded = [json.loads(path.read_text()) for path in args.markdown]
-        rows = [row for data in loaded for row in (data if isinstance(data, list) else data["rows"])]
+        rows, seen = [], set()
+        for data in loaded:  # a (domain, size, seed) cell counted once, from the first file that has it
+            for row in (data if isinstance(data, list) else data["rows"]):
+                if (row["domain"], row["size"], row["seed"]) not in seen:
+                    seen.add((row["domain"], row["size"], row["seed"]))
+                    rows.append(row)
         table = summarise(rows, args.margin)
         print(markdown_table(table))
+        if args.write:  # the merged runs as one results.json, table.md and figures in --out
+            args.out.mkdir(parents=True, exist_ok=True)
+            _write_json(args.out / "results.json", {"sources": [str(path) for path in args.markdown],
+                                                    "table": table, "rows": rows})
+            scratch = args.out / ".table.md.tmp"
+            scratch.write_text(markdown_table(table) + "\n")
+            os.replace(scratch, args.out / "table.md")
+            plot(table, args.out)
         return {"table": table}
-    args.model, args.search = {"epochs": args.epochs}, {}
+    if not isinstance(args.search, dict):
+        parser.error("--search must be a JSON object of SearchConfig fields")
+    args.model = {"epochs": args.epochs}
     if args.smoke:
         args.domains, args.sizes, args.seeds, args.episodes, args.max_steps = ["InvertedPendulum"], [1_000], 2, 1, 20
         args.model = {"members": 3, "elites": 2, "hidden": 32, "layers": 2, "epochs": 3}
         args.search = {"simulations": 8, "wave_size": 8, "max_depth": 2, "rollout_horizon": 2}
         args.bc_epochs, args.coverage_draws, args.coverage_calibration, args.coverage_test = 2, 3, 100, 300
+        args.model["value_steps"] = 50
+        args.search_coverage_steps, args.search_coverage_every = 10, 5
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for domain in args.domains:
         for size in args.sizes:
-            for seed in range(args.seeds):
+            for seed in range(args.seed_start, args.seed_start + args.seeds):
                 rows.append(run_cell(domain, size, seed, args))
                 print(f"{domain} size={size} seed={seed}: " + ", ".join(
                     f"{m} {rows[-1]['returns'][m]:.1f}" for m in METHODS)
@@ -229,13 +316,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 def markdown_table(table: list[dict[str, Any]]) -> str:
     lines = ["| domain | dataset | method | seeds | mean return [95% CI] | P(worse than baseline) | worst seed "
-             "| switched | Wilks draws with coverage >= p | fitted certificate: coverage >= p (min) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| switched | Wilks draws with coverage >= p | fitted certificate: coverage >= p (min) "
+             "| coverage at search-visited states: trusted / all (transitions) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in table:
         switched = "-" if e["switch_fraction"] is None else f"{e['switch_fraction']:.1%}"
         coverage = f"{e['coverage_holds_fraction']:.2f} |" if "coverage_holds_fraction" in e else " |"
         if "fitted_certificate_held_fraction" in e:
             coverage += f" {e['fitted_certificate_held_fraction']:.2f} ({e['fitted_certificate_coverage_min']:.3f})"
+        if "search_coverage_all" in e:
+            trusted = "-" if e["search_coverage_trusted"] is None else f"{e['search_coverage_trusted']:.3f}"
+            coverage += f" | {trusted} / {e['search_coverage_all']:.3f} ({e['search_coverage_transitions']:,})"
+        else:
+            coverage += " |"
         lines.append(f"| {e['domain']} | {e['size']:,} | {e['method']} | {e['seeds']} | {e['mean_return']:.1f} "
                      f"[{e['ci95'][0]:.1f}, {e['ci95'][1]:.1f}] | {e['p_worse_than_baseline']:.2f} | "
                      f"{e['worst_seed_return']:.1f} | {switched} | {coverage} |")

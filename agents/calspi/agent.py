@@ -9,6 +9,9 @@ calibration (70 / 10 / 20 % by default):
 2. nonconformity scores on the calibration split and the Wilks threshold for (p, gamma)
    (``calibration``); too few calibration transitions for (p, gamma) is a ``ValueError`` saying
    how many are needed;
+2b. the baseline's value V^b fitted on the dataset's discounted returns, with its own Wilks error
+   bound delta_V on the calibration split (``value``): the search's leaf value and the root's
+   baseline value;
 3. at each step, gated MCTS from the current state and the root switch (``planner``). Every
    decision is an Episode event (source ``calspi``, kind ``decision``) holding the certificate,
    the values compared and whether it switched.
@@ -45,6 +48,8 @@ class ModelConfig:
     epochs: int = 30
     train_fraction: float = 0.7
     validation_fraction: float = 0.1
+    value_steps: int = 1500  # gradient steps per refit of V^b; 0: no value model (truncated rollouts only)
+    discount: float = 0.99  # of V^b's returns; must match the search's discount
 
 
 @dataclass
@@ -57,6 +62,7 @@ class FittedModel:
     reward_scale: float
     calibration_indices: np.ndarray
     history: dict[str, list[float]]
+    value: Any = None  # BaselineValue or None
 
 
 def split_indices(n: int, config: ModelConfig, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -92,9 +98,18 @@ def fit_model(task: Any, *, p: float, gamma: float, seed: int, config: ModelConf
     # Nonconformity score on the held-out split, then the Wilks order statistic (calibration).
     scores = nonconformity_scores(targets, prediction.normalised_mean, prediction.disagreement)
     certificate = calibrate(scores, prediction.state_disagreement, p=p, gamma=gamma)
+    value = None
+    if config.value_steps > 0:
+        from gauntlet.agents.calspi.value import BaselineValue, ValueFitConfig
+
+        # V^b on the training and validation splits (returns need whole episodes, so the targets are
+        # computed on the full dataset in its order), delta_V calibrated on the held-out split.
+        value = BaselineValue(dataset.observations.shape[1], discount=config.discount, seed=seed,
+                              config=ValueFitConfig(steps=config.value_steps)).fit(
+            dataset, np.concatenate([train, validation]), held_out, p=p, gamma=gamma)
     return FittedModel(model=model, certificate=certificate, reward_floor=float(dataset.rewards.min()),
                        reward_scale=float(max(dataset.rewards.std(), 1e-3)), calibration_indices=held_out,
-                       history=history)
+                       history=history, value=value)
 
 
 class CalSPIAgent(Agent):
@@ -120,7 +135,7 @@ class CalSPIAgent(Agent):
         self.planner = GatedSearch(self.fitted.model, self.fitted.certificate, self.task.baseline,
                                    self.task.is_terminal, self.task.action_space.low, self.task.action_space.high,
                                    reward_floor=self.fitted.reward_floor, reward_scale=self.fitted.reward_scale,
-                                   config=search_config)
+                                   config=search_config, value=self.fitted.value)
         self.rng = np.random.default_rng(self.seed)
         self.name = "calspi" if variant == "calspi" else f"calspi-{variant}"
 

@@ -24,7 +24,7 @@ def run_demo(out_dir: pathlib.Path) -> None:
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    agent = CalSPIAgent(DOMAIN, DATASET_SIZE, model={"hidden": 64, "layers": 2, "epochs": 15})
+    agent = CalSPIAgent(DOMAIN, DATASET_SIZE, model={"hidden": 64, "layers": 2, "epochs": 15, "value_steps": 400})
     certificate = agent.fitted.certificate
     print(f"Cal-SPI on {DOMAIN}: certificate with p={certificate.p}, gamma={certificate.gamma} from "
           f"n={certificate.n} held-out transitions (rank {certificate.rank}, q_hat={certificate.q_hat:.2f}); "

@@ -15,19 +15,41 @@ never be the switching target. (The baseline's own edge at the root is kept as t
 
 Selection (UCT on trusted edges):   a* = argmax Q(s,a)/n(s,a) + c * sqrt(ln N(s) / n(s,a)).
 
-Leaf value: a model rollout of the baseline for ``rollout_horizon`` steps. For every path the search
-backs up two returns:
-    G    = sum_t gamma^t r_hat_t                                               (model return)
-    G_lb = sum_t gamma^t (r_hat_t - b_r,t)  on trusted steps, r_floor elsewhere (certified lower bound)
-and stops at predicted terminal states.
+Multi-step error bound. The certificate bounds one step: |s'_j - s_hat'_j| <= e_j = q_hat (sigma_j + eps)
+std_j per coordinate j (raw units). Along a path the errors compound; for a model that is
+non-expansive in the state (Lipschitz constant L_f = 1, an assumption we state rather than estimate)
+the triangle inequality gives the accumulated bound
+
+    E_t = E_{t-1} + e_t,   E_0 = 0                                            (accumulated state error)
+
+and the gate also bounds the sum of the one-step normalised bounds B_t = sum_{k<=t} max_j q_hat (sigma_kj + eps):
+a transition is trusted only if its own bound is within the tolerance tau AND B_t <= path_tolerance * tau.
+By the union bound the whole path of d certified steps holds with probability >= 1 - d (1 - p).
+
+Leaf value. A model rollout of the baseline for ``rollout_horizon`` steps, then the learned baseline
+value V^b (``value.BaselineValue``, fitted on the dataset's returns) at the last state. For every
+path the search backs up two returns:
+    G    = sum_t gamma^t r_hat_t + gamma^h V^b(s_h)                                        (model value)
+    G_lb = sum_t gamma^t (r_hat_t - b_r,t) + gamma^h (V^b(s_h) - |grad V^b(s_h)| . E_h - delta_V)
+                                                                                   (certified lower bound)
+where b_r,t = q_hat (sigma_r + eps) is the certified reward bound, |grad V^b| . E_h the first-order
+value error caused by the accumulated state error, and delta_V the calibrated error of V^b itself.
+Once a rollout step is untrusted nothing below it is certified: G_lb takes r_floor (the dataset's
+smallest reward) for each remaining step and the worst-case value r_floor / (1 - gamma) at the leaf.
+Terminal check: a predicted terminal state ends the path (no leaf value). A state that *could* be
+terminal within its accumulated error box (``is_terminal`` true at s_hat +- E_j e_j for some j; exact
+for termination rules that threshold single coordinates, as Hopper's and the pendulum's do) caps
+G_lb below it at min(0, G_lb): if the episode ends there, nothing more is earned.
+Without a value model (``value=None``) the leaf value is 0 and only the rollout is summed.
 
 Batching. Simulations run in waves of ``wave_size`` with a virtual loss; each wave makes one batched
 ensemble call for all its expansions and one per rollout step for all its leaves.
 
 Root switch (baseline-relative criterion):
-    switch  iff  the best trusted root action a+ != pi_b(s)  and  LB(a+) > Q_hat(pi_b(s)) + margin,
-where LB(a+) is its mean certified lower bound and Q_hat(pi_b(s)) the model value of the baseline's
-action; otherwise act with pi_b(s). Variants for the ablations: ``gate=False`` trusts every edge;
+    switch  iff  the best trusted root action a+ != pi_b(s)  and  LB(a+) > V^b(s) + margin,
+where LB(a+) is its mean certified lower bound and V^b(s) the learned baseline value at the real
+root state (without a value model: Q_hat(pi_b(s)), the model value of the baseline's action);
+otherwise act with pi_b(s). Variants for the ablations: ``gate=False`` trusts every edge;
 ``switching="greedy"`` takes argmax Q_hat; ``penalty`` > 0 replaces r_hat by r_hat - penalty * ||sigma_s||
 (MOPO-style uncertainty penalty).
 """
@@ -54,7 +76,7 @@ class SearchConfig:
     simulations: int = 32
     wave_size: int = 8
     max_depth: int = 3
-    rollout_horizon: int = 8
+    rollout_horizon: int = 4
     discount: float = 0.99
     exploration: float = 1.0  # c in UCT, in units of the reward scale
     widening_k: float = 1.0  # progressive widening: children <= ceil(k * N^alpha)
@@ -64,6 +86,8 @@ class SearchConfig:
     gate: bool = True
     switching: str = "certified"  # "certified" (Cal-SPI) or "greedy" (ablations)
     penalty: float = 0.0  # MOPO-style lambda
+    path_tolerance: float = 2.0  # accumulated bound B_t must stay <= path_tolerance * tau (inf: off)
+    value_error: float = 1.0  # weight of delta_V in the leaf lower bound (1: the certified bound)
 
     def __post_init__(self) -> None:
         if self.switching not in ("certified", "greedy"):
@@ -99,6 +123,9 @@ class Node:
     state: np.ndarray
     depth: int
     terminal: bool
+    error: np.ndarray | float = 0.0  # E_t, accumulated certified state error (raw units, per coordinate)
+    path_bound: float = 0.0  # B_t, accumulated one-step normalised bounds
+    maybe_terminal: bool = False  # terminal somewhere within the error box
     edges: list[Edge] = field(default_factory=list)
     visits: int = 0
     pending: int = 0  # children proposed in the current wave, not yet evaluated by the model
@@ -122,6 +149,8 @@ class Decision:
     trusted_root_actions: int
     untrusted_root_actions: int
     simulations: int
+    root_actions: list[np.ndarray] = field(default_factory=list)  # every root action the search tried
+    root_trusted: list[bool] = field(default_factory=list)
 
     def as_event_data(self, certificate: Certificate) -> dict[str, Any]:
         return {"switched": self.switched, "certificate": certificate.as_dict(),
@@ -136,8 +165,10 @@ class GatedSearch:
 
     def __init__(self, model: EnsembleDynamics, certificate: Certificate, baseline: Callable[[np.ndarray], np.ndarray],
                  is_terminal: Callable[[np.ndarray], np.ndarray], action_low: np.ndarray, action_high: np.ndarray,
-                 *, reward_floor: float, reward_scale: float, config: SearchConfig | None = None):
+                 *, reward_floor: float, reward_scale: float, config: SearchConfig | None = None,
+                 value: Any = None):
         self.model, self.certificate, self.baseline, self.is_terminal = model, certificate, baseline, is_terminal
+        self.value = value  # BaselineValue or None
         self.action_low, self.action_high = np.asarray(action_low, float), np.asarray(action_high, float)
         self.reward_floor, self.reward_scale = float(reward_floor), float(reward_scale)
         self.config = config or SearchConfig()
@@ -153,28 +184,75 @@ class GatedSearch:
                 prediction.state_disagreement, axis=-1)
         # Certified reward bound b_r = q_hat (sigma_r + eps), back in reward units.
         reward_bounds = self.certificate.error_bound(prediction.reward_disagreement) * self.model.target_norm.std[-1]
+        # One-step certified state bounds: normalised max (gated) and per coordinate in raw units (e_t).
+        normalised = self.certificate.error_bound(prediction.state_disagreement)
+        step_bound = normalised.max(axis=-1)
+        step_error = normalised * self.model.target_norm.std[:-1]
         trusted = self.certificate.trusted(prediction.state_disagreement) if self.config.gate \
             else np.ones(len(states), dtype=bool)
         terminal = self.is_terminal(prediction.next_states)
-        return prediction.next_states, rewards, reward_bounds, trusted, terminal
+        return prediction.next_states, rewards, reward_bounds, trusted, terminal, step_bound, step_error
 
-    def _rollout_values(self, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Baseline rollouts in the model from a batch of leaf states: (G, G_lb) per leaf."""
-        count = len(states)
+    def _within_path_tolerance(self, path_bound: np.ndarray) -> np.ndarray:
+        """The multi-step gate: accumulated bound B_t <= path_tolerance * tau (always true without the gate)."""
+        if not self.config.gate:
+            return np.ones(np.shape(path_bound), dtype=bool)
+        return np.asarray(path_bound) <= self.config.path_tolerance * self.certificate.tolerance
+
+    def _maybe_terminal(self, states: np.ndarray, errors: np.ndarray) -> np.ndarray:
+        """Could the state be terminal within its error box? is_terminal at s_hat +- E_j in each coordinate."""
+        errors = np.broadcast_to(errors, states.shape)
+        result = self.is_terminal(states).copy()
+        for j in range(states.shape[1]):
+            if not np.any(errors[:, j] > 0):
+                continue
+            for sign in (1.0, -1.0):
+                moved = states.copy()
+                moved[:, j] += sign * errors[:, j]
+                result |= self.is_terminal(moved)
+        return result
+
+    def _leaf_lower_values(self, states: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """V^b(s) and its certified lower bound V^b(s) - |grad V^b| . E - delta_V (0 without a value model)."""
+        if self.value is None:
+            zeros = np.zeros(len(states))
+            return zeros, zeros
+        values = self.value(states)
+        lower = values - self.value.lipschitz_term(states, errors) - self.config.value_error * self.value.error_bound
+        return values, lower
+
+    def _rollout_values(self, states: np.ndarray, errors: np.ndarray, path_bounds: np.ndarray,
+                        maybe_terminal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Baseline rollouts in the model from a batch of leaf states, ending at V^b: (G, G_lb) per leaf."""
+        config, count = self.config, len(states)
+        states, errors = states.copy(), np.array(np.broadcast_to(errors, states.shape), dtype=np.float64)
+        path_bounds, maybe_terminal = np.array(path_bounds, dtype=np.float64), np.array(maybe_terminal, dtype=bool)
         values, lower_bounds = np.zeros(count), np.zeros(count)
-        alive, discount = np.ones(count, dtype=bool), 1.0
-        for _ in range(self.config.rollout_horizon):
+        alive, certified, discount = np.ones(count, dtype=bool), np.ones(count, dtype=bool), 1.0
+        floor_value = self.reward_floor / (1.0 - config.discount) if config.discount < 1 else self.reward_floor
+        for _ in range(config.rollout_horizon):
             if not alive.any():
                 break
             index = np.flatnonzero(alive)
-            next_states, rewards, bounds, trusted, terminal = self._model_step(states[index],
-                                                                                self.baseline(states[index]))
+            next_states, rewards, bounds, trusted, terminal, step_bound, step_error = self._model_step(
+                states[index], self.baseline(states[index]))
+            path_bounds[index] += step_bound
+            errors[index] += step_error
+            certified[index] &= trusted & self._within_path_tolerance(path_bounds[index])
             values[index] += discount * rewards
-            lower_bounds[index] += discount * np.where(trusted, rewards - bounds, self.reward_floor)
-            states = states.copy()
+            lower_bounds[index] += discount * np.where(certified[index], rewards - bounds, self.reward_floor)
             states[index] = next_states
             alive[index[terminal]] = False
-            discount *= self.config.discount
+            maybe_terminal[index] |= self._maybe_terminal(next_states, errors[index])
+            discount *= config.discount
+        # Leaf value at the rollout's last state (none where the model predicts termination).
+        index = np.flatnonzero(alive)
+        if len(index):
+            leaf_values, leaf_lower = self._leaf_lower_values(states[index], errors[index])
+            leaf_lower = np.where(certified[index], leaf_lower, floor_value if self.value is not None else 0.0)
+            leaf_lower = np.where(maybe_terminal[index], np.minimum(leaf_lower, 0.0), leaf_lower)
+            values[index] += discount * leaf_values
+            lower_bounds[index] += discount * leaf_lower
         return values, lower_bounds
 
     def _propose(self, node: Node, rng: np.random.Generator) -> np.ndarray:
@@ -230,37 +308,55 @@ class GatedSearch:
             if expansions:
                 states = np.stack([node.state for _, node, _ in expansions])
                 actions = np.stack([action for _, _, action in expansions])
-                next_states, rewards, bounds, trusted, terminal = self._model_step(states, actions)
+                next_states, rewards, bounds, trusted, terminal, step_bound, step_error = self._model_step(
+                    states, actions)
+                path_bounds = np.array([node.path_bound for _, node, _ in expansions]) + step_bound
+                errors = np.stack([np.broadcast_to(node.error, node.state.shape) for _, node, _ in expansions]) \
+                    + step_error
+                # The gate: one-step certificate within tau, and the accumulated bound within the path tolerance.
+                trusted = trusted & self._within_path_tolerance(path_bounds)
+                maybe_terminal = self._maybe_terminal(next_states, errors) if self.config.gate else terminal
                 for j, (path_index, node, action) in enumerate(expansions):
                     node.pending = 0
                     edge = Edge(action, float(rewards[j]), float(bounds[j]), bool(trusted[j]),
-                                Node(next_states[j], node.depth + 1, bool(terminal[j])))
+                                Node(next_states[j], node.depth + 1, bool(terminal[j]), errors[j],
+                                     float(path_bounds[j]), bool(maybe_terminal[j])))
                     node.edges.append(edge)
                     if edge.trusted:
                         edge.visits += VIRTUAL_LOSS
                         paths[path_index].append(edge)
                         leaves.append((path_index, edge.child))
-            # Leaf values: batched baseline rollouts in the model.
+            # Leaf values: batched baseline rollouts in the model, ending at V^b.
             leaf_values = {i: (0.0, 0.0) for i in range(len(paths))}
             evaluate = [(i, node) for i, node in leaves if paths[i] and not node.terminal]
             if evaluate:
-                values, lower_bounds = self._rollout_values(np.stack([node.state for _, node in evaluate]))
+                nodes = [node for _, node in evaluate]
+                values, lower_bounds = self._rollout_values(
+                    np.stack([node.state for node in nodes]),
+                    np.stack([np.broadcast_to(node.error, node.state.shape) for node in nodes]),
+                    np.array([node.path_bound for node in nodes]), np.array([node.maybe_terminal for node in nodes]))
                 for (i, _), value, lower_bound in zip(evaluate, values, lower_bounds, strict=True):
                     leaf_values[i] = (float(value), float(lower_bound))
             # Backup G and G_lb along each path (the virtual loss already counted the visit).
             for i, path in enumerate(paths):
                 value, lower_bound = leaf_values[i]
                 for edge in reversed(path):
+                    if edge.child.maybe_terminal:  # the episode may end here: nothing more is certain
+                        lower_bound = min(lower_bound, 0.0)
                     value = edge.reward + config.discount * value
                     lower_bound = edge.reward - edge.reward_bound + config.discount * lower_bound
                     edge.value_sum += value
                     edge.lower_bound_sum += lower_bound
+        self.last_root = root  # kept for auditing the tree (tests, coverage)
         return self._decide(root)
 
     def _decide(self, root: Node) -> Decision:
         baseline_edge = root.edges[0]  # the root's first child is always the baseline's action
         others = [edge for edge in root.edges[1:] if edge.trusted and edge.visits > 0]
-        baseline_value = baseline_edge.value if baseline_edge.visits else -math.inf
+        if self.value is not None and self.config.switching == "certified":
+            baseline_value = float(self.value(root.state[None])[0])  # V^b at the real root state
+        else:
+            baseline_value = baseline_edge.value if baseline_edge.visits else -math.inf
         best_value = max([edge.value for edge in others], default=-math.inf)
         best_lower_bound = max([edge.lower_bound for edge in others], default=-math.inf)
         chosen = None
@@ -280,4 +376,6 @@ class GatedSearch:
                         best_value=float(best_value),
                         trusted_root_actions=sum(edge.trusted for edge in root.edges),
                         untrusted_root_actions=sum(not edge.trusted for edge in root.edges),
-                        simulations=self.config.simulations)
+                        simulations=self.config.simulations,
+                        root_actions=[np.asarray(edge.action, dtype=np.float64) for edge in root.edges],
+                        root_trusted=[bool(edge.trusted) for edge in root.edges])

@@ -6,8 +6,9 @@ cheap (a few minutes on one core per domain) and deterministic given its seed, a
 early gives what the issue asks for: a baseline of documented, *middling* quality, which a safe
 improvement method can improve on but must not degrade.
 
-The frozen weights live in ``data/safe_control/baselines/<Domain>.json`` (a few KB each) with the
-command that reproduced them and the return they scored:
+The frozen weights live inside the package, in ``gauntlet.envs.safe_control.baselines_data``
+(``<Domain>.json``, a few KB each, read with ``importlib.resources`` so an installed wheel carries
+them) with the command that reproduced them and the return they scored:
 
     python -m gauntlet.envs.safe_control.baselines --domain Hopper
 
@@ -29,7 +30,8 @@ import numpy as np
 
 from gauntlet.envs.safe_control.domains import get_domain
 
-BASELINE_DIR = Path(__file__).resolve().parents[2] / "data" / "safe_control" / "baselines"
+BASELINE_PACKAGE = "gauntlet.envs.safe_control.baselines_data"
+BASELINE_DIR = Path(__file__).resolve().parent / "baselines_data"  # where the training command writes
 # Return at which ARS training stops: about a third to a half of what a good policy reaches.
 # InvertedPendulum either falls within ~100 steps or balances for all 1000, so its target sits low.
 MIDDLING_TARGET = {"InvertedPendulum": 60.0, "Hopper": 1000.0, "HalfCheetah": 1200.0}
@@ -64,9 +66,11 @@ class LinearPolicy:
 
 def load_baseline(domain: str) -> tuple[LinearPolicy, dict[str, Any]]:
     """The frozen baseline of ``domain`` and its record (training command, measured return)."""
-    path = BASELINE_DIR / f"{get_domain(domain).name}.json"
+    from importlib import resources
+
+    path = resources.files(BASELINE_PACKAGE).joinpath(f"{get_domain(domain).name}.json")
     if not path.is_file():
-        raise FileNotFoundError(f"no baseline for {domain} at {path}; build it with "
+        raise FileNotFoundError(f"no baseline for {domain} in {BASELINE_PACKAGE}; build it with "
                                 f"`python -m gauntlet.envs.safe_control.baselines --domain {domain}`")
     record = json.loads(path.read_text())
     return LinearPolicy.from_dict(record["policy"]), record

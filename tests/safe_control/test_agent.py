@@ -12,7 +12,7 @@ from gauntlet.agents.calspi.calibration import Certificate
 from gauntlet.agents.calspi.ensemble import Normaliser, Prediction
 from gauntlet.agents.calspi.planner import GatedSearch, SearchConfig
 
-SMALL_MODEL = {"members": 3, "elites": 2, "hidden": 32, "layers": 2, "epochs": 3}
+SMALL_MODEL = {"members": 3, "elites": 2, "hidden": 32, "layers": 2, "epochs": 3, "value_steps": 100}
 SMALL_SEARCH = {"simulations": 16, "wave_size": 8, "max_depth": 2, "rollout_horizon": 3}
 
 

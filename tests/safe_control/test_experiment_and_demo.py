@@ -37,6 +37,19 @@ def test_smoke_experiment_writes_the_comparison_table_and_plots(tmp_path):
         assert len(row["coverage"]["coverages"]) == 3
     assert (tmp_path / "returns-InvertedPendulum.png").stat().st_size > 0
     assert "| InvertedPendulum | 1,000 | calspi | 2 |" in experiment.markdown_table(result["table"])
+    # Coverage at the states the search visited: root actions stepped for real from branched states.
+    for row in result["rows"]:
+        searched = row["search_coverage"]
+        assert searched["transitions"] >= searched["root_states"] >= 1
+        assert 0.0 <= searched["coverage_all"] <= 1.0
+        assert row["value_error_bound"] >= 0.0
+    assert 0.0 <= calspi["search_coverage_all"] <= 1.0
+    # Merging runs (a cell counted once) writes one results.json, table.md and the figures.
+    merged = tmp_path / "merged"
+    experiment.main(["--markdown", str(tmp_path / "results.json"), str(tmp_path / "rows.json"), "--write",
+                     "--out", str(merged)])
+    assert json.loads((merged / "results.json").read_text())["table"] == result["table"]
+    assert (merged / "table.md").read_text().count("| calspi |") == 1
 
 
 def test_t_interval_matches_the_textbook_formula():

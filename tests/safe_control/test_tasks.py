@@ -109,3 +109,15 @@ def test_the_frozen_pendulum_baseline_is_what_its_training_command_reproduces():
     assert training["iterations"] == record["training"]["iterations"]
     np.testing.assert_array_equal(trained.weights, frozen.weights)
     np.testing.assert_array_equal(trained.obs_mean, frozen.obs_mean)
+
+
+@pytest.mark.parametrize("domain", ["InvertedPendulum", "Hopper", "HalfCheetah"])
+def test_baselines_are_package_resources_so_a_wheel_carries_them(domain):
+    from importlib import resources
+
+    from gauntlet.envs.safe_control.baselines import BASELINE_DIR, BASELINE_PACKAGE
+
+    resource = resources.files(BASELINE_PACKAGE).joinpath(f"{domain}.json")
+    assert resource.is_file()
+    # The training command writes where the package reads (in a source checkout).
+    assert (BASELINE_DIR / f"{domain}.json").read_bytes() == resource.read_bytes()
