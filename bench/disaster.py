@@ -315,34 +315,33 @@ def _print_accuracy(report: dict[str, Any], with_suite: bool = True) -> None:
         else:
             table.add_row(name, f"3-class accuracy {row['accuracy']:.3f}", "", "", f"{row['buildings']} buildings", "")
     console.print(table)
-    if not with_suite:
-        return
-    suite = report["suite"]
-    table = Table(title=f"suite: {suite['tasks']} tasks over {suite['events']} events")
+    if with_suite:
+        console.print(_suite_table(report["suite"], f"suite: {report['suite']['tasks']} tasks over "
+                                                    f"{report['suite']['events']} events"))
+
+
+def _suite_table(suite: dict[str, Any], title: str):
+    """Tasks by dimension and how often the gold answer passes against the generator's truth."""
+    from rich.table import Table
+
+    table = Table(title=title)
     for column in ("figure", "value"):
         table.add_column(column)
     table.add_row("tasks by dimension", json.dumps(suite["by_dimension"]))
     for dim, row in suite["truth_vs_gold"].items():
         table.add_row(f"gold answer passes vs truth, {dim}", f"{row['gold_passes']}/{row['with_truth']} "
                                                              f"({row['share']:.0%})")
-    console.print(table)
+    return table
 
 
 def _print_tables(report: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console()
     _print_accuracy(report, with_suite=False)
     suite = report["suite"]
-    table = Table(title=f"suite: {suite['tasks']} tasks over {suite['events']} events, "
-                        f"{suite['gold_calls']} gold calls")
-    for column in ("figure", "value"):
-        table.add_column(column)
-    table.add_row("tasks by dimension", json.dumps(suite["by_dimension"]))
-    for dim, row in suite["truth_vs_gold"].items():
-        table.add_row(f"gold answer passes vs truth, {dim}", f"{row['gold_passes']}/{row['with_truth']} "
-                                                             f"({row['share']:.0%})")
+    table = _suite_table(suite, f"suite: {suite['tasks']} tasks over {suite['events']} events, "
+                                f"{suite['gold_calls']} gold calls")
     for label, row in report["gold_replay"].items():
         table.add_row(f"gold replay through MCP ({label} scorer)",
                       f"mean {row['mean_score']:.3f}, {row['perfect']}/{row['tasks']} perfect, "

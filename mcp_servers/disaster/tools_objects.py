@@ -9,7 +9,7 @@ from gauntlet.mcp_servers.disaster import detectors, vectors
 from gauntlet.mcp_servers.disaster.models import DetectionsOut, VectorOut
 from gauntlet.mcp_servers.disaster.rasters import RasterError, metadata
 from gauntlet.mcp_servers.disaster.toolkit import tool
-from gauntlet.mcp_servers.disaster.tools_raster import TIF, VECTOR_SUFFIXES, Image, Vector
+from gauntlet.mcp_servers.disaster.tools_raster import TIF, VECTOR_SUFFIXES, Image, Vector, annotate_footprints
 from gauntlet.mcp_servers.disaster.workspace import Workspace
 
 Optical = Annotated[str, Field(description="optical RGB+NIR image: 'data/<event>/pre_optical.tif' (before the "
@@ -80,14 +80,9 @@ def seg_building_damage_sar(ws: Workspace, pre_image: Image, post_image: Image, 
     <= -2.5 dB. Less accurate than the optical seg_building_damage (10 m pixels, speckle). Returns the
     footprints with 'damage' and 'vv_change_db' (count them with poi_count_by)."""
     features, crs = vectors.read_features(ws.resolve(buildings, suffixes=VECTOR_SUFFIXES))
-    results = {r["id"]: r for r in detectors.building_damage_sar(ws.resolve(pre_image, suffixes=TIF),
-                                                                 ws.resolve(post_image, suffixes=TIF), features)}
-    out = []
-    for f in features:
-        r = results.get(f["properties"].get("id"))
-        if r:
-            out.append({**f, "properties": {**f["properties"], "damage": r["damage"],
-                                            "vv_change_db": r["vv_change_db"]}})
+    results = detectors.building_damage_sar(ws.resolve(pre_image, suffixes=TIF), ws.resolve(post_image, suffixes=TIF),
+                                            features)
+    out = annotate_footprints(features, results, ("damage", "vv_change_db"))
     return VectorOut(path=ws.write_json("sar-damage", vectors.collection(out, crs)), crs=crs, count=len(out))
 
 

@@ -134,16 +134,22 @@ def seg_building_damage(ws: Workspace, pre_image: Image, post_image: Image, buil
     of 'buildings.geojson': destroyed if > 75% of the roof changed, partial if > 25%. Returns the footprints with
     'damage' and 'change_fraction' attributes (count them with poi_count_by)."""
     features, crs = vectors.read_features(ws.resolve(buildings, suffixes=VECTOR_SUFFIXES))
-    results = {r["id"]: r for r in perception.building_damage(ws.resolve(pre_image, suffixes=TIF),
-                                                              ws.resolve(post_image, suffixes=TIF), features)}
-    out = []
-    for f in features:
-        r = results.get(f["properties"].get("id"))
-        if r:
-            out.append({**f, "properties": {**f["properties"], "damage": r["damage"],
-                                            "change_fraction": r["change_fraction"]}})
+    results = perception.building_damage(ws.resolve(pre_image, suffixes=TIF), ws.resolve(post_image, suffixes=TIF),
+                                         features)
+    out = annotate_footprints(features, results, ("damage", "change_fraction"))
     path = ws.write_json("building-damage", vectors.collection(out, crs))
     return VectorOut(path=path, crs=crs, count=len(out))
+
+
+def annotate_footprints(features: list[dict], results: list[dict], keys: tuple[str, ...]) -> list[dict]:
+    """The footprints that a per-building detector assessed, with its ``keys`` added to their properties."""
+    by_id = {r["id"]: r for r in results}
+    out = []
+    for f in features:
+        r = by_id.get(f["properties"].get("id"))
+        if r:
+            out.append({**f, "properties": {**f["properties"], **{key: r[key] for key in keys}}})
+    return out
 
 
 @tool("seg", writes=True)
