@@ -5,7 +5,8 @@
 Figures (64 x 64 tactile RGB images, TactileMNIST-v0, fixed random actions), every one measured
 for the fused touch kernel (``envs/tactile/kernels.py``, numba) and, in the same run, for the NumPy
 renderer it replaces (the baseline; bit-identical output):
-1. single env: env-steps/s, and the depth-only path (no photometric model);
+1. single env: env-steps/s, and the depth-only path (no photometric model); and the env as users
+   get it, ``gym.make("gauntlet/TactileMNIST-v0")`` with Gymnasium's wrappers (default backend);
 2. native vector env, n = 1, 8, 64: env-steps/s, and a plain loop over 8 single envs; n = 64 also
    with the batch split over two threads (``render_threads=2``, the issue's 2 cores);
 3. memory per env: bytes allocated by a vector env per extra env (tracemalloc, n = 64 vs n = 1),
@@ -25,12 +26,15 @@ import platform
 import statistics
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from rich.console import Console
 
+import gauntlet  # noqa: F401 - registers the gauntlet/ envs for gym.make
 from gauntlet.envs.tactile import kernels
 from gauntlet.envs.tactile.env import TactilePerceptionEnv, TactilePerceptionVectorEnv
 from reporting import bench_parser, figures_table, save_report
@@ -65,6 +69,16 @@ def _record(results: dict[str, Any], label: str, rates: tuple[float, float]) -> 
     results[label] = {"wall": rates[0], "cpu": rates[1]}
 
 
+def _episodes(env: gym.Env, actions: list[dict[str, np.ndarray]]) -> Callable[[], None]:
+    """A run of a single env through ``actions``, resetting it when an episode ends."""
+    def run() -> None:
+        for action in actions:
+            _, _, terminated, _, _ = env.step(action)
+            if terminated:
+                env.reset()
+    return run
+
+
 def single_env(steps: int, trials: int) -> dict[str, Any]:
     actions = [{key: value[0] for key, value in action.items()} for action in _actions(1, steps)]
     results: dict[str, Any] = {}
@@ -74,15 +88,16 @@ def single_env(steps: int, trials: int) -> dict[str, Any]:
             env.sim.render_rgb = rgb
             env.sim.renderer.backend = backend
             env.reset(seed=0)
-
-            def run():
-                for action in actions:
-                    _, _, terminated, _, _ = env.step(action)
-                    if terminated:
-                        env.reset()
-
+            run = _episodes(env, actions)
             run()  # warm up (and compile, the first time)
             _record(results, label, _rate(run, steps, trials))
+    # what a user's loop steps: the registered env inside Gymnasium's wrappers (order enforcing,
+    # passive env checker), default backend
+    wrapped = gym.make("gauntlet/TactileMNIST-v0", objects_per_split=OBJECTS)
+    wrapped.reset(seed=0)
+    run_wrapped = _episodes(wrapped, actions)
+    run_wrapped()
+    _record(results, f"gym_make_{wrapped.unwrapped.sim.renderer.backend}", _rate(run_wrapped, steps, trials))
     return results
 
 
@@ -202,6 +217,9 @@ def _print_table(report: dict[str, Any]) -> None:
     single, vector = report["single"], report["vector"]
     table.add_row("single env, env-steps/s", rates(single, "rgb_numba"), rates(single, "rgb_numpy"),
                   ratio(single, "rgb"), ">= 5,000")
+    wrapped = next(key for key in single if key.startswith("gym_make_"))
+    table.add_row(f"single env via gym.make, with wrappers ({wrapped.rsplit('_', 1)[1]})", rates(single, wrapped),
+                  "", "", ">= 5,000")
     table.add_row("single env, depth only", rates(single, "depth_only_numba"), rates(single, "depth_only_numpy"),
                   ratio(single, "depth_only"), "")
     for n in (1, 8, 64):

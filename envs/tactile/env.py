@@ -1,11 +1,15 @@
 """Tactile perception envs: one class per task family, each with its native batched vector env.
 
 The single env and the vector env share one ``TactileSimulation`` (the single env is the batch of
-one), so they cannot drift apart. See ``TactilePerceptionEnv`` for the full documentation.
+one), so they cannot drift apart; the single env only reads its observation and info out in Python
+scalars (``TactileSimulation.observation``/``info``, the same bits as the vector env's slot, tested),
+which costs a few calls where the batch costs a dozen. See ``TactilePerceptionEnv`` for the full
+documentation.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import gymnasium as gym
@@ -37,23 +41,41 @@ def _spaces(sim: TactileSimulation) -> tuple[spaces.Dict, spaces.Dict]:
 def validate_actions(action: Any, space: spaces.Dict, num_envs: int | None) -> tuple[np.ndarray, np.ndarray]:
     """The (moves, predictions) arrays of an action, or ``ValueError`` naming the expected space."""
     batch = () if num_envs is None else (num_envs,)
-    move_space, prediction_space = space["action"], space["prediction"]
+    move_shape, prediction_shape = space["action"].shape, space["prediction"].shape
+
     def expected() -> str:
-        return (f"expected a dict {{'action': array of shape {batch + move_space.shape} in [-1, 1], "
-                    f"'prediction': finite array of shape {batch + prediction_space.shape}}} "
-                    f"(action space {space})")
-    if not isinstance(action, dict) or set(action) != {"action", "prediction"}:
+        return (f"expected a dict {{'action': array of shape {batch + move_shape} in [-1, 1], "
+                f"'prediction': finite array of shape {batch + prediction_shape}}} (action space {space})")
+    if not isinstance(action, dict) or len(action) != 2 or "action" not in action or "prediction" not in action:
         raise ValueError(f"invalid action {type(action).__name__}: {expected()}")
     try:
-        moves = np.asarray(action["action"], dtype=np.float64).reshape(batch + move_space.shape)
-        predictions = np.asarray(action["prediction"], dtype=np.float64).reshape(batch + prediction_space.shape)
+        moves = np.asarray(action["action"], dtype=np.float64).reshape(batch + move_shape)
+        predictions = np.asarray(action["prediction"], dtype=np.float64).reshape(batch + prediction_shape)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"invalid action ({exc}): {expected()}") from None
-    if not (np.abs(moves) <= 1.0 + 1e-6).all():  # also false for NaN and inf
+    if not _all_within(moves, 1.0 + 1e-6):
         raise ValueError(f"action['action'] must be finite and within [-1, 1], got {moves.tolist()}: {expected()}")
-    if not np.isfinite(predictions).all():
+    if not _all_finite(predictions):
         raise ValueError(f"action['prediction'] must be finite: {expected()}")
-    return moves.reshape(-1, move_space.shape[0]), predictions.reshape(-1, prediction_space.shape[0])
+    return moves.reshape(-1, move_shape[0]), predictions.reshape(-1, prediction_shape[0])
+
+
+# Up to this many numbers a Python loop checks an array faster than NumPy calls (whose fixed cost
+# is the whole price of one env's action); larger batches are checked with array calls.
+_PYTHON_CHECK_SIZE = 32
+
+
+def _all_within(values: np.ndarray, bound: float) -> bool:
+    """Every entry within [-bound, bound]; false for NaN (every comparison with it fails) and inf."""
+    if values.size <= _PYTHON_CHECK_SIZE:
+        return all(-bound <= value <= bound for value in values.ravel().tolist())
+    return bool((np.abs(values) <= bound).all())
+
+
+def _all_finite(values: np.ndarray) -> bool:
+    if values.size <= _PYTHON_CHECK_SIZE:
+        return all(map(math.isfinite, values.ravel().tolist()))
+    return bool(np.isfinite(values).all())
 
 
 class TactilePerceptionEnv(gym.Env):
@@ -143,13 +165,13 @@ class TactilePerceptionEnv(gym.Env):
         super().reset(seed=seed)
         self.sim.rngs[0] = self.np_random
         self.sim.reset(ALL)
-        return _first_observation(self.sim.observations()), _first_info(self.sim.infos())
+        return self.sim.observation(0), self.sim.info(0)
 
     def step(self, action: dict[str, Any]):
         moves, predictions = validate_actions(action, self.action_space, None)
         rewards, losses, terminated = self.sim.step(ALL, moves, predictions)
-        return (_first_observation(self.sim.observations()), float(rewards[0]), bool(terminated[0]), False,
-                _first_info(self.sim.infos(losses)))
+        return (self.sim.observation(0), float(rewards[0]), bool(terminated[0]), False,
+                self.sim.info(0, float(losses[0])))
 
     @property
     def task(self):
@@ -224,7 +246,8 @@ class TactilePerceptionVectorEnv(VectorEnv):
         if len(stepping):
             rewards[which], losses[which], terminated[which] = self.sim.step(which, moves[which], predictions[which])
         if len(restarting):
-            self.sim.reset(restarting)
+            # all at once (episodes have one length): the whole batch, so no partial-update copies
+            self.sim.reset(ALL if len(restarting) == self.num_envs else restarting)
         self._autoreset = terminated.copy()
         truncated = np.zeros(self.num_envs, bool)
         return self.sim.observations(), rewards, terminated, truncated, self._batch_info(self.sim.infos(losses))
@@ -251,16 +274,6 @@ class TactilePerceptionVectorEnv(VectorEnv):
     def restore(self, snapshot: dict[str, Any]) -> None:
         self.sim.restore(snapshot["sim"])
         self._autoreset = snapshot["autoreset"].copy()
-
-
-def _first_observation(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {key: np.asarray(value[0]) for key, value in batch.items()}
-
-
-def _first_info(batch: dict[str, Any]) -> dict[str, Any]:
-    target = batch["target"][0]
-    return {"loss": float(batch["loss"][0]), "target": target.item() if target.ndim == 0 else target,
-            "stats": {key: float(value[0]) for key, value in batch["stats"].items()}}
 
 
 def _render(sim: TactileSimulation, i: int) -> np.ndarray:

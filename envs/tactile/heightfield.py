@@ -134,8 +134,9 @@ class MeshSplit:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def heights_m(self, index: int) -> np.ndarray:
-        return self.fields[index].astype(np.float32) * np.float32(self.height_scale_m)
+    def heights_m(self, index: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Object ``index``'s vertex heights (m, float32), written into ``out`` when given."""
+        return np.multiply(self.fields[index], np.float32(self.height_scale_m), out=out, dtype=np.float32)
 
 
 def cached_split(name: str, version: str, build, split: str, *, resolution: int, default_resolution: int,

@@ -98,6 +98,13 @@ class TactileRenderer:
         self._no_gains = np.zeros((0, 2, 3), np.float32)
         self._no_noise = np.zeros((0, 1, 1, 3), np.float32)
         self._no_image = np.zeros((0, 1, 1, 3), np.float32)
+        # The kernel's fixed arguments, built once: per call they cost more than a small batch's
+        # bookkeeping (every scalar float32 or int where the NumPy path is float32: a float64 would
+        # make numba compute, and round, in float64).
+        scale, half = self.field_scale()
+        self._geometry = (scale, half, self.u, self.v, self.resolution, heightfield.BORDER, np.float32(PRESS_DEPTH_M))
+        self._colour_bins = (self._bins_per_step[0], self._bins_per_step[1], LUT_CENTRE, np.float32(LUT_BINS - 1),
+                             LUT_BINS)
 
     def render(self, fields_flat: np.ndarray, offsets: np.ndarray, object_xy: np.ndarray, object_yaw: np.ndarray,
                sensor_xy: np.ndarray, sensor_yaw: np.ndarray, gains: np.ndarray | None = None,
@@ -121,7 +128,6 @@ class TactileRenderer:
         contact = np.empty(n, np.float32)
         image = np.empty((n, height, width, 3), np.float32) if rgb else self._no_image
         signed = gains is None and noise is None
-        scale, half = self.field_scale()
         per_env = [offsets.reshape(-1).astype(np.int64), self.pose_cosines(object_yaw, sensor_yaw).T,
                    np.ascontiguousarray(object_xy, np.float64), np.ascontiguousarray(sensor_xy, np.float64),
                    self._no_gains if gains is None else np.ascontiguousarray(gains, np.float32),
@@ -131,16 +137,12 @@ class TactileRenderer:
                                                                                            self.background)
 
         def run(offsets_, cosines, object_xy_, sensor_xy_, gains_, noise_, depth_, contact_, image_) -> None:
-            # every scalar is float32 or int where the NumPy path is float32: a float64 would make
-            # numba compute (and round) in float64
-            kernels.render_batch(
-                fields_flat, offsets_, np.ascontiguousarray(cosines.T), object_xy_, sensor_xy_, scale, half,
-                self.u, self.v, self.resolution, heightfield.BORDER, np.float32(PRESS_DEPTH_M), lut, background,
-                self._bins_per_step[0], self._bins_per_step[1], LUT_CENTRE, np.float32(LUT_BINS - 1), LUT_BINS,
-                gains_, noise_, gains is not None, noise is not None, signed, rgb, depth_, contact_, image_)
+            kernels.render_batch(fields_flat, offsets_, np.ascontiguousarray(cosines.T), object_xy_, sensor_xy_,
+                                 *self._geometry, lut, background, *self._colour_bins, gains_, noise_,
+                                 gains is not None, noise is not None, signed, rgb, depth_, contact_, image_)
 
         chunks = min(self.threads, n)
-        if chunks == 1:
+        if chunks <= 1:
             run(*per_env)
             return depth, contact, image if rgb else None
         bounds = [n * k // chunks for k in range(chunks + 1)]
@@ -154,12 +156,11 @@ class TactileRenderer:
 
     def pose_cosines(self, object_yaw: np.ndarray, sensor_yaw: np.ndarray) -> np.ndarray:
         """cos and sin of the sensor's yaw relative to the object and of the object's yaw, ``(4, n)``."""
-        # sin x = cos(x - pi / 2): one trig call for the four values
+        # sin x = cos(x - pi / 2): one trig call for the four values, one subtraction for both sines
         angles = np.empty((4, len(object_yaw)))
         np.subtract(sensor_yaw, object_yaw, out=angles[0])
-        np.subtract(angles[0], np.pi / 2, out=angles[1])
         angles[2] = object_yaw
-        np.subtract(object_yaw, np.pi / 2, out=angles[3])
+        np.subtract(angles[::2], np.pi / 2, out=angles[1::2])
         return np.cos(angles, out=angles)
 
     def field_scale(self) -> tuple[float, float]:

@@ -29,6 +29,8 @@ ACTION_REGULARIZATION = 1e-3
 # The sensor case keeps its centre this far inside the platform edge (x, y), as in the reference.
 CELL_PADDING_M = np.array([0.0215, 0.0195])
 WORKSPACE_HALF_M = CELL_HALF_M - CELL_PADDING_M
+_WORKSPACE_LOW_M = -WORKSPACE_HALF_M
+_WORKSPACE_HALF_X_M, _WORKSPACE_HALF_Y_M = WORKSPACE_HALF_M.tolist()  # for Python-float arithmetic
 
 
 def max_transfer_distance_m(velocity: float = LINEAR_VELOCITY_M_S, acceleration: float = LINEAR_ACCELERATION_M_S2,
@@ -103,11 +105,13 @@ class TactileSimulation:
             offset, yaw = self.task.max_object_offset_m, self.task.max_object_yaw_rad
             state.object_xy[i] = rng.uniform(-offset, offset, size=2)
             state.object_yaw[i] = rng.uniform(-yaw, yaw)
-            state.sensor_xy[i] = rng.uniform(-WORKSPACE_HALF_M, WORKSPACE_HALF_M)
+            # one scalar draw per axis: the same draws as with array bounds, at a fraction of the cost
+            state.sensor_xy[i] = (rng.uniform(-_WORKSPACE_HALF_X_M, _WORKSPACE_HALF_X_M),
+                                  rng.uniform(-_WORKSPACE_HALF_Y_M, _WORKSPACE_HALF_Y_M))
             state.sensor_yaw[i] = rng.uniform(-np.pi, np.pi) if self.task.sensor_rotates else 0.0
             noise = self.sensor_config.episode_noise
             state.colour_gains[i] = rng.normal(0.0, noise, size=(2, 3)) if noise > 0 else 0.0
-            self.fields[i] = objects.heights_m(index)
+            objects.heights_m(index, out=self.fields[i])
         state.step[which] = 0
         state.score_sum[which] = 0.0
         state.last_score[which] = 0.0
@@ -115,18 +119,21 @@ class TactileSimulation:
                                                  state.object_yaw[which])
         self.touch(which)
 
-    def move(self, which, moves: np.ndarray) -> None:
+    def move(self, which, moves: np.ndarray, lengths: np.ndarray) -> None:
         """Apply relative moves ``(k, 2)`` or ``(k, 3)`` in [-1, 1] to the platforms ``which``: x, y
         projected into the unit disc, scaled to the longest transfer, clipped to the workspace; the
-        third component (rotating sensors) turns the sensor by up to the longest turn."""
+        third component (rotating sensors) turns the sensor by up to the longest turn. ``lengths``
+        ``(k,)``: the Euclidean norms of the x, y parts."""
+        state = self.state
         if moves.shape[1] == 3:
-            self.state.sensor_yaw[which] = np.remainder(self.state.sensor_yaw[which] + moves[:, 2] * MAX_TURN_RAD + np.pi,
-                                                        2 * np.pi) - np.pi
+            state.sensor_yaw[which] = np.remainder(state.sensor_yaw[which] + moves[:, 2] * MAX_TURN_RAD + np.pi,
+                                                   2 * np.pi) - np.pi
             moves = moves[:, :2]
-        length = np.sqrt((moves ** 2).sum(axis=1, keepdims=True))
-        moves = moves / np.maximum(length, 1.0)
-        self.state.sensor_xy[which] = np.minimum(np.maximum(self.state.sensor_xy[which] + moves * MAX_STEP_M,
-                                                                   -WORKSPACE_HALF_M), WORKSPACE_HALF_M)
+        position = moves / np.maximum(lengths, 1.0)[:, None]
+        position *= MAX_STEP_M
+        position += state.sensor_xy[which]
+        np.maximum(position, _WORKSPACE_LOW_M, out=position)
+        state.sensor_xy[which] = np.minimum(position, WORKSPACE_HALF_M, out=position)
 
     def touch(self, which=ALL) -> None:
         """Press the sensors of the platforms ``which`` into their scenes and render the readings."""
@@ -161,9 +168,12 @@ class TactileSimulation:
         Returns their rewards, normalised losses and termination flags."""
         state = self.state
         losses, scores = self.task.losses(predictions, state.targets[which])
-        moves = moves.astype(np.float64)
-        rewards = -ACTION_REGULARIZATION * np.sqrt((moves ** 2).sum(axis=1)) - losses
-        self.move(which, moves)
+        moves = np.asarray(moves, np.float64)
+        squared = moves * moves
+        lengths = np.sqrt(squared.sum(axis=1))
+        rewards = -ACTION_REGULARIZATION * lengths - losses
+        # the move's x, y part is the whole move unless the sensor also turns
+        self.move(which, moves, lengths if moves.shape[1] == 2 else np.sqrt(squared[:, :2].sum(axis=1)))
         self.touch(which)
         state.step[which] += 1
         state.score_sum[which] += scores
@@ -172,6 +182,7 @@ class TactileSimulation:
 
     # -- observations ---------------------------------------------------------------------------
     def observations(self) -> dict[str, np.ndarray]:
+        """Every platform's observation, batched (the vector env's)."""
         state = self.state
         position = np.empty((self.n, 3), np.float32)
         position[:, :2] = state.sensor_xy / WORKSPACE_HALF_M
@@ -180,16 +191,51 @@ class TactileSimulation:
         time_step = (state.step / self.task.step_limit * 2 - 1).astype(np.float32)
         observation = {"sensor_img": state.image, "sensor_pos": position, "time_step": time_step}
         if self.task.sensor_rotates:
-            observation["sensor_rot"] = np.stack([np.cos(state.sensor_yaw), np.sin(state.sensor_yaw)], axis=1
-                                                 ).astype(np.float32)
+            observation["sensor_rot"] = self._sensor_rotations()
         return observation
 
+    def observation(self, i: int) -> dict[str, np.ndarray]:
+        """Platform ``i``'s observation: ``observations()``'s slot ``i``, bit for bit.
+
+        The same arithmetic on Python floats (IEEE float64, as NumPy's): clipping to [-1, 1] before
+        rounding to float32 rather than after gives the same float32, since +-1 are exact. For one
+        env this is a few calls where the batched version makes a dozen.
+        """
+        state = self.state
+        x, y = state.sensor_xy[i].tolist()
+        z = float(state.sensor_z[i]) / self.max_height_m * 2 - 1
+        position = np.array([min(max(x / _WORKSPACE_HALF_X_M, -1.0), 1.0),
+                             min(max(y / _WORKSPACE_HALF_Y_M, -1.0), 1.0), min(max(z, -1.0), 1.0)], np.float32)
+        observation = {"sensor_img": state.image[i], "sensor_pos": position,
+                       "time_step": np.array(int(state.step[i]) / self.task.step_limit * 2 - 1, np.float32)}
+        if self.task.sensor_rotates:
+            observation["sensor_rot"] = self._sensor_rotations()[i]
+        return observation
+
+    def _sensor_rotations(self) -> np.ndarray:
+        # NumPy's cos and sin for one platform too: Python's math module may round differently
+        return np.stack([np.cos(self.state.sensor_yaw), np.sin(self.state.sensor_yaw)], axis=1).astype(np.float32)
+
     def infos(self, losses: np.ndarray | None = None) -> dict[str, Any]:
+        """Every platform's info, batched (the vector env's): ``losses`` of the last step, else 0."""
         state = self.state
         steps = np.maximum(state.step, 1)
-        stat = "accuracy" if self.task.kind == "classification" else "error"
+        stat = self._stat_name
         return {"loss": np.zeros(self.n) if losses is None else losses, "target": state.targets.copy(),
                 "stats": {f"final_{stat}": state.last_score.copy(), f"average_{stat}": state.score_sum / steps}}
+
+    def info(self, i: int, loss: float = 0.0) -> dict[str, Any]:
+        """Platform ``i``'s info, as ``infos()``'s slot ``i`` in Python scalars (the single env's)."""
+        state = self.state
+        target = state.targets[i]
+        stat = self._stat_name
+        return {"loss": loss, "target": target.item() if target.ndim == 0 else target.copy(),
+                "stats": {f"final_{stat}": float(state.last_score[i]),
+                          f"average_{stat}": float(state.score_sum[i]) / max(int(state.step[i]), 1)}}
+
+    @property
+    def _stat_name(self) -> str:
+        return "accuracy" if self.task.kind == "classification" else "error"
 
     # -- branching ------------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -200,4 +246,4 @@ class TactileSimulation:
         for rng, rng_state in zip(self.rngs, snapshot["rngs"]):
             rng.bit_generator.state = copy.deepcopy(rng_state)
         for i, index in enumerate(self.state.object_index):
-            self.fields[i] = self.task.objects.heights_m(int(index))
+            self.task.objects.heights_m(int(index), out=self.fields[i])

@@ -9,6 +9,7 @@ logits, or the mean target) costs about 1.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from gymnasium import spaces
@@ -64,17 +65,24 @@ class TactileTask:
 
     def losses(self, predictions: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Normalised losses ``(n,)`` and per-step scores ``(n,)`` (accuracy 0/1, or the error)."""
-        predictions = predictions.astype(np.float64)
+        # Few array calls, no copies: at one env per call, NumPy's per-call overhead is the cost.
+        predictions = np.asarray(predictions, np.float64)
         if self.kind == "classification":
             shifted = predictions - predictions.max(axis=1, keepdims=True)
-            log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-            cross_entropy = -log_probs[np.arange(len(targets)), targets]
+            log_normaliser = np.log(np.exp(shifted).sum(axis=1))
+            # -log softmax at the target, with only the target's log-probability formed
+            cross_entropy = -(shifted[np.arange(len(targets)), targets] - log_normaliser)
             correct = (predictions.argmax(axis=1) == targets).astype(np.float64)
-            return cross_entropy / np.log(self.num_classes), correct
+            return cross_entropy / self._log_num_classes, correct
         difference = predictions - targets
-        normalised = (difference ** 2 / self.target_variance).mean(axis=1)
-        error = np.sqrt((difference ** 2).sum(axis=1))
+        squared = difference * difference
+        normalised = (squared / self.target_variance).sum(axis=1) / self.target_dim  # the mean over dimensions
+        error = np.sqrt(squared.sum(axis=1))
         return normalised, error
+
+    @cached_property
+    def _log_num_classes(self) -> np.float64:
+        return np.log(self.num_classes)
 
 
 def center_of_mass_normalised(centroid_xy: np.ndarray, object_xy: np.ndarray, object_yaw: np.ndarray) -> np.ndarray:
