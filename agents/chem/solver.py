@@ -14,7 +14,9 @@ drives a real MCP client session in the suite builder and acts as an agent in ``
 In the ``routes`` view the id is a route's (``get_route``): the oracle runs step k on
 ``scale_k = scale_(k-1) x yield_(k-1) / 100`` mmol, buys each bought component of every step for
 ``equiv x scale_k`` mmol, skips the intermediates (made, not bought) and divides the total by the
-grams of final product. The naive shopper does the same with its per-gram prices.
+grams of final product. The naive shopper does the same with its per-gram prices. In the noisy route
+views (``routes-noisy-*``) an amount written as a mass, volume or mmol is already the step's own, and a
+missing final molar mass is computed from the product's SMILES.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ Solver = Generator[Call, tuple[bool, Any], float | None]
 AMOUNT = re.compile(r"(?:ca\.\s*)?([0-9]*\.?[0-9]+)\s*(equiv|mol%|mmol|mg|uL|mL per mmol)")
 SOLVENT_AMOUNTS = ("excess", "as solvent")
 ROUTE_VIEW = "routes"
+INTERMEDIATE_NAME = re.compile(r"^product of step \d+$")
+# units of amount_of whose value is per mmol of the limiting reagent (the rest are a step's own amounts)
+RELATIVE_TEXT_UNITS = ("equiv", "mol%", "mL per mmol")
 
 
 def is_solvent(component: dict[str, Any]) -> bool:
@@ -35,18 +40,30 @@ def is_solvent(component: dict[str, Any]) -> bool:
             or component.get("amount_text") in SOLVENT_AMOUNTS)
 
 
-def amount_of(component: dict[str, Any]) -> tuple[float, str] | None:
-    """The component's need on the 1 mmol basis as (amount, select_pack unit), or None if unreadable."""
+def amount_of(component: dict[str, Any], scale_mmol: float = 1.0) -> tuple[float, str] | None:
+    """The component's need as (amount, select_pack unit), or None if unreadable: equivalents and mol% on
+    a scale of ``scale_mmol`` of the limiting reagent (1 mmol for a single step), masses, volumes and
+    amounts as written (a noisy route step writes its own amounts at its scale)."""
     if component.get("volume_ml_per_mmol") is not None:
-        return component["volume_ml_per_mmol"], "mL"
+        return component["volume_ml_per_mmol"] * scale_mmol, "mL"
     if component.get("equiv") is not None:
-        return component["equiv"], "mmol"
+        return component["equiv"] * scale_mmol, "mmol"
     match = AMOUNT.search(component.get("amount_text") or "")
     if not match:
         return None
     value, unit = float(match.group(1)), match.group(2)
+    if unit in RELATIVE_TEXT_UNITS:
+        value *= scale_mmol
     return {"equiv": (value, "mmol"), "mol%": (value / 100, "mmol"), "mmol": (value, "mmol"), "mg": (value, "mg"),
             "uL": (value, "uL"), "mL per mmol": (value, "mL")}[unit]
+
+
+def is_intermediate(component: dict[str, Any]) -> bool:
+    return component.get("role") == "intermediate" or bool(INTERMEDIATE_NAME.match(component.get("name") or ""))
+
+
+def is_route_view(view: str) -> bool:
+    return view == ROUTE_VIEW or view.startswith(f"{ROUTE_VIEW}-")
 
 
 def _product_terms(record: dict[str, Any]) -> Generator[Call, tuple[bool, Any], tuple[float, float] | None]:
@@ -64,8 +81,8 @@ def _product_terms(record: dict[str, Any]) -> Generator[Call, tuple[bool, Any], 
 def oracle(reaction_id: str, view: str = "clean", spelling_view: str | None = None) -> Solver:
     """The oracle (see the module docstring). ``spelling_view`` reads names and amounts from another
     view of the same reaction (the suite builder's gold trajectories for noisy views use ``clean``)."""
-    if view == ROUTE_VIEW:
-        return (yield from _route(reaction_id, _buy_pack))
+    if is_route_view(view):
+        return (yield from _route(reaction_id, _buy_pack, view, spelling_view))
     is_error, record = yield "get_reaction", {"reaction_id": reaction_id, "view": view}
     if is_error:
         return None
@@ -96,8 +113,8 @@ def oracle(reaction_id: str, view: str = "clean", spelling_view: str | None = No
 
 def naive(reaction_id: str, view: str = "clean") -> Solver:
     """The naive shopper (see the module docstring)."""
-    if view == ROUTE_VIEW:
-        return (yield from _route(reaction_id, _buy_per_gram))
+    if is_route_view(view):
+        return (yield from _route(reaction_id, _buy_per_gram, view))
     is_error, record = yield "get_reaction", {"reaction_id": reaction_id, "view": view}
     if is_error:
         return None
@@ -147,27 +164,42 @@ def _buy_per_gram(name: str, amount: float, unit: str) -> Generator[Call, tuple[
     return f"{grams['value']!r} * {min(quote['price_usd_per_g'] for quote in quotes['quotes'])!r}"
 
 
-def _route(route_id: str, buy) -> Solver:
-    """Price a multi-step route (see the module docstring) with ``buy(name, amount, unit)``."""
-    is_error, route = yield "get_route", {"route_id": route_id}
+def _route(route_id: str, buy, view: str = ROUTE_VIEW, spelling_view: str | None = None) -> Solver:
+    """Price a multi-step route (see the module docstring) with ``buy(name, amount, unit)``;
+    ``spelling_view`` as for ``oracle``."""
+    arguments = {"route_id": route_id} if view == ROUTE_VIEW else {"route_id": route_id, "view": view}
+    is_error, route = yield "get_route", arguments
     if is_error:
         return None
+    if spelling_view and spelling_view != view:
+        is_error, route = yield "get_route", {"route_id": route_id, "view": spelling_view}
+        if is_error:
+            return None
     scale_mmol = 1.0
     terms = []
     for step in route["steps"]:
         for component in step["components"]:
-            if is_solvent(component) or component.get("role") == "intermediate":
+            if is_solvent(component) or is_intermediate(component):
                 continue
-            if component.get("equiv") is None:
+            amount = amount_of(component, scale_mmol)
+            if amount is None:
                 return None
-            term = yield from buy(component["name"], component["equiv"] * scale_mmol, "mmol")
+            term = yield from buy(component["name"], *amount)
             if term is None:
                 return None
             terms.append(term)
+        if step.get("yield_pct") is None:
+            return None
         scale_mmol = scale_mmol * step["yield_pct"] / 100
     if not terms:
         return None
+    molar_mass = route.get("product_molar_mass_g_mol")
+    if molar_mass is None:
+        is_error, result = yield "compute_molar_mass", {"smiles": route["product_smiles"]}
+        if is_error:
+            return None
+        molar_mass = result["molar_mass_g_mol"]
     yields = " * ".join(f"{step['yield_pct']!r} / 100" for step in route["steps"])
-    expression = f"({' + '.join(terms)}) / ({yields} * {route['product_molar_mass_g_mol']!r} / 1000)"
+    expression = f"({' + '.join(terms)}) / ({yields} * {molar_mass!r} / 1000)"
     is_error, result = yield "calculate", {"expression": expression}
     return None if is_error else result["value"]

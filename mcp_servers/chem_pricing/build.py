@@ -19,7 +19,7 @@ from gauntlet.mcp_servers.chem_pricing.names import name_key
 from gauntlet.mcp_servers.chem_pricing.pricing import make_suppliers, quotes_for
 
 DATA_NAME = "chem-catalogue"  # "chem" is the bundle of everything (bundle.py)
-BUILDER_VERSION = "2"  # 2: N-Boc building blocks derived from the catalogue amines
+BUILDER_VERSION = "3"  # 2: N-Boc building blocks derived from the catalogue amines; 3: bifunctional aryl halides
 SNAPSHOT_DATE = "2026-11-01"
 DATABASE_FILE = "catalogue.sqlite"
 DEFAULT_N_CHEMICALS = 2450

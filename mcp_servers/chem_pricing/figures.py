@@ -1,6 +1,7 @@
 """The agent table of the docs: each scripted agent on each suite view, through a real MCP client session.
 
     python -m gauntlet.mcp_servers.chem_pricing.figures --out runs/chem-figures.json [--views clean routes]
+        [--agents chem-oracle]
     python -m gauntlet.mcp_servers.chem_pricing.figures --data     # the data figures of the docs only
 
 For every (view, agent) pair it drives the agent's solver (the same generator the registered agent
@@ -24,7 +25,8 @@ from typing import Any
 from gauntlet.mcp_servers.chem_pricing.scoring import diagnose, summarize
 
 AGENTS = ("chem-oracle", "chem-naive")
-DEFAULT_VIEWS = ("clean", "solvents", "noisy-low", "noisy-medium", "noisy-high", "routes")
+DEFAULT_VIEWS = ("clean", "solvents", "noisy-low", "noisy-medium", "noisy-high", "routes", "routes-noisy-low",
+                 "routes-noisy-medium", "routes-noisy-high")
 
 
 def evaluate_view(view: str, agents: tuple[str, ...] = AGENTS) -> dict[str, dict[str, Any]]:
@@ -104,6 +106,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="CTA@k per view for the scripted chem agents (see the module doc).")
     parser.add_argument("--out", type=Path, help="write the results as JSON here (atomically)")
     parser.add_argument("--views", nargs="+", default=list(DEFAULT_VIEWS), choices=DEFAULT_VIEWS)
+    parser.add_argument("--agents", nargs="+", default=list(AGENTS), choices=AGENTS)
     parser.add_argument("--data", action="store_true", help="print the data figures only")
     args = parser.parse_args()
     import gauntlet  # noqa: F401  -- registers the agents
@@ -113,7 +116,7 @@ def main() -> None:
         return
     results = {}
     for view in args.views:
-        results[view] = evaluate_view(view)
+        results[view] = evaluate_view(view, tuple(args.agents))
         print("\n".join(markdown_rows({view: results[view]})), flush=True)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -3,8 +3,10 @@
 ``search`` tries, in order, the readings that can be exact: InChIKey (full, then its skeleton block,
 which ignores stereochemistry), CAS number (checked by its check digit), exact name/abbreviation/
 synonym, SMILES (canonicalised; then skeleton match), the name with stereo and isomer prefixes
-removed ("(R)-", "(±)-", "cis-", "L-"), a systematic name parsed by OPSIN when Java is available, and
-finally close spellings (character trigrams, ranked by similarity). Each candidate carries a
+removed ("(R)-", "(±)-", "cis-", "L-"), the name read back from one OCR-like character confusion
+("Ac0H" -> "AcOH", "trifluoroacetic acid" with "rn" read as "m", ...; ``OCR_READINGS``), a
+systematic name parsed by OPSIN when Java is available, and finally close spellings (character
+trigrams, ranked by similarity). Each candidate carries a
 confidence in [0, 1] and what it matched on.
 """
 
@@ -25,6 +27,11 @@ INCHIKEY = re.compile(r"^[A-Z]{14}-[A-Z]{10}-[A-Z]$")
 CAS = re.compile(r"^(\d{2,7})-(\d{2})-(\d)$")
 SMILES_CHARACTERS = re.compile(r"^[A-Za-z0-9@+\-\[\]()=#$/\\%.:*]+$")
 STEREO_PREFIX = re.compile(r"^(\((?:[rs]|[rs],[rs]|\+|-|\+/-|[ez]|rs|sr)\)-|(?:dl|d|l|cis|trans|rac|[ez])-)+")
+# What a scanned or retyped character may stand for (seen, meant), on case-folded keys: 0/O, 1/l, 5/S,
+# m/rn, l/I. One confusion per query is undone; each reading is an exact name lookup.
+OCR_READINGS = (("0", "o"), ("1", "l"), ("5", "s"), ("m", "rn"), ("l", "i"))
+MAX_OCR_READINGS = 60
+OCR_CONFIDENCE = 0.8
 FUZZY_MIN_SIMILARITY = 0.6
 FUZZY_SURE_SIMILARITY = 0.9
 # Locants, multiplying prefixes and bracketed groups: what a systematic name looks like, worth OPSIN's time.
@@ -42,6 +49,17 @@ class Candidate:
     matched_on: str
     matched_text: str
     confidence: float
+
+
+def ocr_readings(key: str) -> list[str]:
+    """``key`` with one OCR-like confusion undone, every way (at most ``MAX_OCR_READINGS``)."""
+    readings = []
+    for seen, meant in OCR_READINGS:
+        start = key.find(seen)
+        while start != -1 and len(readings) < MAX_OCR_READINGS:
+            readings.append(key[:start] + meant + key[start + len(seen):])
+            start = key.find(seen, start + 1)
+    return readings
 
 
 def cas_check_digit_ok(cas: str) -> bool:
@@ -93,6 +111,9 @@ class Grounder:
                 stripped = STEREO_PREFIX.sub("", name_key(text))
                 if stripped and stripped != name_key(text):
                     self._offer_name(stripped, offer, "name without stereo prefix", 0.8)
+            if not found:
+                for reading in ocr_readings(name_key(text)):
+                    self._offer_name(reading, offer, "name read past an OCR-like confusion", OCR_CONFIDENCE)
             if not found:
                 self._offer_close_spellings(text, offer, limit, FUZZY_SURE_SIMILARITY)
             if not found and self.use_opsin and SYSTEMATIC.search(text):

@@ -4,7 +4,8 @@ Selection (deterministic): the curated alias table first, then every compound of
 "small" PubChem table (its common chemicals), then building blocks from its "large" table: organic,
 neutral, one fragment, 6 to 30 heavy atoms of C H N O S P F Cl Br I B, no isotopes, with at least one
 reactive handle (aryl halide, boronic acid, amine, acid, aldehyde, ketone, alcohol, ester, nitrile,
-alkene). Of those, the ``HANDLE_QUOTA`` lowest PubChem CIDs of each handle come first (so rare
+alkene). Of those, the ``BIFUNCTIONAL_QUOTA`` lowest-CID aryl halides that carry a second handle come
+first (they feed multi-step routes), then the ``HANDLE_QUOTA`` lowest PubChem CIDs of each handle (so rare
 handles such as boronic acids are represented; older CIDs are the long-known, widely sold
 compounds), then the rest in CID order. Identity = RDKit canonical SMILES + InChIKey; rows with the same canonical SMILES
 are merged (their names pooled). Average molar mass comes from RDKit (IUPAC atomic weights).
@@ -33,6 +34,13 @@ PRECIOUS_METALS = frozenset("Pd Pt Rh Ru Ir Au Ag Os".split())
 HANDLES = ("[c][Cl,Br,I]", "[c]B(O)O", "[NX3;H2,H1;!$(NC=O)]", "C(=O)[OH]", "[CX3H1](=O)[#6]",
            "[#6][CX3](=O)[#6]", "[CX4][OH]", "C(=O)O[#6]", "C#N", "C=C")
 HANDLE_QUOTA = 40
+# Bifunctional building blocks (an aryl bromide or iodide plus a group another template uses: acid,
+# aldehyde, alkyl amine, primary alcohol) keep a handle after their first step, so multi-step routes
+# can run e.g. amide coupling > Suzuki, or reductive amination > Boc protection > Suzuki > Boc
+# deprotection. The lowest-CID ``BIFUNCTIONAL_QUOTA`` of them come before the per-handle quotas.
+BIFUNCTIONAL_ARYL_HALIDE = "[c][Br,I]"
+SECOND_HANDLES = ("C(=O)[OH]", "[CX3H1](=O)[#6]", "[NX3;H2,H1;!$(NC=O);!$(N-a)]", "[CH2][OH]")
+BIFUNCTIONAL_QUOTA = 60
 BOC_SHARE = 30
 BOC_AMINE = "[NX3;H2,H1;!$(NC=[O,S,N]);!$(N-a);!$(N[#7,#8,#16]);!$(N-C=C)]"
 # An amine worth protecting carries no second group that Boc2O or a later step would also touch.
@@ -248,16 +256,23 @@ def _small_then_building_blocks(patterns) -> Iterator[tuple[str, list[str]]]:
 
     for values in pubchem_rows("small"):
         yield "small", values
-    blocks = []
+    aryl_halide = Chem.MolFromSmarts(BIFUNCTIONAL_ARYL_HALIDE)
+    second = [Chem.MolFromSmarts(p) for p in SECOND_HANDLES]
+    blocks, bifunctional = [], []
     for values in pubchem_rows("large"):
         if not (6 <= _heavy_atom_estimate(values[4]) <= 30):
             continue
         mol = Chem.MolFromSmiles(values[4])
         if mol is not None and _is_building_block(mol):
             blocks.append((values, [i for i, p in enumerate(patterns) if mol.HasSubstructMatch(p)]))
+            if mol.HasSubstructMatch(aryl_halide) and any(mol.HasSubstructMatch(q) for q in second):
+                bifunctional.append(values)
     blocks = [(values, handles) for values, handles in blocks if handles]
     blocks.sort(key=lambda item: int(item[0][0]))
     taken: set[str] = set()
+    for values in sorted(bifunctional, key=lambda v: int(v[0]))[:BIFUNCTIONAL_QUOTA]:
+        taken.add(values[0])
+        yield "large", values
     for index in range(len(patterns)):
         for values, _ in [item for item in blocks if index in item[1]][:HANDLE_QUOTA]:
             if values[0] not in taken:

@@ -2,8 +2,9 @@
 
 ``reactions.jsonl`` holds one line per reaction: the full record (chemical ids included: for scorers
 only), and its gold price in the ``clean`` and ``solvents`` pricing views. ``views/<view>.jsonl``
-holds what an agent reads in each view. ``routes.jsonl`` and ``views/routes.jsonl`` hold the
-multi-step routes the same way (gold by ``gold.price_route``). The set is built from a catalogue (same parameters as
+holds what an agent reads in each view. ``routes.jsonl`` and ``views/routes*.jsonl`` hold the
+multi-step routes the same way (gold by ``gold.price_route``; one gold for every route view). The set
+is built from a catalogue (same parameters as
 ``build.catalogue_path``), so its cache key includes the catalogue's.
 """
 
@@ -20,10 +21,10 @@ from gauntlet.mcp_servers.chem_pricing.gold import GoldPrice, price_reaction, pr
 from gauntlet.mcp_servers.chem_pricing.reactions import Reaction, StepFactory, generate_reactions
 from gauntlet.mcp_servers.chem_pricing.routes import Route, generate_routes
 from gauntlet.mcp_servers.chem_pricing.store import CatalogueStore
-from gauntlet.mcp_servers.chem_pricing.views import ROUTE_VIEW, VIEWS, agent_view, check_view, route_view
+from gauntlet.mcp_servers.chem_pricing.views import ROUTE_VIEW, ROUTE_VIEWS, VIEWS, agent_view, check_view, route_view
 
 DATA_NAME = "chem-reactions"
-BUILDER_VERSION = "2"
+BUILDER_VERSION = "3"  # 3: longer routes, Suzuki partners without an aryl halide, noisy route views
 DEFAULT_N_REACTIONS = 1440
 DEFAULT_N_ROUTES = 150
 RECORDS_FILE = "reactions.jsonl"
@@ -42,8 +43,9 @@ def build_reactions(folder: Path, *, n_reactions: int = DEFAULT_N_REACTIONS, n_r
         _write(Path(folder) / ROUTES_FILE, [json.dumps({"route": route.to_json(),
                                                         "gold": {ROUTE_VIEW: price_route(route, store).to_json()}},
                                                        sort_keys=True) for route in routes])
-        _write(Path(folder) / "views" / f"{ROUTE_VIEW}.jsonl",
-               [json.dumps(route_view(route, store), sort_keys=True) for route in routes])
+        for view in ROUTE_VIEWS:
+            _write(Path(folder) / "views" / f"{view}.jsonl",
+                   [json.dumps(route_view(route, store, view, seed), sort_keys=True) for route in routes])
         lines = []
         for reaction in reactions:
             gold = {"clean": price_reaction(reaction, store).to_json(),
@@ -54,7 +56,8 @@ def build_reactions(folder: Path, *, n_reactions: int = DEFAULT_N_REACTIONS, n_r
             _write(Path(folder) / "views" / f"{view}.jsonl",
                    [json.dumps(agent_view(reaction, view, store, seed), sort_keys=True) for reaction in reactions])
         meta = {"n_reactions": len(reactions), "n_routes": len(routes), "seed": seed, "catalogue": catalogue_params,
-                "catalogue_snapshot": store.snapshot.get("content_sha256"), "views": list(VIEWS)}
+                "catalogue_snapshot": store.snapshot.get("content_sha256"), "views": list(VIEWS),
+                "route_views": list(ROUTE_VIEWS)}
         _write(Path(folder) / "meta.json", [json.dumps(meta, sort_keys=True)])
     finally:
         store.close()
@@ -126,11 +129,11 @@ class ReactionSet:
         return routes
 
     def view(self, view: str) -> dict[str, dict]:
-        """What an agent reads in ``view``, by id (reaction ids; route ids for ``routes``)."""
-        if view != ROUTE_VIEW:
+        """What an agent reads in ``view``, by id (reaction ids; route ids for the route views)."""
+        if view not in ROUTE_VIEWS:
             check_view(view)
         if view not in self._views:
-            key = "route_id" if view == ROUTE_VIEW else "reaction_id"
+            key = "route_id" if view in ROUTE_VIEWS else "reaction_id"
             lines = (self.folder / "views" / f"{view}.jsonl").read_text().splitlines()
             self._views[view] = {record[key]: record for record in map(json.loads, lines)}
         return self._views[view]

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 View = Literal["clean", "solvents", "noisy-low", "noisy-medium", "noisy-high"]
 ROUTE_VIEW = "routes"
+RouteView = Literal["routes", "routes-noisy-low", "routes-noisy-medium", "routes-noisy-high"]
 
 
 class ReactionComponent(BaseModel):
@@ -52,7 +53,8 @@ class RouteRecord(BaseModel):
                                    "intermediate the step before gave")
     steps: list[RouteStep]
     product_smiles: str = Field(description="the final product")
-    product_molar_mass_g_mol: float
+    product_molar_mass_g_mol: float | None = Field(description="average molar mass of the final product (null when "
+                                                               "not stated: compute it from the SMILES)")
 
 
 class RouteSummary(BaseModel):
@@ -132,13 +134,20 @@ def add_reaction_tools(server: FastMCP, reactions_dir: str | Path | None) -> Non
                          reaction_classes=[step["reaction_class"] for step in routes[i]["steps"]]) for i in ids])
 
     @server.tool(annotations=READ_ONLY)
-    def get_route(route_id: Annotated[str, Field(description="e.g. ROUTE-0001", max_length=40)]) -> RouteRecord:
+    def get_route(route_id: Annotated[str, Field(description="e.g. ROUTE-0001", max_length=40)],
+                  view: Annotated[RouteView, Field(description="'routes' (clean) or a noisy view of the routes: "
+                                                               "names, amounts and fields perturbed, same price")]
+                  = "routes") -> RouteRecord:
         """One multi-step route to price: its steps in order, each a reaction record whose 'intermediate'
         component is the product of the step before (made, not bought: never price it). Step 1 runs on
         1 mmol of its limiting reagent; step k runs on scale_k = scale_(k-1) x yield_(k-1) / 100 mmol.
         Buy each bought component of step k for equiv x scale_k mmol with select_pack, add every step's
-        costs, and divide by the grams of final product: scale_n x yield_n / 100 x molar mass / 1000."""
-        routes = reaction_set().view(ROUTE_VIEW)
+        costs, and divide by the grams of final product: scale_n x yield_n / 100 x molar mass / 1000.
+        In a noisy view an amount written as mg, uL or mmol is already the step's own amount."""
+        try:
+            routes = reaction_set().view(view)
+        except FileNotFoundError:
+            raise ToolError(f"this reaction set has no {view!r} view of the routes; use view='routes'") from None
         if route_id not in routes:
             ids = list(routes)
             span = f"ids run from {ids[0]} to {ids[-1]}" if ids else "there are no routes"

@@ -16,7 +16,7 @@ are kept beside the record for the scorer and never shown to an agent.
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from gauntlet.mcp_servers.chem_pricing.chemistry import identity_of
 from gauntlet.mcp_servers.chem_pricing.grounding import Grounder, GroundingError
@@ -50,11 +50,15 @@ class ReactionClass:
     protocols: tuple[tuple[Condition, ...], ...]
     partner_equiv: tuple[float, ...] = (1.1, 1.2, 1.5)
     verb: str = "was stirred"
+    # per reactant slot, groups that reactant must not carry (they would react with the other slot's
+    # group under the class's conditions: a boronic acid that is also an aryl bromide self-couples)
+    excluded_groups: tuple[tuple[str, ...], ...] = ()
 
 
 PRIMARY_OR_SECONDARY_AMINE = "[NX3;H2,H1;!$(NC=[O,S,N]);!$(N-a);!$(N[#7,#8,#16]);!$(N-C=C)]"
 ACID = "[CX3](=O)[OX2H1]"
 ARYL_HALIDE = "[c;!$(c[c,n][N+](=O)[O-])][Br,I]"
+ANY_ARYL_HALIDE = "c[Br,I]"
 
 
 def mapped(atom_pattern: str, number: int) -> str:
@@ -87,7 +91,8 @@ REACTION_CLASSES: tuple[ReactionClass, ...] = (
                     Condition("DME", "solvent", solvent=True)),
                    (Condition("Pd(OAc)2", "catalyst", 0.02), Condition("SPhos", "ligand", 0.04),
                     Condition("K3PO4", "base", 2.0), Condition("toluene", "solvent", solvent=True))),
-                  partner_equiv=(1.2, 1.3, 1.5), verb="was heated at 90 °C"),
+                  partner_equiv=(1.2, 1.3, 1.5), verb="was heated at 90 °C",
+                  excluded_groups=((), (ANY_ARYL_HALIDE,))),
     ReactionClass("Buchwald-Hartwig amination", f"[c:1][Br,I].{AMINE_3}>>[c:1]-[N:3]",
                   (ARYL_HALIDE, PRIMARY_OR_SECONDARY_AMINE),
                   ((Condition("Pd2(dba)3", "catalyst", 0.02), Condition("XPhos", "ligand", 0.08),
@@ -96,7 +101,7 @@ REACTION_CLASSES: tuple[ReactionClass, ...] = (
                     Condition("Cs2CO3", "base", 1.5), Condition("dioxane", "solvent", solvent=True)),
                    (Condition("Pd2(dba)3", "catalyst", 0.02), Condition("RuPhos", "ligand", 0.04),
                     Condition("NaOtBu", "base", 1.4), Condition("THF", "solvent", solvent=True))),
-                  verb="was heated at 100 °C"),
+                  verb="was heated at 100 °C", excluded_groups=((), (ANY_ARYL_HALIDE,))),
     ReactionClass("reductive amination", f"[CX3H1:1](=O)[#6:2].{AMINE_3}>>[CH2:1]([#6:2])[N:3]",
                   ("[CX3H1](=O)[#6]", PRIMARY_OR_SECONDARY_AMINE),
                   ((Condition("NaBH(OAc)3", "reductant", 1.5), Condition("AcOH", "acid", 1.0),
@@ -226,23 +231,29 @@ class StepFactory:
         self.classes: list[ClassKit] = []
         for reaction_class in REACTION_CLASSES:
             patterns = [Chem.MolFromSmarts(p) for p in reaction_class.reactant_patterns]
-            pools = [[cid for cid, mol in self.molecules.items() if self.fits(mol, pattern)] for pattern in patterns]
+            excluded = [[Chem.MolFromSmarts(p) for p in groups] for groups in reaction_class.excluded_groups]
+            excluded += [[] for _ in range(len(patterns) - len(excluded))]
+            pools = [[cid for cid, mol in self.molecules.items() if self.fits(mol, pattern, excluded=excluded[slot])]
+                     for slot, pattern in enumerate(patterns)]
             protocols = []
             for protocol in reaction_class.protocols:
                 ids = [self.grounder.search(c.name, limit=1)[0].chemical_id for c in protocol]
                 protocols.append(list(zip(protocol, ids)))
             self.classes.append(ClassKit(reaction_class, AllChem.ReactionFromSmarts(reaction_class.template),
-                                         patterns, pools, protocols))
+                                         patterns, pools, protocols, excluded))
 
     def spelling(self, chemical_id: int) -> str | None:
         if chemical_id not in self._spellings:
             self._spellings[chemical_id] = spelling_for(self.grounder, chemical_id)
         return self._spellings[chemical_id]
 
-    def fits(self, mol, pattern, max_heavy_atoms: int = MAX_BLOCK_HEAVY_ATOMS) -> bool:
-        """One site for the template and no competing group beyond the one the template uses."""
+    def fits(self, mol, pattern, max_heavy_atoms: int = MAX_BLOCK_HEAVY_ATOMS, excluded=()) -> bool:
+        """One site for the template, no competing group beyond the one the template uses, and none of
+        the ``excluded`` groups of the reactant's slot."""
         sites = mol.GetSubstructMatches(pattern)
         if len(sites) != 1 or not 6 <= mol.GetNumHeavyAtoms() <= max_heavy_atoms:
+            return False
+        if any(mol.HasSubstructMatch(group) for group in excluded):
             return False
         groups = [set(m) for q in self._competing for m in mol.GetSubstructMatches(q)]
         return all(group & set(sites[0]) for group in groups)
@@ -285,6 +296,7 @@ class ClassKit:
     patterns: list
     pools: list[list[int]]
     protocols: list[list[tuple[Condition, int]]]
+    excluded: list[list] = field(default_factory=list)  # per slot: compiled ``ReactionClass.excluded_groups``
     failures: int = 0
 
 

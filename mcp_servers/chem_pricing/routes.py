@@ -5,7 +5,11 @@ product becomes the *intermediate* of the next step: the generator looks for a c
 pattern the intermediate fits (one site, no competing group, up to ``MAX_INTERMEDIATE_HEAVY_ATOMS``),
 draws the partner (if the class takes two reactants) from that class's pool, runs the template and
 keeps the step when its product is new to the route (so Boc protection is never undone by the very
-next step). Typical chains: bromobenzoic acid -> amide -> Suzuki biaryl; bromobenzaldehyde ->
+next step). Each route aims at a length drawn from 2 to ``MAX_ROUTE_STEPS`` (``TARGET_LENGTH_WEIGHTS``);
+while steps remain it prefers a step whose product still fits some class (one step of look-ahead), a
+route short of its target is usually drawn again (``KEEP_SHORT_PROBABILITY``), two-step routes and
+any one class sequence are capped, and a protection never ends a route (``NOT_LAST_CLASSES``).
+Typical chains: bromobenzoic acid -> amide -> Suzuki biaryl; bromobenzaldehyde ->
 reductive amination -> Boc protection -> Suzuki -> Boc deprotection.
 
 In every later step the intermediate is the limiting reagent (1.0 equiv, role ``intermediate``) and
@@ -17,6 +21,7 @@ come from the same protocols as single steps. Generation is seeded and determini
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass
 
 from gauntlet.mcp_servers.chem_pricing.reactions import (
@@ -31,9 +36,19 @@ from gauntlet.mcp_servers.chem_pricing.reactions import (
 from gauntlet.mcp_servers.chem_pricing.store import CatalogueStore
 
 MAX_INTERMEDIATE_HEAVY_ATOMS = 40
-MAX_ROUTE_STEPS = 4
-# Longer routes are rarer in practice and in the data: after each step past the second, stop with this chance.
-STOP_PROBABILITY = 0.45
+MAX_ROUTE_STEPS = 5
+# A route aims at a length drawn with these weights (2, 3, 4, 5 steps) and, while it has steps to go,
+# prefers steps whose product keeps a reactive handle; it ends early when no class takes its product.
+TARGET_LENGTH_WEIGHTS = (0.2, 0.3, 0.3, 0.2)
+# Two-step chains come easily (most products have no handle left): at most this share of the routes.
+MAX_TWO_STEP_SHARE = 0.4
+# A route that ends short of its target length is kept with this chance (else drawn again), for the
+# first half of the attempts; so longer routes are common where the chemistry allows them.
+KEEP_SHORT_PROBABILITY = 0.1
+# A protection is done to run a later step: it does not end a route.
+NOT_LAST_CLASSES = ("Boc protection",)
+# At most this many routes share one sequence of reaction classes.
+MAX_ROUTES_PER_SEQUENCE = 8
 MAX_ROUTE_ATTEMPTS = 60_000
 PARTNER_DRAWS = 6
 
@@ -88,16 +103,26 @@ def _step(factory: StepFactory, kit: ClassKit, rng: random.Random, step_id: str,
                     yield_pct=yield_pct, procedure=procedure_text(kit.reaction_class, components, yield_pct))
 
 
+def _fits_some_class(factory: StepFactory, mol) -> bool:
+    """Whether some class could take ``mol`` as a reactant: the route can go on after it."""
+    return any(factory.fits(mol, pattern, MAX_INTERMEDIATE_HEAVY_ATOMS, excluded=kit.excluded[slot])
+               for kit in factory.classes if all(kit.pools) for slot, pattern in enumerate(kit.patterns))
+
+
 def _next_step(factory: StepFactory, previous: Reaction, step_number: int, rng: random.Random, route_id: str,
-               seen_smiles: set[str]) -> Reaction | None:
-    """A step that consumes ``previous``'s product, or None when no class takes it."""
+               seen_smiles: set[str], go_on: bool = False) -> Reaction | None:
+    """A step that consumes ``previous``'s product, or None when no class takes it. With ``go_on`` it
+    prefers a step whose product still carries a handle some class accepts (the route can go on);
+    without it (the route's last step) it never chooses a class of ``NOT_LAST_CLASSES``."""
     from rdkit import Chem
 
     intermediate = Chem.MolFromSmiles(previous.product_smiles)
     options = [(kit, slot) for kit in factory.classes if all(kit.pools)
+               and (go_on or kit.reaction_class.name not in NOT_LAST_CLASSES)
                for slot, pattern in enumerate(kit.patterns)
-               if factory.fits(intermediate, pattern, MAX_INTERMEDIATE_HEAVY_ATOMS)]
+               if factory.fits(intermediate, pattern, MAX_INTERMEDIATE_HEAVY_ATOMS, excluded=kit.excluded[slot])]
     rng.shuffle(options)
+    fallback = None
     for kit, slot in options:
         partner_slots = [i for i in range(len(kit.patterns)) if i != slot]
         for _ in range(PARTNER_DRAWS if partner_slots else 1):
@@ -113,8 +138,12 @@ def _next_step(factory: StepFactory, previous: Reaction, step_number: int, rng: 
             components = [Component(intermediate_name(step_number - 1), INTERMEDIATE_ROLE, None, equiv=1.0)]
             components += [Component(names[i], "coupling partner", partners[i],
                                      equiv=rng.choice(kit.reaction_class.partner_equiv)) for i in partner_slots]
-            return _step(factory, kit, rng, f"{route_id}.{step_number}", components, facts)
-    return None
+            step = _step(factory, kit, rng, f"{route_id}.{step_number}", components, facts)
+            if not go_on or _fits_some_class(factory, Chem.MolFromSmiles(facts.smiles)):
+                return step
+            fallback = fallback or step
+            break  # this class gives a dead end with this partner; look at the next class
+    return fallback
 
 
 def generate_routes(catalogue: CatalogueStore, n_routes: int, seed: int,
@@ -126,27 +155,39 @@ def generate_routes(catalogue: CatalogueStore, n_routes: int, seed: int,
     starters = [kit for kit in factory.classes if all(kit.pools)]
     routes: list[Route] = []
     seen_chains: set[tuple[str, ...]] = set()
-    for _ in range(MAX_ROUTE_ATTEMPTS):
+    two_step = 0
+    sequences: Counter[tuple[str, ...]] = Counter()
+    for attempt in range(MAX_ROUTE_ATTEMPTS):
         if len(routes) >= n_routes:
             break
         route_id = f"ROUTE-{len(routes) + 1:04d}"
         first = _first_step(factory, rng.choice(starters), rng, route_id)
         if first is None:
             continue
+        target = rng.choices(range(2, MAX_ROUTE_STEPS + 1), weights=TARGET_LENGTH_WEIGHTS)[0]
         steps = [first]
         seen_smiles = {first.product_smiles} | {
             factory.catalogue.chemical(c.chemical_id).smiles for c in first.components if c.role != "solvent"}
-        while len(steps) < MAX_ROUTE_STEPS:
-            step = _next_step(factory, steps[-1], len(steps) + 1, rng, route_id, seen_smiles)
+        while len(steps) < target:
+            step = _next_step(factory, steps[-1], len(steps) + 1, rng, route_id, seen_smiles,
+                              go_on=len(steps) + 1 < target)
             if step is None:
                 break
             steps.append(step)
             seen_smiles.add(step.product_smiles)
-            if len(steps) >= 2 and rng.random() < STOP_PROBABILITY:
-                break
         chain = tuple(step.product_smiles for step in steps)
         if len(steps) < 2 or chain in seen_chains:
             continue
+        early = attempt < MAX_ROUTE_ATTEMPTS // 2
+        if early and len(steps) < target and rng.random() >= KEEP_SHORT_PROBABILITY:
+            continue
+        if early and len(steps) == 2 and two_step >= MAX_TWO_STEP_SHARE * n_routes:
+            continue  # enough two-step routes: keep drawing for longer ones (for a while)
+        sequence = tuple(step.reaction_class for step in steps)
+        if early and sequences[sequence] >= MAX_ROUTES_PER_SEQUENCE:
+            continue
+        sequences[sequence] += 1
+        two_step += len(steps) == 2
         seen_chains.add(chain)
         routes.append(Route(route_id, steps))
     return routes

@@ -8,7 +8,9 @@ a suite whose oracle answer differs from the gold price (for noisy views the ora
 amounts from the clean view, so its trajectory is a correct solution of the noisy task).
 
 The ``routes`` view is a suite of the multi-step routes (``routes.py``), priced by the route rule
-(``gold.price_route``); its task inputs carry the route id as ``reaction_id``.
+(``gold.price_route``); its task inputs carry the route id as ``reaction_id``. The noisy route views
+(``routes-noisy-low`` / ``-medium`` / ``-high``) are the same routes read through ``views.route_view``'s
+noise, with the same gold.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from pathlib import Path
 
 from gauntlet.mcp_servers.chem_pricing.build import built_catalogue_path
 from gauntlet.mcp_servers.chem_pricing.reaction_data import ReactionSet, built_reactions_dir, reactions_dir
-from gauntlet.mcp_servers.chem_pricing.views import NOISE_LEVELS, ROUTE_VIEW, VIEWS, check_view
+from gauntlet.mcp_servers.chem_pricing.views import (NOISE_LEVELS, ROUTE_NOISE_LEVELS, ROUTE_VIEW, ROUTE_VIEWS, VIEWS,
+                                                     check_view)
 
 DATA_NAME = "chem-suite"
-BUILDER_VERSION = "3"  # 3: select_pack results are flat (gold trajectories record them)
-SUITE_VIEWS = (*VIEWS, ROUTE_VIEW)
+BUILDER_VERSION = "4"  # 3: select_pack results are flat (gold trajectories record them); 4: noisy route views
+SUITE_VIEWS = (*VIEWS, *ROUTE_VIEWS)
 SUITE_FILE = "suite.jsonl"
 CTA_TOLERANCE = 0.25
 SERVER_NAME = "chem"
@@ -34,9 +37,11 @@ class GoldMismatchError(RuntimeError):
 
 
 def question(reaction_id: str, view: str) -> str:
-    if view == ROUTE_VIEW:
+    if view in ROUTE_VIEWS:
+        read = f"get_route(route_id={reaction_id!r})" if view == ROUTE_VIEW else \
+            f"get_route(route_id={reaction_id!r}, view={view!r})"
         return (f"What does the multi-step route {reaction_id} cost per gram of its final product? Read it with "
-                f"get_route(route_id={reaction_id!r}). Step 1 runs on 1 mmol of its limiting reagent; each later step "
+                f"{read}. Step 1 runs on 1 mmol of its limiting reagent; each later step "
                 "runs on all of the intermediate the step before gave (scale_k = scale_(k-1) x yield_(k-1) / 100 "
                 "mmol). Intermediates are made, not bought. Buy each other non-solvent component of step k, "
                 "equiv x scale_k mmol, as the cheapest valid pack that covers it (or whole multiples of the largest "
@@ -64,8 +69,8 @@ def build_suite(folder: Path, *, view: str = "clean", reactions: dict | None = N
     folder_of_reactions = built_reactions_dir(**reaction_params)
     database = built_catalogue_path(**reaction_params.get("catalogue", {}))
     reaction_set = ReactionSet(folder_of_reactions)
-    pricing = view if view in ("solvents", ROUTE_VIEW) else "clean"
-    items = reaction_set.routes if view == ROUTE_VIEW else reaction_set.records
+    pricing = ROUTE_VIEW if view in ROUTE_VIEWS else view if view == "solvents" else "clean"
+    items = reaction_set.routes if view in ROUTE_VIEWS else reaction_set.records
     client = BlockingMCPClient(ServerTarget(factory=functools.partial(build_server, database, folder_of_reactions)))
     client.open()
     call_tool = tool_caller(client)
@@ -75,7 +80,8 @@ def build_suite(folder: Path, *, view: str = "clean", reactions: dict | None = N
     tasks = []
     try:
         for reaction_id, record in items.items():
-            solver = oracle_agent.solve(reaction_id, view, spelling_view="clean" if view in NOISE_LEVELS else None)
+            spelling = "clean" if view in NOISE_LEVELS else ROUTE_VIEW if view in ROUTE_NOISE_LEVELS else None
+            solver = oracle_agent.solve(reaction_id, view, spelling_view=spelling)
             answer, calls = run_calls(solver, call_tool)
             gold = record.gold[pricing]
             if answer is None or not math.isclose(answer, gold.cost_per_g_usd, rel_tol=1e-9):
@@ -94,7 +100,7 @@ def build_suite(folder: Path, *, view: str = "clean", reactions: dict | None = N
 
 
 def check_suite_view(view: str) -> None:
-    if view != ROUTE_VIEW:
+    if view not in ROUTE_VIEWS:
         check_view(view)
 
 
@@ -172,3 +178,15 @@ def noisy_high_suite() -> Path:
 def routes_suite() -> Path:
     """The multi-step route suite (built on first use)."""
     return suite_path(ROUTE_VIEW)
+
+
+def routes_noisy_low_suite() -> Path:
+    return suite_path("routes-noisy-low")
+
+
+def routes_noisy_medium_suite() -> Path:
+    return suite_path("routes-noisy-medium")
+
+
+def routes_noisy_high_suite() -> Path:
+    return suite_path("routes-noisy-high")

@@ -69,3 +69,17 @@ def client(small_data):
     client.open()
     yield client
     client.close()
+
+
+@pytest.fixture(scope="session")
+def small_suite(small_data):
+    """``small_suite(view)``: the small reaction set's suite of ``view``, built on first use."""
+
+    def build(view: str) -> Path:
+        from gauntlet.mcp_servers.chem_pricing.suite import suite_path
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("GAUNTLET_HOME", str(small_data.home))
+            return suite_path(view, **SMALL_REACTIONS)
+
+    return build

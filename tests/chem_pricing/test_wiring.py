@@ -73,7 +73,9 @@ def test_every_chem_suite_names_the_chem_scorer_and_lists_every_view():
     from gauntlet.registry import load_target, registry
 
     views = {"clean": "chem", "solvents": "chem-solvents", "noisy-low": "chem-noisy-low",
-             "noisy-medium": "chem-noisy-medium", "noisy-high": "chem-noisy-high", "routes": "chem-routes"}
+             "noisy-medium": "chem-noisy-medium", "noisy-high": "chem-noisy-high", "routes": "chem-routes",
+             "routes-noisy-low": "chem-routes-noisy-low", "routes-noisy-medium": "chem-routes-noisy-medium",
+             "routes-noisy-high": "chem-routes-noisy-high"}
     for view, name in views.items():
         entry = registry.get("suite", name)
         assert entry.metadata["views"] == views and entry.metadata["view"] == view
