@@ -17,6 +17,10 @@ transitions, which come from new episodes (a mild shift from the dataset's own e
 
     python experiments/calspi.py --smoke                       # seconds; what the tests run
     python experiments/calspi.py --domains Hopper --sizes 2000 10000 --seeds 5 --max-steps 100
+    python experiments/calspi.py --domains Hopper --sizes 10000 --methods baseline calspi \
+        --search '{"switching": "paired"}'                    # the paired root rule (planner docstring)
+    python experiments/calspi.py --domains Hopper --sizes 10000 --seeds 1 --diagnose 200
+        # gap diagnostics: unpaired vs paired rule at the same real states, nothing else run
 
 Writes ``<out>/results.json`` (atomically) and ``<out>/returns-<domain>.png``.
 """
@@ -135,11 +139,13 @@ def run_cell(domain: str, size: int, seed: int, args: argparse.Namespace) -> dic
     started = time.perf_counter()
     calspi = CalSPIAgent(domain, size, dataset_seed=seed, seed=seed, p=args.p, gamma=args.gamma,
                          model=args.model, search=args.search)
-    agents = {"baseline": BaselineAgent(domain, size, dataset_seed=seed), "calspi": calspi,
-              "no-gate": with_variant(calspi, "no-gate"), "mopo": with_variant(calspi, "mopo"),
-              "bc": BehaviourCloningAgent(domain, size, dataset_seed=seed, seed=seed, epochs=args.bc_epochs)}
-    row: dict[str, Any] = {"domain": domain, "size": size, "seed": seed, "returns": {}, "switch_fraction": {}}
-    for method in METHODS:
+    agents = {"baseline": lambda: BaselineAgent(domain, size, dataset_seed=seed), "calspi": lambda: calspi,
+              "no-gate": lambda: with_variant(calspi, "no-gate"), "mopo": lambda: with_variant(calspi, "mopo"),
+              "bc": lambda: BehaviourCloningAgent(domain, size, dataset_seed=seed, seed=seed, epochs=args.bc_epochs)}
+    row: dict[str, Any] = {"domain": domain, "size": size, "seed": seed, "returns": {}, "switch_fraction": {},
+                           "search": calspi.search_config()}
+    for method in args.methods:
+        agents[method] = agents[method]()  # built only for the methods that run
         mean_return, switched, gaps = evaluate(calspi.task, agents[method], episodes=args.episodes,
                                                max_steps=args.max_steps)
         row["returns"][method] = mean_return
@@ -155,9 +161,53 @@ def run_cell(domain: str, size: int, seed: int, args: argparse.Namespace) -> dic
         row["search_coverage"] = search_state_coverage(calspi, max_steps=args.search_coverage_steps,
                                                        every=args.search_coverage_every, seed=seed)
     if calspi.fitted.value is not None:
-        row["value_error_bound"] = calspi.fitted.value.error_bound
+        row["value_error_bound"] = calspi.fitted.value.error_bound  # delta_V
+        row["td_error_bound"] = calspi.fitted.value.td_error_bound  # delta_TD
     row["seconds"] = time.perf_counter() - started
     return row
+
+
+def gap_diagnostics(domain: str, size: int, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    """At real states of a baseline episode (every ``--diagnose-every``-th of ``--diagnose`` steps),
+    search with the unpaired rule (LB(a+) vs V^b(s), delta_V in the leaves) and with the paired rule
+    (LB(a+) - UB(pi_b(s)) vs delta_TD) from the same rng state, and return both gaps per state,
+    gap = LB(a+) - (what it must beat); a switch needs gap > margin (0)."""
+    import gymnasium as gym
+
+    from gauntlet.agents.calspi.agent import CalSPIAgent, with_variant
+
+    calspi = CalSPIAgent(domain, size, dataset_seed=seed, seed=seed, p=args.p, gamma=args.gamma,
+                         model=args.model, search={**args.search, "switching": "certified"})
+    paired = with_variant(calspi, "calspi", {**args.search, "switching": "paired"})
+    env = gym.make(f"gauntlet/CalSPI-{domain}-v0", max_episode_steps=args.diagnose)
+    observation, _ = env.reset(seed=args.diagnose_seed)  # not an evaluation start state by default
+    gaps: dict[str, list[float]] = {"certified": [], "paired": []}
+    parts: list[dict[str, float]] = []
+    for t in range(args.diagnose):
+        if t % args.diagnose_every == 0:
+            state = np.asarray(observation, dtype=np.float64)
+            old = calspi.planner.search(state, np.random.default_rng([seed, t]))
+            new = paired.planner.search(state, np.random.default_rng([seed, t]))
+            gaps["certified"].append(old.best_lower_bound - old.baseline_value)
+            gaps["paired"].append(new.best_lower_bound - new.baseline_value)
+            parts.append({"t": t, "V_b": old.baseline_value, "LB_certified": old.best_lower_bound,
+                          "LB_paired": new.best_lower_bound, "UB_baseline": new.baseline_upper_bound,
+                          "switched_certified": old.switched, "switched_paired": new.switched})
+        observation, _, terminated, truncated, _ = env.step(calspi.task.baseline(observation))
+        if terminated or truncated:
+            break
+    value = calspi.fitted.value
+
+    def quantiles(values: list[float]) -> dict[str, float] | None:
+        finite = [v for v in values if np.isfinite(v)]
+        return dict(zip(("q10", "q50", "q90", "max"), np.quantile(finite, [0.1, 0.5, 0.9, 1.0]).tolist(),
+                        strict=True)) if finite else None
+
+    return {"domain": domain, "size": size, "seed": seed, "delta_V": value.error_bound,
+            "delta_TD": value.td_error_bound, "states": len(parts),
+            "gap_certified": quantiles(gaps["certified"]), "gap_paired": quantiles(gaps["paired"]),
+            "finite_certified": int(np.isfinite(gaps["certified"]).sum()),
+            "finite_paired": int(np.isfinite(gaps["paired"]).sum()), "decisions": parts}
 
 
 def summarise(rows: list[dict[str, Any]], margin_fraction: float) -> list[dict[str, Any]]:
@@ -167,7 +217,7 @@ def summarise(rows: list[dict[str, Any]], margin_fraction: float) -> list[dict[s
             cell = [r for r in rows if r["domain"] == domain and r["size"] == size]
             baseline = np.array([r["returns"]["baseline"] for r in cell])
             margin = margin_fraction * abs(float(baseline.mean()))
-            for method in METHODS:
+            for method in [m for m in METHODS if all(m in r["returns"] for r in cell)]:
                 returns = np.array([r["returns"][method] for r in cell])
                 switched = [r["switch_fraction"][method] for r in cell if r["switch_fraction"][method] is not None]
                 low, high = t_interval(returns)
@@ -208,8 +258,9 @@ def plot(table: list[dict[str, Any]], out: Path) -> list[Path]:
         entries = [e for e in table if e["domain"] == domain]
         sizes = sorted({e["size"] for e in entries})
         figure, axis = plt.subplots(figsize=(6, 3.5))
-        width = 0.8 / len(METHODS)
-        for m, method in enumerate(METHODS):
+        methods = [m for m in METHODS if all(any(e["size"] == s and e["method"] == m for e in entries) for s in sizes)]
+        width = 0.8 / len(methods)
+        for m, method in enumerate(methods):
             rows = [next(e for e in entries if e["size"] == s and e["method"] == method) for s in sizes]
             means = np.array([r["mean_return"] for r in rows])
             errors = np.array([[r["mean_return"] - r["ci95"][0], r["ci95"][1] - r["mean_return"]] for r in rows]).T
@@ -251,11 +302,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--coverage-draws", type=int, default=10)
     parser.add_argument("--coverage-calibration", type=int, default=500)
     parser.add_argument("--coverage-test", type=int, default=5000)
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS),
+                        help="methods to evaluate (the baseline is always needed for P(worse))")
     parser.add_argument("--search", type=json.loads, default={}, metavar="JSON",
                         help='search overrides for Cal-SPI and its ablations, e.g. \'{"value_error": 0}\'')
     parser.add_argument("--search-coverage-steps", type=int, default=200,
                         help="steps of the extra Cal-SPI episode whose root states are branched (0: skip)")
     parser.add_argument("--search-coverage-every", type=int, default=5)
+    parser.add_argument("--diagnose", type=int, default=0, metavar="STEPS",
+                        help="instead of the comparison: gap diagnostics (unpaired vs paired root rule) at the real "
+                             "states of a STEPS-step baseline episode; writes <out>/gap-diagnostics.json")
+    parser.add_argument("--diagnose-every", type=int, default=10)
+    parser.add_argument("--diagnose-seed", type=int, default=20_000,
+                        help="reset seed of the diagnostic episode (evaluations use 10_000 + k)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: one domain, one size, two seeds")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "calspi")
     parser.add_argument("--markdown", nargs="+", type=Path, metavar="RESULTS_JSON",
@@ -283,24 +342,36 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             os.replace(scratch, args.out / "table.md")
             plot(table, args.out)
         return {"table": table}
+    if "baseline" not in args.methods or "calspi" not in args.methods:
+        parser.error("--methods must include baseline and calspi")
     if not isinstance(args.search, dict):
         parser.error("--search must be a JSON object of SearchConfig fields")
     args.model = {"epochs": args.epochs}
     if args.smoke:
         args.domains, args.sizes, args.seeds, args.episodes, args.max_steps = ["InvertedPendulum"], [1_000], 2, 1, 20
         args.model = {"members": 3, "elites": 2, "hidden": 32, "layers": 2, "epochs": 3}
-        args.search = {"simulations": 8, "wave_size": 8, "max_depth": 2, "rollout_horizon": 2}
+        args.search = {"simulations": 8, "wave_size": 8, "max_depth": 2, "rollout_horizon": 2, **args.search}
         args.bc_epochs, args.coverage_draws, args.coverage_calibration, args.coverage_test = 2, 3, 100, 300
         args.model["value_steps"] = 50
         args.search_coverage_steps, args.search_coverage_every = 10, 5
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.diagnose > 0:
+        diagnostics = []
+        for domain in args.domains:
+            for size in args.sizes:
+                for seed in range(args.seed_start, args.seed_start + args.seeds):
+                    d = gap_diagnostics(domain, size, seed, args)
+                    diagnostics.append(d)
+                    print(json.dumps({k: v for k, v in d.items() if k != "decisions"}), flush=True)
+                    _write_json(args.out / "gap-diagnostics.json", diagnostics)
+        return {"diagnostics": diagnostics}
     rows = []
     for domain in args.domains:
         for size in args.sizes:
             for seed in range(args.seed_start, args.seed_start + args.seeds):
                 rows.append(run_cell(domain, size, seed, args))
                 print(f"{domain} size={size} seed={seed}: " + ", ".join(
-                    f"{m} {rows[-1]['returns'][m]:.1f}" for m in METHODS)
+                    f"{m} {rows[-1]['returns'][m]:.1f}" for m in args.methods)
                     + f" (calspi switched {rows[-1]['switch_fraction']['calspi']:.1%}, {rows[-1]['seconds']:.0f} s)",
                     flush=True)
                 _write_json(args.out / "rows.json", rows)  # progress survives an interrupted run

@@ -10,8 +10,8 @@ calibration (70 / 10 / 20 % by default):
    (``calibration``); too few calibration transitions for (p, gamma) is a ``ValueError`` saying
    how many are needed;
 2b. the baseline's value V^b fitted on the dataset's discounted returns, with its own Wilks error
-   bound delta_V on the calibration split (``value``): the search's leaf value and the root's
-   baseline value;
+   bound delta_V and Bellman-residual bound delta_TD on the calibration split (``value``): the
+   search's leaf value and the root's baseline value (``switching="paired"`` uses delta_TD);
 3. at each step, gated MCTS from the current state and the root switch (``planner``). Every
    decision is an Episode event (source ``calspi``, kind ``decision``) holding the certificate,
    the values compared and whether it switched.
@@ -63,6 +63,7 @@ class FittedModel:
     calibration_indices: np.ndarray
     history: dict[str, list[float]]
     value: Any = None  # BaselineValue or None
+    reward_ceiling: float = float("inf")  # the dataset's largest reward (upper bounds of uncertified steps)
 
 
 def split_indices(n: int, config: ModelConfig, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -109,7 +110,7 @@ def fit_model(task: Any, *, p: float, gamma: float, seed: int, config: ModelConf
             dataset, np.concatenate([train, validation]), held_out, p=p, gamma=gamma)
     return FittedModel(model=model, certificate=certificate, reward_floor=float(dataset.rewards.min()),
                        reward_scale=float(max(dataset.rewards.std(), 1e-3)), calibration_indices=held_out,
-                       history=history, value=value)
+                       history=history, value=value, reward_ceiling=float(dataset.rewards.max()))
 
 
 class CalSPIAgent(Agent):
@@ -135,7 +136,8 @@ class CalSPIAgent(Agent):
         self.planner = GatedSearch(self.fitted.model, self.fitted.certificate, self.task.baseline,
                                    self.task.is_terminal, self.task.action_space.low, self.task.action_space.high,
                                    reward_floor=self.fitted.reward_floor, reward_scale=self.fitted.reward_scale,
-                                   config=search_config, value=self.fitted.value)
+                                   config=search_config, value=self.fitted.value,
+                                   reward_ceiling=self.fitted.reward_ceiling)
         self.rng = np.random.default_rng(self.seed)
         self.name = "calspi" if variant == "calspi" else f"calspi-{variant}"
 

@@ -49,7 +49,25 @@ Root switch (baseline-relative criterion):
     switch  iff  the best trusted root action a+ != pi_b(s)  and  LB(a+) > V^b(s) + margin,
 where LB(a+) is its mean certified lower bound and V^b(s) the learned baseline value at the real
 root state (without a value model: Q_hat(pi_b(s)), the model value of the baseline's action);
-otherwise act with pi_b(s). Variants for the ablations: ``gate=False`` trusts every edge;
+otherwise act with pi_b(s).
+
+Paired root switch (``switching="paired"``, the baseline-relative criterion as a paired difference).
+Both sides of the comparison above share V^b, yet the unpaired rule charges V^b's error delta_V to the
+search side only, and delta_V (a bound on |V^b - G| for single noisy returns) is mostly return noise.
+The paired rule compares a+ with the baseline's *own* edge at the same root, evaluated in the same
+model, at the same rollout horizon, with the same V^b at the leaves. Every path also backs up an
+upper bound
+    G_ub = sum_t gamma^t (r_hat_t + b_r,t) + gamma^h (V^b(s_h) + |grad V^b(s_h)| . E_h)   (certified upper bound)
+(an uncertified step takes r_ceil, the dataset's largest reward, and r_ceil / (1 - gamma) at the leaf;
+a state that may be terminal lifts G_ub to max(0, G_ub)), and G_lb drops delta_V. Then
+    switch  iff  LB(a+) - UB(pi_b(s)) > delta_TD + margin                              (paired criterion)
+with delta_TD the calibrated Bellman-residual bound of V^b (``value.BaselineValue.td_error_bound``).
+The model's reward and state errors are charged on *both* paths (lower on one, upper on the other).
+What replaces delta_V is an assumption, stated rather than proven: the errors of V^b at the two leaf
+states, which descend from the same root by the same number of steps, differ by at most delta_TD
+(the common-mode part of V^b's error cancels in the difference; gamma^h <= 1 is dropped, which only
+makes the rule stricter). The rule still never switches when the baseline's root edge is untrusted.
+Variants for the ablations: ``gate=False`` trusts every edge;
 ``switching="greedy"`` takes argmax Q_hat; ``penalty`` > 0 replaces r_hat by r_hat - penalty * ||sigma_s||
 (MOPO-style uncertainty penalty).
 """
@@ -87,11 +105,11 @@ class SearchConfig:
     switching: str = "certified"  # "certified" (Cal-SPI) or "greedy" (ablations)
     penalty: float = 0.0  # MOPO-style lambda
     path_tolerance: float = 2.0  # accumulated bound B_t must stay <= path_tolerance * tau (inf: off)
-    value_error: float = 1.0  # weight of delta_V in the leaf lower bound (1: the certified bound)
+    value_error: float = 1.0  # weight of delta_V in the leaf lower bound (1: the certified bound; unused when paired)
 
     def __post_init__(self) -> None:
-        if self.switching not in ("certified", "greedy"):
-            raise ValueError(f"switching must be 'certified' or 'greedy', got {self.switching!r}")
+        if self.switching not in ("certified", "paired", "greedy"):
+            raise ValueError(f"switching must be 'certified', 'paired' or 'greedy', got {self.switching!r}")
         if self.simulations < 1 or self.wave_size < 1 or self.max_depth < 1 or self.rollout_horizon < 0:
             raise ValueError("simulations, wave_size and max_depth must be >= 1, rollout_horizon >= 0")
         if not 0.0 < self.discount <= 1.0:
@@ -108,6 +126,7 @@ class Edge:
     visits: int = 0
     value_sum: float = 0.0
     lower_bound_sum: float = 0.0
+    upper_bound_sum: float = 0.0
 
     @property
     def value(self) -> float:
@@ -116,6 +135,10 @@ class Edge:
     @property
     def lower_bound(self) -> float:
         return self.lower_bound_sum / self.visits if self.visits else -math.inf
+
+    @property
+    def upper_bound(self) -> float:
+        return self.upper_bound_sum / self.visits if self.visits else math.inf
 
 
 @dataclass
@@ -151,11 +174,14 @@ class Decision:
     simulations: int
     root_actions: list[np.ndarray] = field(default_factory=list)  # every root action the search tried
     root_trusted: list[bool] = field(default_factory=list)
+    baseline_upper_bound: float = math.nan  # UB(pi_b(s)), paired criterion only
+    value_term: float = math.nan  # what the switch charged for V^b's error: delta_TD (paired)
 
     def as_event_data(self, certificate: Certificate) -> dict[str, Any]:
         return {"switched": self.switched, "certificate": certificate.as_dict(),
                 "baseline_value": self.baseline_value, "best_lower_bound": self.best_lower_bound,
-                "best_value": self.best_value, "trusted_root_actions": self.trusted_root_actions,
+                "best_value": self.best_value, "baseline_upper_bound": self.baseline_upper_bound,
+                "value_term": self.value_term, "trusted_root_actions": self.trusted_root_actions,
                 "untrusted_root_actions": self.untrusted_root_actions, "simulations": self.simulations,
                 "action": self.action.tolist(), "baseline_action": self.baseline_action.tolist()}
 
@@ -166,11 +192,12 @@ class GatedSearch:
     def __init__(self, model: EnsembleDynamics, certificate: Certificate, baseline: Callable[[np.ndarray], np.ndarray],
                  is_terminal: Callable[[np.ndarray], np.ndarray], action_low: np.ndarray, action_high: np.ndarray,
                  *, reward_floor: float, reward_scale: float, config: SearchConfig | None = None,
-                 value: Any = None):
+                 value: Any = None, reward_ceiling: float = math.inf):
         self.model, self.certificate, self.baseline, self.is_terminal = model, certificate, baseline, is_terminal
         self.value = value  # BaselineValue or None
         self.action_low, self.action_high = np.asarray(action_low, float), np.asarray(action_high, float)
         self.reward_floor, self.reward_scale = float(reward_floor), float(reward_scale)
+        self.reward_ceiling = float(reward_ceiling)  # r_ceil for the upper bound of uncertified steps
         self.config = config or SearchConfig()
         self.model_calls = 0
 
@@ -212,24 +239,28 @@ class GatedSearch:
                 result |= self.is_terminal(moved)
         return result
 
-    def _leaf_lower_values(self, states: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """V^b(s) and its certified lower bound V^b(s) - |grad V^b| . E - delta_V (0 without a value model)."""
+    def _leaf_bounds(self, states: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """V^b(s), its lower bound V^b(s) - |grad V^b| . E - delta_V and upper bound V^b(s) + |grad V^b| . E
+        (all 0 without a value model). The paired criterion charges V^b's own error at the root
+        instead (delta_TD), so its leaf lower bound has no delta_V."""
         if self.value is None:
             zeros = np.zeros(len(states))
-            return zeros, zeros
+            return zeros, zeros, zeros
         values = self.value(states)
-        lower = values - self.value.lipschitz_term(states, errors) - self.config.value_error * self.value.error_bound
-        return values, lower
+        state_term = self.value.lipschitz_term(states, errors)
+        value_error = 0.0 if self.config.switching == "paired" else self.config.value_error * self.value.error_bound
+        return values, values - state_term - value_error, values + state_term
 
     def _rollout_values(self, states: np.ndarray, errors: np.ndarray, path_bounds: np.ndarray,
-                        maybe_terminal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Baseline rollouts in the model from a batch of leaf states, ending at V^b: (G, G_lb) per leaf."""
+                        maybe_terminal: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Baseline rollouts in the model from a batch of leaf states, ending at V^b: (G, G_lb, G_ub) per leaf."""
         config, count = self.config, len(states)
         states, errors = states.copy(), np.array(np.broadcast_to(errors, states.shape), dtype=np.float64)
         path_bounds, maybe_terminal = np.array(path_bounds, dtype=np.float64), np.array(maybe_terminal, dtype=bool)
-        values, lower_bounds = np.zeros(count), np.zeros(count)
+        values, lower_bounds, upper_bounds = np.zeros(count), np.zeros(count), np.zeros(count)
         alive, certified, discount = np.ones(count, dtype=bool), np.ones(count, dtype=bool), 1.0
         floor_value = self.reward_floor / (1.0 - config.discount) if config.discount < 1 else self.reward_floor
+        ceiling_value = self.reward_ceiling / (1.0 - config.discount) if config.discount < 1 else self.reward_ceiling
         for _ in range(config.rollout_horizon):
             if not alive.any():
                 break
@@ -241,6 +272,7 @@ class GatedSearch:
             certified[index] &= trusted & self._within_path_tolerance(path_bounds[index])
             values[index] += discount * rewards
             lower_bounds[index] += discount * np.where(certified[index], rewards - bounds, self.reward_floor)
+            upper_bounds[index] += discount * np.where(certified[index], rewards + bounds, self.reward_ceiling)
             states[index] = next_states
             alive[index[terminal]] = False
             maybe_terminal[index] |= self._maybe_terminal(next_states, errors[index])
@@ -248,12 +280,15 @@ class GatedSearch:
         # Leaf value at the rollout's last state (none where the model predicts termination).
         index = np.flatnonzero(alive)
         if len(index):
-            leaf_values, leaf_lower = self._leaf_lower_values(states[index], errors[index])
+            leaf_values, leaf_lower, leaf_upper = self._leaf_bounds(states[index], errors[index])
             leaf_lower = np.where(certified[index], leaf_lower, floor_value if self.value is not None else 0.0)
             leaf_lower = np.where(maybe_terminal[index], np.minimum(leaf_lower, 0.0), leaf_lower)
+            leaf_upper = np.where(certified[index], leaf_upper, ceiling_value if self.value is not None else 0.0)
+            leaf_upper = np.where(maybe_terminal[index], np.maximum(leaf_upper, 0.0), leaf_upper)
             values[index] += discount * leaf_values
             lower_bounds[index] += discount * leaf_lower
-        return values, lower_bounds
+            upper_bounds[index] += discount * leaf_upper
+        return values, lower_bounds, upper_bounds
 
     def _propose(self, node: Node, rng: np.random.Generator) -> np.ndarray:
         baseline_action = self.baseline(node.state[None])[0]
@@ -327,26 +362,29 @@ class GatedSearch:
                         paths[path_index].append(edge)
                         leaves.append((path_index, edge.child))
             # Leaf values: batched baseline rollouts in the model, ending at V^b.
-            leaf_values = {i: (0.0, 0.0) for i in range(len(paths))}
+            leaf_values = {i: (0.0, 0.0, 0.0) for i in range(len(paths))}
             evaluate = [(i, node) for i, node in leaves if paths[i] and not node.terminal]
             if evaluate:
                 nodes = [node for _, node in evaluate]
-                values, lower_bounds = self._rollout_values(
+                values, lower_bounds, upper_bounds = self._rollout_values(
                     np.stack([node.state for node in nodes]),
                     np.stack([np.broadcast_to(node.error, node.state.shape) for node in nodes]),
                     np.array([node.path_bound for node in nodes]), np.array([node.maybe_terminal for node in nodes]))
-                for (i, _), value, lower_bound in zip(evaluate, values, lower_bounds, strict=True):
-                    leaf_values[i] = (float(value), float(lower_bound))
-            # Backup G and G_lb along each path (the virtual loss already counted the visit).
+                for (i, _), value, lower_bound, upper_bound in zip(evaluate, values, lower_bounds, upper_bounds,
+                                                                    strict=True):
+                    leaf_values[i] = (float(value), float(lower_bound), float(upper_bound))
+            # Backup G, G_lb and G_ub along each path (the virtual loss already counted the visit).
             for i, path in enumerate(paths):
-                value, lower_bound = leaf_values[i]
+                value, lower_bound, upper_bound = leaf_values[i]
                 for edge in reversed(path):
                     if edge.child.maybe_terminal:  # the episode may end here: nothing more is certain
-                        lower_bound = min(lower_bound, 0.0)
+                        lower_bound, upper_bound = min(lower_bound, 0.0), max(upper_bound, 0.0)
                     value = edge.reward + config.discount * value
                     lower_bound = edge.reward - edge.reward_bound + config.discount * lower_bound
+                    upper_bound = edge.reward + edge.reward_bound + config.discount * upper_bound
                     edge.value_sum += value
                     edge.lower_bound_sum += lower_bound
+                    edge.upper_bound_sum += upper_bound
         self.last_root = root  # kept for auditing the tree (tests, coverage)
         return self._decide(root)
 
@@ -359,8 +397,17 @@ class GatedSearch:
             baseline_value = baseline_edge.value if baseline_edge.visits else -math.inf
         best_value = max([edge.value for edge in others], default=-math.inf)
         best_lower_bound = max([edge.lower_bound for edge in others], default=-math.inf)
-        chosen = None
-        if self.config.switching == "greedy":
+        chosen, baseline_upper_bound, value_term = None, math.nan, math.nan
+        if self.config.switching == "paired":
+            # Paired criterion: LB(a+) - UB(pi_b(s)) > delta_TD + margin, both from this root's tree.
+            baseline_upper_bound = baseline_edge.upper_bound
+            value_term = self.value.td_error_bound if self.value is not None else 0.0
+            baseline_value = baseline_upper_bound + value_term  # what LB(a+) has to beat (logged as such)
+            if others and baseline_edge.trusted and baseline_edge.visits:
+                best = max(others, key=lambda edge: edge.lower_bound)
+                if best.lower_bound > baseline_value + self.config.margin:
+                    chosen = best
+        elif self.config.switching == "greedy":
             candidates = others + ([baseline_edge] if baseline_edge.visits else [])
             chosen = max(candidates, key=lambda edge: edge.value, default=None)
             chosen = None if chosen is baseline_edge else chosen
@@ -373,7 +420,8 @@ class GatedSearch:
         return Decision(action=np.asarray(action, dtype=np.float64), switched=chosen is not None,
                         baseline_action=np.asarray(baseline_edge.action, dtype=np.float64),
                         baseline_value=float(baseline_value), best_lower_bound=float(best_lower_bound),
-                        best_value=float(best_value),
+                        best_value=float(best_value), baseline_upper_bound=float(baseline_upper_bound),
+                        value_term=float(value_term),
                         trusted_root_actions=sum(edge.trusted for edge in root.edges),
                         untrusted_root_actions=sum(not edge.trusted for edge in root.edges),
                         simulations=self.config.simulations,

@@ -20,6 +20,16 @@ statistic of |V(s_i) - G_i| at coverage p and confidence gamma gives delta_V, so
 >= gamma at least a fraction p of states like the held-out ones have |V(s) - G(s)| <= delta_V
 (G is a single-sample return, so delta_V also absorbs the return's own noise: conservative).
 
+Bellman-residual bound (the value *function's* own inconsistency, without the return's noise): on the
+same held-out split, the TD residual
+
+    d_i = r_i + gamma * (1 - terminal_i) * V(s'_i) - V(s_i)                              (TD residual)
+
+and delta_TD = the Wilks order statistic of |d_i| (same p, gamma). It is a one-step quantity: only
+one reward's noise enters, not a whole return's. It does NOT bound |V - V^b| (that would need
+delta_TD / (1 - gamma) in the sup norm); the planner's paired criterion uses it only for the
+difference of V's errors at two leaf states of the same root, under an assumption stated there.
+
 ``lipschitz_term(states, error)`` = sum_j |dV/ds_j (s)| * error_j is the first-order bound on
 |V(s_hat) - V(s)| when every coordinate of the model's state s_hat is within error_j of the real
 state (a local linearisation, stated as such).
@@ -71,8 +81,10 @@ class BaselineValue:
                                      nn.Linear(hidden, 1))
         self.obs_mean, self.obs_std = np.zeros(obs_dim), np.ones(obs_dim)
         self.value_mean, self.value_std = 0.0, 1.0
-        self.error_bound = float("inf")
+        self.error_bound = float("inf")  # delta_V
+        self.td_error_bound = float("inf")  # delta_TD
         self.held_out_errors = np.zeros(0)
+        self.held_out_td_residuals = np.zeros(0)
 
     def _inputs(self, states: np.ndarray) -> torch.Tensor:
         return torch.as_tensor((np.atleast_2d(states) - self.obs_mean) / self.obs_std, dtype=torch.float32)
@@ -89,6 +101,11 @@ class BaselineValue:
         self.network(x).sum().backward()
         gradient = x.grad.numpy().astype(np.float64) * self.value_std / self.obs_std  # dV/ds in raw units
         return np.sum(np.abs(gradient) * np.atleast_2d(error), axis=-1)
+
+    def td_residuals(self, dataset, indices: np.ndarray) -> np.ndarray:
+        """d_i = r_i + gamma (1 - terminal_i) V(s'_i) - V(s_i) for the given transitions."""
+        following = (1.0 - dataset.terminals[indices].astype(np.float64)) * self(dataset.next_observations[indices])
+        return dataset.rewards[indices] + self.discount * following - self(dataset.observations[indices])
 
     def fit(self, dataset, train: np.ndarray, held_out: np.ndarray, *, p: float, gamma: float) -> BaselineValue:
         """Fit on the training indices of ``dataset`` (an OfflineDataset in episode order), then
@@ -116,5 +133,8 @@ class BaselineValue:
         self.held_out_errors = np.abs(self(dataset.observations[held_out]) - returns[held_out])
         rank = wilks_order_statistic(len(held_out), p, gamma)
         self.error_bound = float(np.sort(self.held_out_errors)[rank - 1])
+        # delta_TD: Wilks upper tolerance bound of the TD residual |r + gamma (1 - d) V(s') - V(s)|.
+        self.held_out_td_residuals = self.td_residuals(dataset, held_out)
+        self.td_error_bound = float(np.sort(np.abs(self.held_out_td_residuals))[rank - 1])
         self.returns = returns
         return self

@@ -67,3 +67,19 @@ def test_demo_runs_an_episode_and_reports_how_often_it_switched(tmp_path, capsys
     printed = capsys.readouterr().out
     assert "switched away from the baseline at" in printed
     assert (tmp_path / "calspi-episode.jsonl").stat().st_size > 0
+
+
+def test_smoke_paired_run_and_gap_diagnostics(tmp_path):
+    experiment = _load_experiment()
+    result = experiment.main(["--smoke", "--methods", "baseline", "calspi", "--search", '{"switching": "paired"}',
+                              "--out", str(tmp_path / "paired")])
+    assert {e["method"] for e in result["table"]} == {"baseline", "calspi"}
+    row = result["rows"][0]
+    assert row["search"]["switching"] == "paired" and 0 <= row["td_error_bound"] < float("inf")
+    diagnostics = experiment.main(["--smoke", "--diagnose", "10", "--diagnose-every", "5",
+                                   "--out", str(tmp_path / "diagnose")])["diagnostics"]
+    assert len(diagnostics) == 2 and all(d["states"] == 2 for d in diagnostics)
+    for d in diagnostics:  # each decision: both rules at the same state; no switch without a positive gap
+        for decision in d["decisions"]:
+            assert not decision["switched_paired"] or decision["LB_paired"] > decision["UB_baseline"]
+    assert json.loads((tmp_path / "diagnose" / "gap-diagnostics.json").read_text())[0]["delta_TD"] > 0
