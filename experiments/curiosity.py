@@ -169,7 +169,8 @@ def location_policy(name: str, size: dict[str, Any], kwargs: dict[str, Any]):
 
 LF_POLICY_NAMES = ("random", "random-prior", "uncertainty", "curious-greedy-lp", "greedy-eig", "curious-dad")
 # Run only when asked for with --policies (their weights take minutes to build): the other training configs.
-LF_EXTRA_POLICIES = ("curious-dad-wide", "curious-dad-sharp")
+LF_EXTRA_POLICIES = ("curious-dad-wide", "curious-dad-sharp", "curious-dad-contrastive",
+                     "curious-dad-contrastive-sharp")
 
 
 def result_iii(size: dict[str, Any], seed: int, policies: list[str] | None = None,

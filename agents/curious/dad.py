@@ -14,7 +14,19 @@ telescopes for any in-context learner (the probes are fixed for the episode):
 
 The learner here is the env's own exact learner family, self-normalised importance sampling over
 prior particles (``ParticleLearner``), with ``n_particles`` fresh particles per training batch so the
-policy cannot fit one particle set. The probes are the env's: x̃ ~ N(0, I), ỹ ~ p(· | x̃, θ). The
+policy cannot fit one particle set. With ``include_truth`` (the "contrastive" configs) each
+history's learner also holds that history's own θ as one particle, θ_0 beside θ_1..θ_P ~ p(θ), exactly as the
+contrastive set of sPCE (DAD eq. 7) does:
+
+    w_p ∝ Π_t N(y_t; μ(ξ_t, θ_p), σ²),  p(ỹ | x̃, C) = Σ_{p=0}^{P} w_p N(ỹ; μ(x̃, θ_p), σ²)   (contrastive learner)
+
+The return is still the summed icl_lp of a particle learner, read off its prediction errors on the
+probes (a test checks it against the env's rewards); θ only decides which particles the learner
+holds, and the policy never sees it. Without θ_0 the posterior of a few hundred prior particles
+collapses onto the nearest one within a few designs, after which no design changes the learner's
+predictions: the return stops rewarding information and its gradient vanishes. With θ_0 the
+posterior keeps concentrating on θ_0 as designs rule out the other particles, so more informative
+designs keep earning learning progress. The probes are the env's: x̃ ~ N(0, I), ỹ ~ p(· | x̃, θ). The
 return is differentiable in the designs, both directly and through the outcomes
 y_t = μ(ξ_t, θ) + σ ε_t (reparameterised), so the network is trained by pathwise gradients (DAD's
 estimator, applied to the ICL-LP return instead of sPCE). ``total_icl_lp`` computes the return; a
@@ -64,9 +76,19 @@ class DADConfig:
     hidden: int = 128
     encoding: int = 64
     seed: int = 0
+    # The learner's particle set for a history also holds that history's own θ (the contrastive particle
+    # learner, as θ_0 in sPCE): without it the learner's posterior collapses onto the nearest of a few
+    # hundred prior particles after a handful of designs and later designs earn no learning progress.
+    include_truth: bool = False
 
 
 CONFIGS = {"default": DADConfig(),
+           # The contrastive learner (the truth among the particles), twice the histories per step and a
+           # higher learning rate: the config that learns (docs/curiosity.md, result (iii)).
+           "contrastive": DADConfig(include_truth=True, batch_size=64, learning_rate=3e-3, steps=3000),
+           # The same with four times the particles (the posterior rules them out more slowly) for 1,200 steps.
+           "contrastive-sharp": DADConfig(include_truth=True, n_particles=2048, batch_size=64, learning_rate=3e-3,
+                                          steps=1200),
            # Twice the particles (a sharper learner late in the episode) for half the steps: the same cost.
            "wide": DADConfig(n_particles=1024, steps=800),
            # A sharper learner still (4096 particles) on fewer histories and steps: again the same cost.
@@ -117,19 +139,26 @@ def source_intensity(designs: torch.Tensor, thetas: torch.Tensor, config: DADCon
 
 
 def total_icl_lp(particles: torch.Tensor, designs: torch.Tensor, outcomes: torch.Tensor, probe_x: torch.Tensor,
-                 probe_y: torch.Tensor, config: DADConfig) -> torch.Tensor:
+                 probe_y: torch.Tensor, config: DADConfig,
+                 true_thetas: torch.Tensor | None = None) -> torch.Tensor:
     """Equation (return) for the particle learner: ``(B,)`` from histories ``designs (B, T, 2)``, ``outcomes (B, T)``.
 
     p(ỹ | x̃, C) = Σ_p w_p N(ỹ; μ(x̃, θ_p), σ²) with w_p ∝ Π_t N(y_t; μ(ξ_t, θ_p), σ²) (ParticleLearner);
-    ``probe_x (B, M, 2)``, ``probe_y (B, M)``, uniform probe weights.
+    ``probe_x (B, M, 2)``, ``probe_y (B, M)``, uniform probe weights. With ``true_thetas (B, K, 2)`` the
+    particle set of history b is {θ_b} ∪ particles (the contrastive particle learner, P + 1 particles).
     """
     variance = config.noise_std ** 2
     log_lik = (-0.5 * (outcomes[..., None] - source_intensity(designs, particles, config)) ** 2 / variance).sum(1)
-    log_w = log_lik - torch.logsumexp(log_lik, dim=-1, keepdim=True)  # (B, P)
     probe_log_lik = -0.5 * (probe_y[..., None] - source_intensity(probe_x, particles, config)) ** 2 / variance
+    if true_thetas is not None:
+        own = lambda x: torch.diagonal(source_intensity(x, true_thetas, config), dim1=0, dim2=2).T  # noqa: E731
+        log_lik = torch.cat([(-0.5 * (outcomes - own(designs)) ** 2 / variance).sum(1)[:, None], log_lik], dim=-1)
+        probe_log_lik = torch.cat([(-0.5 * (probe_y - own(probe_x)) ** 2 / variance)[..., None],
+                                   probe_log_lik.expand(len(probe_y), -1, -1)], dim=-1)
+    log_w = log_lik - torch.logsumexp(log_lik, dim=-1, keepdim=True)  # (B, P)
     constant = -0.5 * math.log(2 * math.pi * variance)
     log_after = torch.logsumexp(probe_log_lik + log_w[:, None, :], dim=-1) + constant  # (B, M)
-    log_before = torch.logsumexp(probe_log_lik, dim=-1) - math.log(particles.shape[0]) + constant
+    log_before = torch.logsumexp(probe_log_lik, dim=-1) - math.log(log_w.shape[-1]) + constant
     return (log_after - log_before).mean(dim=1)
 
 
@@ -181,7 +210,8 @@ def train(config: DADConfig, log_every: int = 100) -> tuple[DesignNetwork, dict[
         probe_y = torch.diagonal(probe_mean, dim1=0, dim2=2).T + config.noise_std * draw(config.batch_size,
                                                                                           config.n_probes)
         designs, outcomes = rollout(network, thetas, noise, config)
-        episode_return = total_icl_lp(particles, designs, outcomes, probe_x, probe_y, config).mean()
+        episode_return = total_icl_lp(particles, designs, outcomes, probe_x, probe_y, config,
+                                      thetas if config.include_truth else None).mean()
         optimiser.zero_grad()
         (-episode_return).backward()
         # The intensity peaks sharply at the sources (m = 1e-4), so rare histories give huge gradients.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -29,6 +31,37 @@ def test_training_return_equals_the_sum_of_the_envs_icl_lp_rewards():
     total = dad.total_icl_lp(as_tensor(particles), as_tensor(designs)[None], as_tensor(outcomes)[None],
                              as_tensor(env._probe_x)[None], as_tensor(env._probe_y)[None], SMOKE)
     np.testing.assert_allclose(float(total[0]), sum(rewards), rtol=1e-6, atol=1e-9)
+
+
+def test_with_the_truth_among_the_particles_the_return_is_the_contrastive_learners_summed_icl_lp():
+    """The training learner of ``include_truth`` configs: particles {θ} ∪ prior draws, θ the episode's own."""
+    first = LocationFindingEnv(horizon=6, n_probes=8, record_true_lp=False, n_particles=8)
+    first.reset(seed=5)
+    theta = first._theta  # the episode's θ; the learner does not touch the env's RNG, so a second env draws it again
+    prior = np.random.default_rng(3).standard_normal((64, 2, 2))
+    learner = ParticleLearner(SourceIntensity(0.1, 1e-4), np.concatenate([theta[None], prior]), noise_std=0.5,
+                              design_dim=2)
+    env = LocationFindingEnv(horizon=6, n_probes=8, learner=learner, record_true_lp=False)
+    env.reset(seed=5)
+    np.testing.assert_array_equal(env._theta, theta)
+    rng = np.random.default_rng(0)
+    rewards = [env.step(rng.uniform(-0.5, 0.5, 2).astype(np.float32))[1] for _ in range(6)]
+    designs, outcomes = env.context
+    as_tensor = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
+    total = dad.total_icl_lp(as_tensor(prior), as_tensor(designs)[None], as_tensor(outcomes)[None],
+                             as_tensor(env._probe_x)[None], as_tensor(env._probe_y)[None], SMOKE,
+                             true_thetas=as_tensor(theta)[None])
+    np.testing.assert_allclose(float(total[0]), sum(rewards), rtol=1e-6, atol=1e-9)
+
+
+def test_training_with_the_truth_among_the_particles_is_deterministic_and_changes_the_designs():
+    tiny = dataclasses.replace(SMOKE, include_truth=True, steps=3)
+    (first, history), (second, _) = dad.train(tiny), dad.train(tiny)
+    untrained = dad.DesignNetwork(tiny)
+    for a, b in zip(first.parameters(), second.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert not torch.equal(first.schedule, untrained.schedule)
+    assert all(np.isfinite(history["mean_return_per_block"]))
 
 
 def test_the_return_is_differentiable_through_designs_and_outcomes():
