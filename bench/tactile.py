@@ -103,31 +103,26 @@ def single_env(steps: int, trials: int) -> dict[str, Any]:
 
 def vector_env(sizes: tuple[int, ...], env_steps: int, trials: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
+
+    def measure(label: str, env: TactilePerceptionVectorEnv) -> None:
+        env.reset(seed=0)
+        actions = _actions(env.num_envs, max(4, env_steps // env.num_envs))
+
+        def run():
+            for action in actions:
+                env.step(action)
+
+        run()  # warm-up: compiles the kernel and touches every buffer once
+        _record(results, label, _rate(run, env.num_envs * len(actions), trials))
+
     for backend in _backends():
         for n in sizes:
             env = TactilePerceptionVectorEnv(n, objects_per_split=OBJECTS)
             env.sim.renderer.backend = backend
-            env.reset(seed=0)
-            actions = _actions(n, max(4, env_steps // n))
-
-            def run():
-                for action in actions:
-                    env.step(action)
-
-            run()
-            _record(results, f"n={n}_{backend}", _rate(run, n * len(actions), trials))
+            measure(f"n={n}_{backend}", env)
     if kernels.AVAILABLE:  # the same batch split over the two cores (render_threads=2)
         n = sizes[-1]
-        env = TactilePerceptionVectorEnv(n, objects_per_split=OBJECTS, render_threads=2)
-        env.reset(seed=0)
-        actions = _actions(n, max(4, env_steps // n))
-
-        def run_threads():
-            for action in actions:
-                env.step(action)
-
-        run_threads()
-        _record(results, f"n={n}_numba_2_threads", _rate(run_threads, n * len(actions), trials))
+        measure(f"n={n}_numba_2_threads", TactilePerceptionVectorEnv(n, objects_per_split=OBJECTS, render_threads=2))
     # a loop over 8 single envs, the way a generic vectoriser steps them
     n = 8
     singles = [TactilePerceptionEnv(objects_per_split=OBJECTS) for _ in range(n)]
