@@ -13,7 +13,7 @@ import pytest
 from gauntlet.agents.calspi.calibration import wilks_order_statistic
 from gauntlet.agents.calspi.value import BaselineValue, ValueFitConfig
 from gauntlet.envs.safe_control.datasets import OfflineDataset
-from tests.safe_control.test_value_and_multistep import ConstantValue, _edges, planner
+from tests.safe_control.test_value_and_multistep import ConstantValue, _chain_dataset, _edges, planner
 
 
 class ConstantValueTD(ConstantValue):
@@ -22,13 +22,9 @@ class ConstantValueTD(ConstantValue):
         self.td_error_bound = td_error_bound
 
 
-def _noisy_chain(episodes: int = 40, length: int = 20, seed: int = 0) -> OfflineDataset:
-    """Observation = steps left; reward 1 + N(0, 1) per step (so single returns are noisy); terminates."""
-    left = np.tile(np.arange(length, 0, -1, dtype=float), episodes)[:, None]
-    terminals = np.tile(np.arange(length) == length - 1, episodes)
-    n = len(left)
-    rewards = 1.0 + np.random.default_rng(seed).standard_normal(n)
-    return OfflineDataset(left, np.zeros((n, 1)), rewards, left - 1, terminals, np.zeros(n, bool))
+def _noisy_chain() -> OfflineDataset:
+    """Steps-left chain with reward 1 + N(0, 1) per step, so single returns are noisy."""
+    return _chain_dataset(episodes=40, reward_noise=1.0)
 
 
 def test_td_bound_is_the_wilks_order_statistic_of_the_residuals_and_below_the_return_bound():

@@ -23,12 +23,14 @@ def test_returns_to_go_bootstrap_only_where_an_episode_was_cut_not_where_it_term
     np.testing.assert_allclose(g, [1 + 0.5 * 2, 2, 3 + 0.5 * (4 + 0.5 * 10), 4 + 0.5 * 10, 5 + 0.5 * 20])
 
 
-def _chain_dataset(episodes: int = 30, length: int = 20) -> OfflineDataset:
-    """Reward 1 per step, the observation is the number of steps left, each episode terminates."""
+def _chain_dataset(episodes: int = 30, length: int = 20, reward_noise: float = 0.0, seed: int = 0) -> OfflineDataset:
+    """Reward 1 (+ N(0, reward_noise^2)) per step, the observation is the number of steps left, each
+    episode terminates."""
     left = np.tile(np.arange(length, 0, -1, dtype=float), episodes)[:, None]
     terminals = np.tile(np.arange(length) == length - 1, episodes)
     n = len(left)
-    return OfflineDataset(left, np.zeros((n, 1)), np.ones(n), left - 1, terminals, np.zeros(n, bool))
+    rewards = 1.0 + reward_noise * np.random.default_rng(seed).standard_normal(n)
+    return OfflineDataset(left, np.zeros((n, 1)), rewards, left - 1, terminals, np.zeros(n, bool))
 
 
 def test_value_fits_discounted_returns_and_its_error_bound_is_the_wilks_order_statistic():
