@@ -1,8 +1,9 @@
-"""A curious policy's designs on location finding, as a saved plot (trains nothing; seconds).
+"""Curious policies' designs on location finding, as a saved plot (trains nothing; seconds).
 
-The curious policy is ``GreedyLPAgent``: each design maximises the expected learning progress that
-the in-context learner (here the particle posterior predictive) predicts for itself. It is drawn
-beside the random policy on the same hidden sources, with the final posterior particles of each.
+Three policies on the same hidden sources, each with the final posterior particles of its history:
+the trained curious policy ``curious-belief`` (REINFORCE on the icl_lp reward, weights shipped with
+the package), the untrained curious policy ``GreedyLPAgent`` (each design maximises the expected
+learning progress the in-context learner predicts for itself) and the random policy.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 
 import gauntlet
+from gauntlet.agents.curious.belief import CuriousBeliefAgent
 from gauntlet.agents.curious.policies import GreedyLPAgent, RandomDesignAgent
 
 # Small enough to run in seconds; the env's defaults (4096 particles, T = 30) are for experiments.
@@ -29,8 +31,10 @@ def run_demo(out_dir: Path) -> None:
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    figure, axes = plt.subplots(1, 2, figsize=(10, 5), sharex=True, sharey=True)
-    policies = (("curious (greedy expected ICL-LP)", GreedyLPAgent("LocationFinding-v0", n_outcomes=2, **DEMO_ENV)),
+    figure, axes = plt.subplots(1, 3, figsize=(15, 5), sharex=True, sharey=True)
+    policies = (("trained curious\n(REINFORCE on ICL-LP)", CuriousBeliefAgent()),
+                ("untrained curious\n(greedy expected ICL-LP)",
+                 GreedyLPAgent("LocationFinding-v0", n_outcomes=2, **DEMO_ENV)),
                 ("random", RandomDesignAgent("LocationFinding-v0", **DEMO_ENV)))
     for axis, (title, agent) in zip(axes, policies):
         env = gym.make("gauntlet/LocationFinding-v0", **DEMO_ENV)

@@ -9,7 +9,7 @@ def register() -> None:
     module = "gauntlet.agents.curious.policies"
     # The data versions are literals here so that registering imports nothing heavy (torch, SB3);
     # tests check that they equal the modules' DATA_VERSION.
-    dad_version, ppo_version = "2", "1"
+    dad_version, ppo_version, belief_version = "2", "1", "1"
     registry.add("agent", "curious-random", f"{module}:RandomDesignAgent",
                  "uniform designs from a curiosity env's candidate set (config: env_id=...)")
     registry.add("agent", "curious-uncertainty", f"{module}:UncertaintySamplingAgent",
@@ -27,6 +27,12 @@ def register() -> None:
     registry.add("data", "curiosity-dad-policy", "gauntlet.agents.curious.dad:build",
                  "weights of the curious design network (pathwise gradients on summed icl_lp, location finding)",
                  version=dad_version)
+    registry.add("agent", "curious-belief", "gauntlet.agents.curious.belief:CuriousBeliefAgent",
+                 "location finding: a policy over the learner's belief map trained by REINFORCE on the icl_lp "
+                 "reward (config: config=default|smoke)")
+    registry.add("data", "curiosity-belief-policy", "gauntlet.agents.curious.belief:build",
+                 "weights of the curious belief-map policy (REINFORCE on icl_lp, location finding)",
+                 version=belief_version)
     registry.add("data", "curiosity-ppo-policy", "gauntlet.agents.curious.ppo:build_named",
                  "weights of the curious PPO policy (icl_lp on ActiveRegression-v0)", version=ppo_version)
     registry.add("agent", "curious-greedy-eig", f"{module}:GreedyEIGAgent",
