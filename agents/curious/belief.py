@@ -56,12 +56,13 @@ import torch
 from torch import nn
 
 from gauntlet.agent import Agent
+from gauntlet.agents.curious.dad import DESIGN_BOUND
+from gauntlet.agents.curious.dad import source_intensity as intensity  # μ(ξ, θ): designs (..., 2), θ (P, K, 2)
 from gauntlet.datacache import ensure_built
 from gauntlet.fileio import write_atomically
 
 DATA_NAME = "curiosity-belief-policy"
 DATA_VERSION = "1"
-DESIGN_BOUND = 4.0
 SHIPPED = Path(__file__).with_name("belief_default.json")
 
 
@@ -94,13 +95,6 @@ def design_grid(config: BeliefConfig) -> torch.Tensor:
     """The candidate designs ``(G, 2)`` in env units, row-major like ``policies.candidates``."""
     axis = torch.linspace(-1.0, 1.0, config.grid, dtype=torch.float64)
     return DESIGN_BOUND * torch.stack(torch.meshgrid(axis, axis, indexing="ij"), dim=-1).reshape(-1, 2)
-
-
-def intensity(designs: torch.Tensor, thetas: torch.Tensor, config: BeliefConfig) -> torch.Tensor:
-    """μ(ξ, θ) = log(b + Σ_k 1 / (m + ‖ξ − θ_k‖²)): ``designs (..., 2)``, ``thetas (P, K, 2)`` -> ``(..., P)``."""
-    dx = designs[..., None, None, 0] - thetas[..., 0]
-    dy = designs[..., None, None, 1] - thetas[..., 1]
-    return torch.log(config.background + (1.0 / (config.max_signal + dx * dx + dy * dy)).sum(-1))
 
 
 def own_intensity(designs: torch.Tensor, thetas: torch.Tensor, config: BeliefConfig) -> torch.Tensor:
