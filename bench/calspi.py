@@ -92,9 +92,9 @@ def measure(domain: str, *, decisions: int, quick: bool) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = bench_parser("calspi", __doc__)
-    parser.add_argument("--domain", action="append", help="domain(s) to measure (default: all three)")
+    parser.add_argument("--domain", action="append", help="domain(s) to measure (default: all four)")
     args = parser.parse_args(argv)
-    domains = args.domain or ["InvertedPendulum", "Hopper", "HalfCheetah"]
+    domains = args.domain or ["InvertedPendulum", "Hopper", "HalfCheetah", "Swimmer"]
     report = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                           "gauntlet": gauntlet.__version__},
               "domains": [measure(d, decisions=20 if args.quick else 100, quick=args.quick) for d in domains]}

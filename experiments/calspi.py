@@ -288,7 +288,7 @@ def _write_json(path: Path, data: Any) -> None:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--domains", nargs="+", default=["InvertedPendulum", "Hopper", "HalfCheetah"])
+    parser.add_argument("--domains", nargs="+", default=["InvertedPendulum", "Hopper", "HalfCheetah", "Swimmer"])
     parser.add_argument("--sizes", nargs="+", type=int, default=[2_000, 10_000, 50_000])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--seed-start", type=int, default=0, help="first seed (to split a grid over processes)")

@@ -158,21 +158,66 @@ def export_episodes(dataset: OfflineDataset, path: str | os.PathLike[str], *, en
     """
     from gauntlet.episode import AgentSpec, EpisodeHeader, EpisodeWriter, Outcome
 
+    parts = _episode_slices(dataset)
+    with EpisodeWriter(path) as writer:
+        for number, part in enumerate(parts):
+            writer.begin(EpisodeHeader(run_id=run_id, episode_id=f"{run_id}-{number}", env_id=env_id,
+                                       agent=AgentSpec(name="calspi-baseline-with-noise"),
+                                       initial_observation=dataset.observations[part.start]))
+            for index, t in enumerate(range(part.start, part.stop)):
+                writer.step(index, dataset.next_observations[t], dataset.actions[t].tolist(),
+                            float(dataset.rewards[t]), bool(dataset.terminals[t]), bool(dataset.timeouts[t]), {})
+            writer.end(Outcome(score=float(dataset.rewards[part].sum())))
+    return len(parts)
+
+
+def _episode_slices(dataset: OfflineDataset) -> list[slice]:
+    """One slice per dataset episode; a trailing episode with neither flag (a dataset cut at ``size``) counts too."""
     ends = np.flatnonzero(dataset.episode_ends)
     if len(ends) == 0 or ends[-1] != len(dataset) - 1:
         ends = np.append(ends, len(dataset) - 1)
-    start = 0
-    with EpisodeWriter(path) as writer:
-        for number, end in enumerate(ends):
-            writer.begin(EpisodeHeader(run_id=run_id, episode_id=f"{run_id}-{number}", env_id=env_id,
-                                       agent=AgentSpec(name="calspi-baseline-with-noise"),
-                                       initial_observation=dataset.observations[start]))
-            for index, t in enumerate(range(start, end + 1)):
-                writer.step(index, dataset.next_observations[t], dataset.actions[t].tolist(),
-                            float(dataset.rewards[t]), bool(dataset.terminals[t]), bool(dataset.timeouts[t]), {})
-            writer.end(Outcome(score=float(dataset.rewards[start:end + 1].sum())))
-            start = end + 1
-    return len(ends)
+    return [slice(start, end + 1) for start, end in zip(np.concatenate([[0], ends[:-1] + 1]), ends)]
+
+
+def export_minari(dataset: OfflineDataset, dataset_id: str, *, env_id: str,
+                  datasets_path: str | os.PathLike[str] | None = None, description: str | None = None):
+    """Write ``dataset`` as a local Minari dataset (HDF5) called ``dataset_id``; returns the loaded ``MinariDataset``.
+
+    Minari keeps T + 1 observations per episode: an episode's observations are its ``observations``
+    followed by its last ``next_observations``. ``terminations`` / ``truncations`` are the dataset's
+    ``terminals`` / ``timeouts``; the trailing episode of a dataset cut at its size (neither flag) is
+    marked truncated. ``datasets_path`` overrides ``MINARI_DATASETS_PATH`` (default ``~/.minari/datasets``)
+    for this call. Nothing is downloaded. Needs ``minari[hdf5]`` (in the ``mujoco`` extra).
+    """
+    try:
+        import minari
+        from minari.data_collector import EpisodeBuffer
+    except ImportError:
+        raise RuntimeError("Minari export needs Minari with HDF5: pip install 'minari[hdf5]>=0.5'") from None
+    buffers = []
+    for number, part in enumerate(_episode_slices(dataset)):
+        truncations = dataset.timeouts[part].copy()
+        if not (dataset.terminals[part][-1] or truncations[-1]):
+            truncations[-1] = True
+        observations = np.concatenate([dataset.observations[part], dataset.next_observations[part][-1:]])
+        buffers.append(EpisodeBuffer(id=number, observations=list(observations), actions=list(dataset.actions[part]),
+                                     rewards=dataset.rewards[part].tolist(),
+                                     terminations=dataset.terminals[part].tolist(), truncations=truncations.tolist()))
+    previous = os.environ.get("MINARI_DATASETS_PATH")
+    if datasets_path is not None:
+        os.environ["MINARI_DATASETS_PATH"] = str(datasets_path)
+    try:
+        description = description or (f"Cal-SPI offline dataset: the frozen baseline of {env_id} with Gaussian "
+                                      f"exploration noise, {len(dataset)} transitions (gauntlet.envs.safe_control)")
+        return minari.create_dataset_from_buffers(dataset_id, buffers, env=env_id, eval_env=env_id,
+                                                  algorithm_name="calspi-baseline-with-noise", author="Gauntlet",
+                                                  description=description, data_format="hdf5")
+    finally:
+        if datasets_path is not None:
+            if previous is None:
+                os.environ.pop("MINARI_DATASETS_PATH", None)
+            else:
+                os.environ["MINARI_DATASETS_PATH"] = previous
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -185,6 +230,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--domains", nargs="+", default=sorted(DOMAINS))
     parser.add_argument("--sizes", nargs="+", type=int, default=list(DATASET_SIZES))
     parser.add_argument("--seeds", type=int, default=1, help="dataset seeds 0..N-1")
+    parser.add_argument("--minari", type=Path, default=None, metavar="DIR",
+                        help="also export each dataset as a Minari dataset under DIR "
+                             "(id gauntlet/calspi-<domain>-<size>-seed<seed>-v0)")
     args = parser.parse_args(argv)
     for domain in args.domains:
         for size in args.sizes:
@@ -192,6 +240,12 @@ def main(argv: list[str] | None = None) -> None:
                 data = load_dataset(domain, size, seed=seed)
                 print(f"{domain} size={size} seed={seed}: {len(data)} transitions, "
                       f"{int(data.episode_ends.sum())} episodes, mean reward {data.rewards.mean():.3f}", flush=True)
+                dataset_id = f"gauntlet/calspi-{domain.lower()}-{size}-seed{seed}-v0"
+                if args.minari is not None and (args.minari / dataset_id).exists():
+                    print(f"  Minari dataset {dataset_id} already exists under {args.minari}; left as it is")
+                elif args.minari is not None:
+                    export_minari(data, dataset_id, env_id=DOMAINS[domain].gym_id, datasets_path=args.minari)
+                    print(f"  exported as Minari dataset {dataset_id} under {args.minari}", flush=True)
 
 
 if __name__ == "__main__":

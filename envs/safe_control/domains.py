@@ -44,6 +44,7 @@ DOMAINS: dict[str, Domain] = {
     "InvertedPendulum": Domain("InvertedPendulum", "InvertedPendulum-v5", 1000, _pendulum_terminal),
     "Hopper": Domain("Hopper", "Hopper-v5", 1000, _hopper_terminal),
     "HalfCheetah": Domain("HalfCheetah", "HalfCheetah-v5", 1000, _never_terminal),
+    "Swimmer": Domain("Swimmer", "Swimmer-v5", 1000, _never_terminal),
 }
 
 

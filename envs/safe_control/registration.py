@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-DOMAIN_NAMES = ("InvertedPendulum", "Hopper", "HalfCheetah")
+DOMAIN_NAMES = ("InvertedPendulum", "Hopper", "HalfCheetah", "Swimmer")
 
 
 def register() -> None:

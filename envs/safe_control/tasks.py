@@ -24,11 +24,12 @@ class CalSPITaskEnv(gym.Env):
 
     ## Action Space
     The domain's: ``Box(-1, 1, (1,))`` scaled to ``[-3, 3]`` for InvertedPendulum, ``Box(-1, 1, (3,))``
-    for Hopper, ``Box(-1, 1, (6,))`` for HalfCheetah (joint torques). An action outside the box, of
-    the wrong shape, or not finite is refused with a ``ValueError`` naming the expected space.
+    for Hopper, ``Box(-1, 1, (6,))`` for HalfCheetah, ``Box(-1, 1, (2,))`` for Swimmer (joint torques).
+    An action outside the box, of the wrong shape, or not finite is refused with a ``ValueError``
+    naming the expected space.
 
     ## Observation Space
-    The domain's ``-v5`` observation (4, 11 and 17 dimensions respectively).
+    The domain's ``-v5`` observation (4, 11, 17 and 8 dimensions respectively).
 
     ## Rewards
     The domain's ``-v5`` reward, unchanged.
@@ -40,7 +41,7 @@ class CalSPITaskEnv(gym.Env):
     The domain's termination rule (``gauntlet.envs.safe_control.domains``); truncation at 1000 steps.
 
     ## Arguments
-    ``domain`` (``"InvertedPendulum"``, ``"Hopper"``, ``"HalfCheetah"``), ``dataset_size``
+    ``domain`` (``"InvertedPendulum"``, ``"Hopper"``, ``"HalfCheetah"``, ``"Swimmer"``), ``dataset_size``
     (transitions; 2k, 10k, 50k, 200k are the documented sizes), ``dataset_seed``, ``noise_std``
     (exploration noise as a fraction of the half action range).
 

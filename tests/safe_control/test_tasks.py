@@ -8,10 +8,10 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import gauntlet
-from gauntlet.envs.safe_control.datasets import OfflineDataset, export_episodes, load_dataset
+from gauntlet.envs.safe_control.datasets import OfflineDataset, export_episodes, export_minari, load_dataset
 from gauntlet.testing import check_branchable
 
-DOMAINS = ("InvertedPendulum", "Hopper", "HalfCheetah")
+DOMAINS = ("InvertedPendulum", "Hopper", "HalfCheetah", "Swimmer")
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
@@ -94,6 +94,26 @@ def test_export_writes_episode_records_that_load_back(tmp_path):
     assert episodes[0].outcome.score == pytest.approx(data.rewards[: len(episodes[0].steps)].sum())
 
 
+def test_minari_export_loads_back_with_every_transition(tmp_path, monkeypatch):
+    minari = pytest.importorskip("minari")
+    data = load_dataset("Hopper", 400, seed=0)  # Hopper falls: episodes end by termination, and one is cut
+    exported = export_minari(data, "gauntlet/calspi-hopper-400-v0", env_id="Hopper-v5", datasets_path=tmp_path)
+    assert exported.total_steps == len(data)
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
+    loaded = minari.load_dataset("gauntlet/calspi-hopper-400-v0")
+    start = 0
+    for episode in loaded.iterate_episodes():
+        stop = start + len(episode.rewards)
+        np.testing.assert_allclose(episode.observations[:-1], data.observations[start:stop])
+        np.testing.assert_allclose(episode.observations[-1], data.next_observations[stop - 1])
+        np.testing.assert_allclose(episode.actions, data.actions[start:stop])
+        np.testing.assert_allclose(episode.rewards, data.rewards[start:stop])
+        np.testing.assert_array_equal(episode.terminations, data.terminals[start:stop])
+        start = stop
+    assert start == len(data)
+    assert loaded.total_episodes == int(data.episode_ends.sum()) + (0 if data.episode_ends[-1] else 1)
+
+
 def test_the_cli_builder_and_load_dataset_share_one_cache_entry():
     from gauntlet.datacache import entry_dir
 
@@ -111,7 +131,7 @@ def test_the_frozen_pendulum_baseline_is_what_its_training_command_reproduces():
     np.testing.assert_array_equal(trained.obs_mean, frozen.obs_mean)
 
 
-@pytest.mark.parametrize("domain", ["InvertedPendulum", "Hopper", "HalfCheetah"])
+@pytest.mark.parametrize("domain", DOMAINS)
 def test_baselines_are_package_resources_so_a_wheel_carries_them(domain):
     from importlib import resources
 
