@@ -45,19 +45,22 @@ from gauntlet.envs.curiosity.rule_discovery import optimal_expected_queries, rul
 from gauntlet.runner import episode_seed
 
 SIZES: dict[str, dict[str, Any]] = {
-    "smoke": {"transformer": "smoke", "ppo": ["smoke"], "dad": "smoke", "regression_episodes": 4, "episodes": 4,
+    "smoke": {"transformer": "smoke", "ppo": ["smoke"], "dad": "smoke", "belief": "smoke", "regression_episodes": 4,
+              "episodes": 4,
               "lf_agreement_episodes": 2, "lf_horizon": 4, "lf_bound_episodes": 2,
               "lf_particles": 256, "contrastive": 2_000, "rule_bits": 3, "rule_episodes": 4, "dfa_states": 2,
               "grid_episodes": 3, "grid_horizon": 20},
     # (iii) alone at T = 30 with few histories, for a machine without an hour to spare.
-    "medium": {"dad": "default", "lf_horizon": 30, "lf_bound_episodes": 4, "lf_particles": 512,
+    "medium": {"dad": "default", "belief": "default", "lf_horizon": 30, "lf_bound_episodes": 4, "lf_particles": 512,
                "contrastive": 100_000},
     # Histories per policy in (iii): the lookahead policies cost seconds (greedy EIG) to minutes
     # (greedy LP) per history; the others cost only the bound.
-    "full": {"transformer": "default", "ppo": ["default"], "dad": "default", "regression_episodes": 50,
+    "full": {"transformer": "default", "ppo": ["default"], "dad": "default", "belief": "default",
+             "regression_episodes": 50,
              "episodes": 200, "lf_agreement_episodes": 20, "lf_horizon": 30,
-             "lf_bound_episodes": {"random": 100, "random-prior": 100, "curious-dad": 100, "uncertainty": 30,
-                                   "greedy-eig": 12, "curious-greedy-lp": 4},
+             "lf_bound_episodes": {"random": 100, "random-prior": 100, "curious-dad": 100,
+                                   "curious-belief": 100, "uncertainty": 30,
+                                   "greedy-eig": 30, "curious-greedy-lp": 4},
              "lf_particles": 1024, "contrastive": 100_000, "rule_bits": 4, "rule_episodes": 200, "dfa_states": 3,
              "grid_episodes": 200, "grid_horizon": 30},
 }
@@ -160,6 +163,10 @@ def location_policy(name: str, size: dict[str, Any], kwargs: dict[str, Any]):
         from gauntlet.agents.curious.dad import CuriousDADAgent
 
         return CuriousDADAgent(size["dad"])
+    if name == "curious-belief":
+        from gauntlet.agents.curious.belief import CuriousBeliefAgent
+
+        return CuriousBeliefAgent(size["belief"])
     if name in LF_EXTRA_POLICIES:
         from gauntlet.agents.curious.dad import CuriousDADAgent
 
@@ -167,7 +174,8 @@ def location_policy(name: str, size: dict[str, Any], kwargs: dict[str, Any]):
     return POLICIES[name]("LocationFinding-v0", **{**kwargs, **LF_PLANNING.get(name, {})})
 
 
-LF_POLICY_NAMES = ("random", "random-prior", "uncertainty", "curious-greedy-lp", "greedy-eig", "curious-dad")
+LF_POLICY_NAMES = ("random", "random-prior", "uncertainty", "curious-greedy-lp", "greedy-eig", "curious-dad",
+                   "curious-belief")
 # Run only when asked for with --policies (their weights take minutes to build): the other training configs.
 LF_EXTRA_POLICIES = ("curious-dad-wide", "curious-dad-sharp", "curious-dad-contrastive",
                      "curious-dad-contrastive-sharp")
@@ -176,26 +184,13 @@ LF_EXTRA_POLICIES = ("curious-dad-wide", "curious-dad-sharp", "curious-dad-contr
 def result_iii(size: dict[str, Any], seed: int, policies: list[str] | None = None,
                earlier: dict[str, Any] | None = None) -> dict[str, Any]:
     """sPCE/sNMC per policy; ``policies`` reruns a subset and keeps the others from ``earlier``."""
-    kwargs = {"horizon": size["lf_horizon"], "n_particles": size["lf_particles"], "record_true_lp": False,
-              "reward_mode": "none"}
-    intensity = SourceIntensity(0.1, 1e-4)
+    kwargs = lf_kwargs(size)
     results = {name: value for name, value in (earlier or {}).items()
                if name in LF_POLICY_NAMES + LF_EXTRA_POLICIES}
     for name in policies or LF_POLICY_NAMES:
-        started = time.perf_counter()
         count = size["lf_bound_episodes"]
         count = count["curious-dad" if name in LF_EXTRA_POLICIES else name] if isinstance(count, dict) else count
-        episodes = run_episodes("LocationFinding-v0", location_policy(name, size, kwargs), count, seed, **kwargs)
-        designs = np.array([[step.privileged["design"] for step in e.steps] for e in episodes])
-        outcomes = np.array([[step.privileged["outcome"] for step in e.steps] for e in episodes])
-        thetas = np.array([e.steps[0].privileged["theta"] for e in episodes])
-        bounds = spce_snmc(intensity, designs, outcomes, thetas, noise_std=0.5,
-                           sample_prior=lambda rng, n: rng.standard_normal((n, 2, 2)),
-                           n_contrastive=size["contrastive"], rng=np.random.default_rng(seed))
-        results[name] = {"histories": count, "spce": mean_ci(bounds["spce"]), "snmc": mean_ci(bounds["snmc"]),
-                         "spce_per_history": bounds["spce"].tolist(), "snmc_per_history": bounds["snmc"].tolist(),
-                         "seconds": time.perf_counter() - started,
-                         "designs_first_episode": designs[0].tolist(), "theta_first_episode": thetas[0].tolist()}
+        results[name] = history_bounds(location_policy(name, size, kwargs), count, size, seed, kwargs)
         print(f"(iii) {name}: {count} histories, sPCE {results[name]['spce']['mean']:.3f} in "
               f"{results[name]['seconds']:.0f} s", file=sys.stderr)
     results["contrastive_samples_L"] = size["contrastive"]
@@ -203,11 +198,61 @@ def result_iii(size: dict[str, Any], seed: int, policies: list[str] | None = Non
     return with_paired_differences(results)
 
 
+def lf_kwargs(size: dict[str, Any]) -> dict[str, Any]:
+    return {"horizon": size["lf_horizon"], "n_particles": size["lf_particles"], "record_true_lp": False,
+            "reward_mode": "none"}
+
+
+def history_bounds(agent, count: int, size: dict[str, Any], seed: int, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """sPCE/sNMC of ``count`` location-finding histories of ``agent`` (history i seeded by i, as for every policy)."""
+    started = time.perf_counter()
+    episodes = run_episodes("LocationFinding-v0", agent, count, seed, **kwargs)
+    designs = np.array([[step.privileged["design"] for step in e.steps] for e in episodes])
+    outcomes = np.array([[step.privileged["outcome"] for step in e.steps] for e in episodes])
+    thetas = np.array([e.steps[0].privileged["theta"] for e in episodes])
+    bounds = spce_snmc(SourceIntensity(0.1, 1e-4), designs, outcomes, thetas, noise_std=0.5,
+                       sample_prior=lambda rng, n: rng.standard_normal((n, 2, 2)),
+                       n_contrastive=size["contrastive"], rng=np.random.default_rng(seed))
+    return {"histories": count, "spce": mean_ci(bounds["spce"]), "snmc": mean_ci(bounds["snmc"]),
+            "spce_per_history": bounds["spce"].tolist(), "snmc_per_history": bounds["snmc"].tolist(),
+            "seconds": time.perf_counter() - started,
+            "designs_first_episode": designs[0].tolist(), "theta_first_episode": thetas[0].tolist()}
+
+
+def belief_training_seeds(size: dict[str, Any], seed: int, training_seeds: list[int],
+                          iii: dict[str, Any]) -> dict[str, Any]:
+    """Retrain ``curious-belief`` (its config, other training seeds; not cached) and bound its histories.
+
+    Paired differences against prior-random and greedy EIG come from ``iii`` (the same θ per history)."""
+    import dataclasses
+
+    from gauntlet.agents.curious import belief
+
+    config = belief.CONFIGS[size["belief"]]
+    out = {}
+    for training_seed in training_seeds:
+        network, history = belief.train(dataclasses.replace(config, seed=training_seed))
+        agent = belief.CuriousBeliefAgent(size["belief"])
+        agent.network = network.eval()
+        count = size["lf_bound_episodes"]
+        count = count["curious-belief"] if isinstance(count, dict) else count
+        row = history_bounds(agent, count, size, seed, lf_kwargs(size))
+        mine = np.array(row["spce_per_history"])
+        row["training"] = history
+        row["paired_difference_minus"] = {
+            name: mean_ci(mine[:n] - np.array(iii[name]["spce_per_history"][:n]))
+            for name in ("random-prior", "uncertainty", "greedy-eig") if name in iii
+            for n in [min(len(mine), len(iii[name]["spce_per_history"]))]}
+        out[str(training_seed)] = row
+        print(f"(iii) curious-belief, training seed {training_seed}: sPCE {row['spce']['mean']:.3f}", file=sys.stderr)
+    return out
+
+
 def with_paired_differences(results: dict[str, Any]) -> dict[str, Any]:
     """Add sPCE(trained) − sPCE(other) per history for each trained policy present, paired by history index
     (the same θ): ``paired_spce_difference_curious_dad_minus`` and ``..._curious_dad_wide_minus``."""
     names = [name for name in LF_POLICY_NAMES + LF_EXTRA_POLICIES if name in results]
-    for trained in ("curious-dad", *LF_EXTRA_POLICIES):
+    for trained in ("curious-dad", "curious-belief", *LF_EXTRA_POLICIES):
         if trained not in results:
             continue
         mine = np.array(results[trained]["spce_per_history"])
@@ -382,7 +427,7 @@ def run(size_name: str, out: Path, seed: int = 0, only: list[str] | None = None,
     if only and previous.is_file():
         earlier = json.loads(previous.read_text())
         if (earlier.get("size"), earlier.get("seed")) == (size_name, seed):
-            results.update({key: earlier[key] for key in RESULTS if key in earlier})
+            results.update({key: earlier[key] for key in (*RESULTS, "iii_belief_training_seeds") if key in earlier})
     for key, function in RESULTS.items():
         if only and key not in only:
             continue
@@ -411,6 +456,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", default=None, help="comma-separated subset of i,ii,iii,iv,v (others kept)")
     parser.add_argument("--policies", default=None,
                         help=f"comma-separated subset of the (iii) policies {','.join(LF_POLICY_NAMES)} (others kept)")
+    parser.add_argument("--belief-seeds", default=None, metavar="SEEDS",
+                        help="comma-separated training seeds: retrain curious-belief with each and add their (iii) "
+                             "bounds to OUT/results.json (needs (iii) there)")
     parser.add_argument("--replot", action="store_true",
                         help="only redraw the figures from OUT/results.json (and recompute (iii)'s paired differences)")
     args = parser.parse_args(argv)
@@ -420,6 +468,17 @@ def main(argv: list[str] | None = None) -> None:
             results["iii"] = with_paired_differences(results["iii"])
             write_json_atomic(args.out / "results.json", results)
         print("\n".join(str(path) for path in plot(results, args.out)))
+        return
+    if args.belief_seeds:
+        previous = args.out / "results.json"
+        results = json.loads(previous.read_text()) if previous.is_file() else {}
+        if "iii" not in results or results.get("size") != args.size:
+            raise SystemExit(f"error: --belief-seeds needs result (iii) at size {args.size} in {previous}; run --only iii first")
+        seeds = [int(value) for value in args.belief_seeds.split(",")]
+        results["iii_belief_training_seeds"] = {
+            **results.get("iii_belief_training_seeds", {}),
+            **belief_training_seeds(SIZES[args.size], results["seed"], seeds, results["iii"])}
+        write_json_atomic(previous, results)
         return
     try:
         results = run(args.size, args.out, args.seed, args.only.split(",") if args.only else None,
