@@ -38,4 +38,4 @@ def register() -> None:
     registry.add("agent", "curious-greedy-eig", f"{module}:GreedyEIGAgent",
                  "the candidate design with the largest expected information gain (config: env_id=...)")
     registry.add("demo", "curiosity", "gauntlet.agents.curious.demo:run_demo",
-                 "a curious policy's designs on location finding beside a random policy's (saved plot)")
+                 "the trained curious policy's designs on location finding beside greedy LP and random (saved plot)")
