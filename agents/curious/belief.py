@@ -56,7 +56,7 @@ import torch
 from torch import nn
 
 from gauntlet.agent import Agent
-from gauntlet.agents.curious.dad import DESIGN_BOUND
+from gauntlet.agents.curious.dad import DESIGN_BOUND, train_and_save
 from gauntlet.agents.curious.dad import source_intensity as intensity  # μ(ξ, θ): designs (..., 2), θ (P, K, 2)
 from gauntlet.datacache import ensure_built
 from gauntlet.fileio import write_atomically
@@ -203,14 +203,7 @@ def build(folder: Path, config: str = "default") -> None:
     """Train the policy of ``CONFIGS[config]``; write ``weights.pt`` and ``training.json``."""
     if config not in CONFIGS:
         raise ValueError(f"config must be one of {sorted(CONFIGS)}; got {config!r}")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread: the same weights on every machine with the same torch
-    try:
-        network, history = train(CONFIGS[config])
-    finally:
-        torch.set_num_threads(threads)
-    torch.save(network.state_dict(), Path(folder) / "weights.pt")
-    (Path(folder) / "training.json").write_text(json.dumps({"config": asdict(CONFIGS[config]), **history}, indent=1))
+    train_and_save(folder, train, CONFIGS[config])
 
 
 def load_policy(config: str = "default", source: str = "shipped") -> tuple[CellScorer, BeliefConfig]:
@@ -236,13 +229,13 @@ def load_policy(config: str = "default", source: str = "shipped") -> tuple[CellS
 
 def export_shipped(path: Path = SHIPPED) -> Path:
     """Write the cached "default" weights (built if needed) as the package's ``belief_default.json``."""
-    network, config = load_policy("default", source="cache")
     folder = ensure_built(DATA_NAME, DATA_VERSION, build)
     training = json.loads((folder / "training.json").read_text())
-    record = {"version": DATA_VERSION, "config": asdict(config),
+    state = torch.load(folder / "weights.pt", weights_only=True)
+    record = {"version": DATA_VERSION, "config": training["config"],
               "made_by": "python -m gauntlet.agents.curious.belief",
               "training": {key: training[key] for key in ("mean_return_per_block", "block_steps", "seconds")},
-              "state": {name: value.tolist() for name, value in network.state_dict().items()}}
+              "state": {name: value.tolist() for name, value in state.items()}}
     write_atomically(path, json.dumps(record) + "\n")
     return path
 

@@ -182,11 +182,15 @@ def build(folder: Path, config: str = "default") -> None:
     """Train the design network of ``CONFIGS[config]``; write ``weights.pt`` and ``training.json``."""
     if config not in CONFIGS:
         raise ValueError(f"config must be one of {sorted(CONFIGS)}; got {config!r}")
-    settings = CONFIGS[config]
+    train_and_save(folder, train, CONFIGS[config])
+
+
+def train_and_save(folder: Path, train_fn, settings) -> None:
+    """``network, history = train_fn(settings)`` on one torch thread; write ``weights.pt`` and ``training.json``."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one thread: the same weights on every machine with the same torch
     try:
-        network, history = train(settings)
+        network, history = train_fn(settings)
     finally:
         torch.set_num_threads(threads)
     torch.save(network.state_dict(), Path(folder) / "weights.pt")
