@@ -232,8 +232,7 @@ def belief_training_seeds(size: dict[str, Any], seed: int, training_seeds: list[
     out = {}
     for training_seed in training_seeds:
         network, history = belief.train(dataclasses.replace(config, seed=training_seed))
-        agent = belief.CuriousBeliefAgent(size["belief"])
-        agent.network = network.eval()
+        agent = belief.CuriousBeliefAgent(size["belief"], network=network)
         count = size["lf_bound_episodes"]
         count = count["curious-belief"] if isinstance(count, dict) else count
         row = history_bounds(agent, count, size, seed, lf_kwargs(size))

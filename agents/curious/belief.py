@@ -249,9 +249,15 @@ class CuriousBeliefAgent(Agent):
 
     name = "curious-belief"
 
-    def __init__(self, config: str = "default", particle_seed: int = 1, source: str = "shipped"):
+    def __init__(self, config: str = "default", particle_seed: int = 1, source: str = "shipped",
+                 network: CellScorer | None = None):
         self.config_name = config
-        self.network, self.settings = load_policy(config, source)
+        if network is None:  # a freshly trained scorer (other training seeds) skips the loading
+            self.network, self.settings = load_policy(config, source)
+        elif config not in CONFIGS:
+            raise ValueError(f"config must be one of {sorted(CONFIGS)}; got {config!r}")
+        else:
+            self.network, self.settings = network.eval(), CONFIGS[config]
         particles = torch.randn(self.settings.n_belief_particles, self.settings.n_sources, 2,
                                 generator=torch.Generator().manual_seed(particle_seed), dtype=torch.float64)
         self.particles = particles
