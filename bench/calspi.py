@@ -31,7 +31,7 @@ import gymnasium as gym
 import numpy as np
 
 import gauntlet
-from reporting import bench_parser, figures_table, save_report, show
+from _reporting import bench_parser, figures_table, save_report, show
 
 HERE = Path(__file__).resolve().parent
 

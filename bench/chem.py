@@ -33,7 +33,7 @@ from typing import Any
 
 import gauntlet
 from gauntlet.bridges.validation import validate_once
-from reporting import bench_parser, figures_table, save_report, show
+from _reporting import bench_parser, figures_table, save_report, show
 
 HERE = Path(__file__).resolve().parent
 
@@ -44,8 +44,8 @@ def _percentiles(samples_ms: list[float]) -> dict[str, float]:
 
 
 def grounding(catalogue, limit: int | None) -> dict[str, Any]:
-    from gauntlet.mcp_servers.chem_pricing.grounding import Grounder
-    from gauntlet.mcp_servers.chem_pricing.names import name_key
+    from gauntlet.mcp_servers.chem.grounding import Grounder
+    from gauntlet.mcp_servers.chem.names import name_key
 
     grounder = Grounder(catalogue, use_opsin=False)
     queries = [names[0][1] for key, names in catalogue.name_index.items()
@@ -69,12 +69,12 @@ def grounding(catalogue, limit: int | None) -> dict[str, Any]:
 
 
 def _server_command(database: Path, reactions: Path) -> list[str]:
-    return [sys.executable, "-m", "gauntlet.mcp_servers.chem_pricing.server", "--db", str(database),
+    return [sys.executable, "-m", "gauntlet.mcp_servers.chem.server", "--db", str(database),
             "--reactions", str(reactions)]
 
 
 def _echo_command() -> list[str]:
-    return [sys.executable, str(HERE / "mcp_servers.py"), "echo"]
+    return [sys.executable, str(HERE / "_servers.py"), "echo"]
 
 
 async def _open_session(stack: contextlib.AsyncExitStack, command: list[str]):
@@ -121,7 +121,7 @@ async def _interleaved_calls(commands: list[list[str]], calls: list[list[tuple[s
 
 
 def quote_lookup(catalogue, database: Path, reactions: Path, n: int) -> dict[str, Any]:
-    from gauntlet.mcp_servers.chem_pricing.procurement import select_pack_in_store
+    from gauntlet.mcp_servers.chem.procurement import select_pack_in_store
 
     n_chemicals = catalogue.snapshot["n_chemicals"]
     requests = [{"chemical_id": 1 + (i * 37) % n_chemicals, "required_amount": 0.5 + (i % 7) * 0.25,
@@ -152,10 +152,10 @@ def _in_memory_cpu_per_call(database: Path, reactions: Path, requests: list[dict
     CPU time, unlike latency, hardly moves with the machine's load: it is the work a call costs."""
     import functools
 
-    from mcp_servers import echo_server
+    from _servers import echo_server
 
     from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerTarget
-    from gauntlet.mcp_servers.chem_pricing.server import build_server
+    from gauntlet.mcp_servers.chem.server import build_server
 
     clients = [BlockingMCPClient(ServerTarget(factory=functools.partial(build_server, database, reactions))),
                BlockingMCPClient(ServerTarget(factory=echo_server))]
@@ -204,9 +204,9 @@ def cold_start(database: Path, reactions: Path, repeats: int) -> dict[str, Any]:
 
 def oracle_throughput(database: Path, reactions: Path, limit: int | None) -> dict[str, Any]:
     from gauntlet.agents.chem.solver import oracle
-    from gauntlet.mcp_servers.chem_pricing.gold import price_reaction
-    from gauntlet.mcp_servers.chem_pricing.reaction_data import ReactionSet
-    from gauntlet.mcp_servers.chem_pricing.store import CatalogueStore
+    from gauntlet.mcp_servers.chem.gold import price_reaction
+    from gauntlet.mcp_servers.chem.reaction_data import ReactionSet
+    from gauntlet.mcp_servers.chem.store import CatalogueStore
 
     reaction_set = ReactionSet(reactions)
     ids = reaction_set.ids()[:limit]
@@ -240,9 +240,9 @@ def oracle_throughput(database: Path, reactions: Path, limit: int | None) -> dic
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    from gauntlet.mcp_servers.chem_pricing.build import catalogue_path
-    from gauntlet.mcp_servers.chem_pricing.reaction_data import reactions_dir
-    from gauntlet.mcp_servers.chem_pricing.store import CatalogueStore
+    from gauntlet.mcp_servers.chem.build import catalogue_path
+    from gauntlet.mcp_servers.chem.reaction_data import reactions_dir
+    from gauntlet.mcp_servers.chem.store import CatalogueStore
 
     parser = bench_parser("chem", __doc__)
     args = parser.parse_args(argv)

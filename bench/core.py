@@ -44,7 +44,7 @@ from gauntlet.branching import branchable
 from gauntlet.bridges.validation import validate_once
 from gauntlet.episode import AgentSpec, EpisodeWriter
 from gauntlet.runner import rollout
-from reporting import bench_parser, figures_table, save_report, show
+from _reporting import bench_parser, figures_table, save_report, show
 
 HERE = Path(__file__).resolve().parent
 
@@ -126,7 +126,7 @@ def _free_port() -> int:
 
 
 def _server_command(target: str, transport: str, port: int | None) -> list[str]:
-    command = [sys.executable, str(HERE / "mcp_servers.py"), target, "--transport", transport]
+    command = [sys.executable, str(HERE / "_servers.py"), target, "--transport", transport]
     return command + (["--port", str(port)] if port else [])
 
 

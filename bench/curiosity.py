@@ -36,7 +36,7 @@ import numpy as np
 import gauntlet  # noqa: F401  (registers the envs)
 from gauntlet.envs.curiosity.lp import icl_learning_progress
 from gauntlet.envs.curiosity.transformer import load_transformer_learner
-from reporting import bench_parser, save_report
+from _reporting import bench_parser, save_report
 
 HERE = Path(__file__).resolve().parent
 TARGET_PER_S = 2000.0

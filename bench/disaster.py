@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from reporting import bench_parser, save_report
+from _reporting import bench_parser, save_report
 
 HERE = Path(__file__).resolve().parent
 QUICK_EVENTS = ["ahr-2021-flood", "turkiye-2023-earthquake", "lahaina-2023-wildfire", "la-palma-2021-eruption",
@@ -153,7 +153,7 @@ def tool_latency(scene_root: Path, n: int) -> dict[str, Any]:
         async with AsyncExitStack() as stack:
             served = await session(stack, [sys.executable, "-m", "gauntlet.mcp_servers.disaster.server",
                                            "--data-root", str(scene_root)])
-            echo = await session(stack, [sys.executable, str(HERE / "mcp_servers.py"), "echo"])
+            echo = await session(stack, [sys.executable, str(HERE / "_servers.py"), "echo"])
             rows: dict[str, Any] = {}
             for name, raw in CHEAP_TOOLS + HEAVY_TOOLS:
                 args = _args(raw, event)

@@ -37,7 +37,7 @@ from rich.console import Console
 import gauntlet  # noqa: F401 - registers the gauntlet/ envs for gym.make
 from gauntlet.envs.tactile import kernels
 from gauntlet.envs.tactile.env import TactilePerceptionEnv, TactilePerceptionVectorEnv
-from reporting import bench_parser, figures_table, save_report
+from _reporting import bench_parser, figures_table, save_report
 
 HERE = Path(__file__).resolve().parent
 REFERENCE = {"single_depth": 128, "vector8_depth": 346, "single_taxim": 31}

@@ -72,7 +72,7 @@ def evaluate(task: Any, agent: Any, *, episodes: int, max_steps: int) -> tuple[f
 def certificate_coverage(agent: Any, *, draws: int, calibration_size: int, test_size: int, seed: int) -> dict[str, Any]:
     """Empirical coverage of Wilks thresholds from ``draws`` disjoint fresh calibration sets."""
     from gauntlet.agents.calspi.calibration import calibrate, nonconformity_scores
-    from gauntlet.envs.safe_control.datasets import collect
+    from gauntlet.envs.calspi.datasets import collect
 
     model, certificate = agent.fitted.model, agent.fitted.certificate
     fresh = collect(agent.domain, draws * calibration_size + test_size, seed=1_000_000 + seed)

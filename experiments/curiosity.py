@@ -4,7 +4,7 @@
     python experiments/curiosity.py --size full  --out experiments/results/curiosity
     python experiments/curiosity.py --size full  --out experiments/results/curiosity --only i   # redo (i)
     python experiments/curiosity.py --size medium --only iii --out experiments/results/curiosity-iii-medium
-    python experiments/curiosity.py --size full --only iii --policies curious-dad,random-prior --out DIR
+    python experiments/curiosity.py --size full --only iii --policies curiosity-dad,random-prior --out DIR
 
 (i)   agreement of ``icl_lp`` with ``true_lp`` as the context grows (non-temporal envs): per context
       size t, the Pearson correlation across episodes and the bias E[icl_lp − true_lp] with 95% CIs.
@@ -12,11 +12,11 @@
       (irreducible-entropy change along the trajectory) explains.
 (iii) location finding: sPCE (lower) and sNMC (upper) bounds on the total EIG of T = 30 designs,
       per policy, with 95% CIs over histories (DAD's evaluation), including the design network trained
-      on summed icl_lp (``gauntlet.agents.curious.dad``) and DAD's prior-random baseline. History i
+      on summed icl_lp (``gauntlet.agents.curiosity.dad``) and DAD's prior-random baseline. History i
       of every policy shares θ (seeded by i), so differences between policies are paired.
 (iv)  rule discovery: queries needed to identify the rule, per policy, against the exact optimum.
 (v)   active regression: the exact total information I(w; h_T) each policy gathers, including the
-      curious policy trained by PPO on ``icl_lp`` (``gauntlet.agents.curious.ppo``).
+      curious policy trained by PPO on ``icl_lp`` (``gauntlet.agents.curiosity.ppo``).
 
 Every episode is seeded from ``--seed`` and its index; the same command gives the same numbers.
 """
@@ -36,7 +36,7 @@ import gymnasium as gym
 import numpy as np
 
 import gauntlet
-from gauntlet.agents.curious.policies import (GreedyEIGAgent, GreedyLPAgent, PriorRandomDesignAgent,
+from gauntlet.agents.curiosity.policies import (GreedyEIGAgent, GreedyLPAgent, PriorRandomDesignAgent,
                                              RandomDesignAgent, UncertaintySamplingAgent)
 from gauntlet.envs.curiosity.bounds import spce_snmc
 from gauntlet.envs.curiosity.learners import ParticleLearner
@@ -58,17 +58,17 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {"transformer": "default", "ppo": ["default"], "dad": "default", "belief": "default",
              "regression_episodes": 50,
              "episodes": 200, "lf_agreement_episodes": 20, "lf_horizon": 30,
-             "lf_bound_episodes": {"random": 100, "random-prior": 100, "curious-dad": 100,
-                                   "curious-belief": 100, "uncertainty": 30,
-                                   "greedy-eig": 30, "curious-greedy-lp": 4},
+             "lf_bound_episodes": {"random": 100, "random-prior": 100, "curiosity-dad": 100,
+                                   "curiosity-belief": 100, "uncertainty": 30,
+                                   "greedy-eig": 30, "curiosity-greedy-lp": 4},
              "lf_particles": 1024, "contrastive": 100_000, "rule_bits": 4, "rule_episodes": 200, "dfa_states": 3,
              "grid_episodes": 200, "grid_horizon": 30},
 }
 POLICIES = {"random": RandomDesignAgent, "uncertainty": UncertaintySamplingAgent,
-            "curious-greedy-lp": GreedyLPAgent, "greedy-eig": GreedyEIGAgent}
+            "curiosity-greedy-lp": GreedyLPAgent, "greedy-eig": GreedyEIGAgent}
 # The lookahead policies plan with a smaller model on location finding (they evaluate every candidate,
 # and greedy LP every imagined outcome, at once); the env they act in keeps the full settings.
-LF_PLANNING = {"curious-greedy-lp": {"n_particles": 512, "n_probes": 16, "n_outcomes": 2},
+LF_PLANNING = {"curiosity-greedy-lp": {"n_particles": 512, "n_probes": 16, "n_outcomes": 2},
                "greedy-eig": {"n_particles": 512}}
 
 
@@ -159,26 +159,26 @@ def location_policy(name: str, size: dict[str, Any], kwargs: dict[str, Any]):
     """The agent called ``name`` in (iii); the model-based ones plan with the env's own arguments."""
     if name == "random-prior":
         return PriorRandomDesignAgent("LocationFinding-v0")
-    if name == "curious-dad":
-        from gauntlet.agents.curious.dad import CuriousDADAgent
+    if name == "curiosity-dad":
+        from gauntlet.agents.curiosity.dad import CuriousDADAgent
 
         return CuriousDADAgent(size["dad"])
-    if name == "curious-belief":
-        from gauntlet.agents.curious.belief import CuriousBeliefAgent
+    if name == "curiosity-belief":
+        from gauntlet.agents.curiosity.belief import CuriousBeliefAgent
 
         return CuriousBeliefAgent(size["belief"])
     if name in LF_EXTRA_POLICIES:
-        from gauntlet.agents.curious.dad import CuriousDADAgent
+        from gauntlet.agents.curiosity.dad import CuriousDADAgent
 
-        return CuriousDADAgent(name.removeprefix("curious-dad-"))
+        return CuriousDADAgent(name.removeprefix("curiosity-dad-"))
     return POLICIES[name]("LocationFinding-v0", **{**kwargs, **LF_PLANNING.get(name, {})})
 
 
-LF_POLICY_NAMES = ("random", "random-prior", "uncertainty", "curious-greedy-lp", "greedy-eig", "curious-dad",
-                   "curious-belief")
+LF_POLICY_NAMES = ("random", "random-prior", "uncertainty", "curiosity-greedy-lp", "greedy-eig", "curiosity-dad",
+                   "curiosity-belief")
 # Run only when asked for with --policies (their weights take minutes to build): the other training configs.
-LF_EXTRA_POLICIES = ("curious-dad-wide", "curious-dad-sharp", "curious-dad-contrastive",
-                     "curious-dad-contrastive-sharp")
+LF_EXTRA_POLICIES = ("curiosity-dad-wide", "curiosity-dad-sharp", "curiosity-dad-contrastive",
+                     "curiosity-dad-contrastive-sharp")
 
 
 def result_iii(size: dict[str, Any], seed: int, policies: list[str] | None = None,
@@ -189,7 +189,7 @@ def result_iii(size: dict[str, Any], seed: int, policies: list[str] | None = Non
                if name in LF_POLICY_NAMES + LF_EXTRA_POLICIES}
     for name in policies or LF_POLICY_NAMES:
         count = size["lf_bound_episodes"]
-        count = count["curious-dad" if name in LF_EXTRA_POLICIES else name] if isinstance(count, dict) else count
+        count = count["curiosity-dad" if name in LF_EXTRA_POLICIES else name] if isinstance(count, dict) else count
         results[name] = history_bounds(location_policy(name, size, kwargs), count, size, seed, kwargs)
         print(f"(iii) {name}: {count} histories, sPCE {results[name]['spce']['mean']:.3f} in "
               f"{results[name]['seconds']:.0f} s", file=sys.stderr)
@@ -221,12 +221,12 @@ def history_bounds(agent, count: int, size: dict[str, Any], seed: int, kwargs: d
 
 def belief_training_seeds(size: dict[str, Any], seed: int, training_seeds: list[int],
                           iii: dict[str, Any]) -> dict[str, Any]:
-    """Retrain ``curious-belief`` (its config, other training seeds; not cached) and bound its histories.
+    """Retrain ``curiosity-belief`` (its config, other training seeds; not cached) and bound its histories.
 
     Paired differences against prior-random and greedy EIG come from ``iii`` (the same θ per history)."""
     import dataclasses
 
-    from gauntlet.agents.curious import belief
+    from gauntlet.agents.curiosity import belief
 
     config = belief.CONFIGS[size["belief"]]
     out = {}
@@ -234,7 +234,7 @@ def belief_training_seeds(size: dict[str, Any], seed: int, training_seeds: list[
         network, history = belief.train(dataclasses.replace(config, seed=training_seed))
         agent = belief.CuriousBeliefAgent(size["belief"], network=network)
         count = size["lf_bound_episodes"]
-        count = count["curious-belief"] if isinstance(count, dict) else count
+        count = count["curiosity-belief"] if isinstance(count, dict) else count
         row = history_bounds(agent, count, size, seed, lf_kwargs(size))
         mine = np.array(row["spce_per_history"])
         row["training"] = history
@@ -243,15 +243,15 @@ def belief_training_seeds(size: dict[str, Any], seed: int, training_seeds: list[
             for name in ("random-prior", "uncertainty", "greedy-eig") if name in iii
             for n in [min(len(mine), len(iii[name]["spce_per_history"]))]}
         out[str(training_seed)] = row
-        print(f"(iii) curious-belief, training seed {training_seed}: sPCE {row['spce']['mean']:.3f}", file=sys.stderr)
+        print(f"(iii) curiosity-belief, training seed {training_seed}: sPCE {row['spce']['mean']:.3f}", file=sys.stderr)
     return out
 
 
 def with_paired_differences(results: dict[str, Any]) -> dict[str, Any]:
     """Add sPCE(trained) − sPCE(other) per history for each trained policy present, paired by history index
-    (the same θ): ``paired_spce_difference_curious_dad_minus`` and ``..._curious_dad_wide_minus``."""
+    (the same θ): ``paired_spce_difference_curiosity_dad_minus`` and ``..._curiosity_dad_wide_minus``."""
     names = [name for name in LF_POLICY_NAMES + LF_EXTRA_POLICIES if name in results]
-    for trained in ("curious-dad", "curious-belief", *LF_EXTRA_POLICIES):
+    for trained in ("curiosity-dad", "curiosity-belief", *LF_EXTRA_POLICIES):
         if trained not in results:
             continue
         mine = np.array(results[trained]["spce_per_history"])
@@ -267,11 +267,11 @@ def result_v(size: dict[str, Any], seed: int) -> dict[str, Any]:
 
     For the Gaussian linear model the per-step ``info_gain`` rewards are exact and sum to I(w; h_T).
     """
-    from gauntlet.agents.curious.ppo import CuriousPPOAgent
+    from gauntlet.agents.curiosity.ppo import CuriousPPOAgent
 
     agents = {name: policy("ActiveRegression-v0") for name, policy in POLICIES.items()}
     for config in size["ppo"]:
-        agents[f"curious-ppo ({config})"] = CuriousPPOAgent(config)
+        agents[f"curiosity-ppo ({config})"] = CuriousPPOAgent(config)
     results = {}
     for name, agent in agents.items():
         episodes = run_episodes("ActiveRegression-v0", agent, size["regression_episodes"], seed,
@@ -456,7 +456,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--policies", default=None,
                         help=f"comma-separated subset of the (iii) policies {','.join(LF_POLICY_NAMES)} (others kept)")
     parser.add_argument("--belief-seeds", default=None, metavar="SEEDS",
-                        help="comma-separated training seeds: retrain curious-belief with each and add their (iii) "
+                        help="comma-separated training seeds: retrain curiosity-belief with each and add their (iii) "
                              "bounds to OUT/results.json (needs (iii) there)")
     parser.add_argument("--replot", action="store_true",
                         help="only redraw the figures from OUT/results.json (and recompute (iii)'s paired differences)")

@@ -3,7 +3,7 @@
 1. plays one 16-step episode of ``gauntlet/TactileMNIST-v0`` with the random agent and saves every
    rendered frame (top view with the sensor outline + the tactile image) as a PNG strip and a GIF;
 2. shows the learned agent's accuracy-by-step curve: from the full experiment's results shipped in
-   ``experiments/results/tactile_mnist/`` (else a run of your own in ``runs/tactile_mnist/``), else
+   ``experiments/results/tactile/`` (else a run of your own in ``runs/tactile/``), else
    from a smoke-size training run done here (a few seconds of training, so expect it near chance;
    the full run is documented in docs/tactile.md);
 3. with the shipped checkpoint, plays one test episode with the learned agent (scan + touch map).
@@ -52,9 +52,9 @@ def run_demo(out_dir: Path) -> None:
           f"agent: return {episode.total_reward:.2f}; frames in {out / 'episode.png'} and {out / 'episode.gif'}, "
           f"the episode record in {out / 'episode.jsonl'}")
 
-    shipped = Path(__file__).resolve().parents[2] / "experiments" / "results" / "tactile_mnist"
-    full = next((folder / "TactileMNIST.json" for folder in (shipped, Path("runs/tactile_mnist"))
-                 if (folder / "TactileMNIST.json").is_file()), Path("runs/tactile_mnist/TactileMNIST.json"))
+    shipped = Path(__file__).resolve().parents[2] / "experiments" / "results" / "tactile"
+    full = next((folder / "TactileMNIST.json" for folder in (shipped, Path("runs/tactile"))
+                 if (folder / "TactileMNIST.json").is_file()), Path("runs/tactile/TactileMNIST.json"))
     if full.is_file():
         result = json.loads(full.read_text())
         source = f"the full experiment in {full}"
@@ -70,7 +70,7 @@ def run_demo(out_dir: Path) -> None:
                   "random_by_step": training.evaluate(None, episodes=64, num_envs=16,
                                                       objects_per_split=DEMO_OBJECTS).tolist()}
         source = (f"a smoke-size model trained here for {SMOKE_UPDATES} updates; run "
-                  "experiments/tactile_mnist.py for the full result")
+                  "experiments/tactile.py for the full result")
     _plot_curve(result, out / "accuracy_by_step.png")
     print(f"2. accuracy by step on the test split ({source}): learned {result['learned_by_step'][-1]:.3f} vs "
           f"random {result['random_by_step'][-1]:.3f} at the last step; curve in {out / 'accuracy_by_step.png'}")

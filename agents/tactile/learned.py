@@ -20,7 +20,7 @@ class LearnedTactileAgent(Agent):
 
     The touch map carries the touches of the episode; each ``act`` pastes the newest touch,
     submits the model's prediction from the map and moves towards the next scan point. Train a
-    checkpoint with ``experiments/tactile_mnist.py`` (it records the family and step limit the
+    checkpoint with ``experiments/tactile.py`` (it records the family and step limit the
     scan is planned for).
     """
 
@@ -31,7 +31,7 @@ class LearnedTactileAgent(Agent):
         self.model, self.metadata = load(checkpoint)
         if "family" not in self.metadata or "step_limit" not in self.metadata:
             raise ValueError(f"checkpoint {self.checkpoint} lacks its family and step limit; "
-                             "train one with experiments/tactile_mnist.py")
+                             "train one with experiments/tactile.py")
 
     def config(self) -> dict[str, Any]:
         return {"checkpoint": self.checkpoint}

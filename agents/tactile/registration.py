@@ -10,6 +10,6 @@ def register() -> None:
                  "tactile envs: uniformly random sensor moves and a blind prediction (the baseline)")
     registry.add("agent", "tactile-learned", "gauntlet.agents.tactile.learned:LearnedTactileAgent",
                  "tactile envs: coverage scan of the object's region + a CNN over the map of touches "
-                 "(config: checkpoint=PATH, trained by experiments/tactile_mnist.py)")
+                 "(config: checkpoint=PATH, trained by experiments/tactile.py)")
     registry.add("demo", "tactile", "gauntlet.agents.tactile.demo:run_demo",
                  "a Tactile MNIST episode (saved rendering) and the learned agent's accuracy by step")

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import gauntlet
-from gauntlet.agents.curious import belief
-from gauntlet.agents.curious.policies import candidates
+from gauntlet.agents.curiosity import belief
+from gauntlet.agents.curiosity.policies import candidates
 from gauntlet.envs.curiosity.learners import ParticleLearner
 from gauntlet.envs.curiosity.location_finding import LocationFindingEnv, SourceIntensity
 from gauntlet.registry import registry
@@ -94,7 +94,7 @@ def test_sampled_rollouts_follow_the_policy_and_greedy_ones_take_the_best_cell()
 
 def test_agent_acts_on_the_grid_in_the_env_and_is_deterministic(tmp_path, monkeypatch):
     monkeypatch.setenv("GAUNTLET_HOME", str(tmp_path))
-    agent = gauntlet.make_agent("curious-belief", config="smoke")
+    agent = gauntlet.make_agent("curiosity-belief", config="smoke")
     env = gym.make("gauntlet/LocationFinding-v0", horizon=SMOKE.horizon, reward_mode="none", record_true_lp=False,
                    n_particles=64)
     first = gauntlet.rollout(env, agent, seed=3)
@@ -107,7 +107,7 @@ def test_agent_acts_on_the_grid_in_the_env_and_is_deterministic(tmp_path, monkey
 
 def test_agent_rejects_malformed_observations_and_unknown_configs(tmp_path, monkeypatch):
     monkeypatch.setenv("GAUNTLET_HOME", str(tmp_path))
-    agent = gauntlet.make_agent("curious-belief", config="smoke")
+    agent = gauntlet.make_agent("curiosity-belief", config="smoke")
     with pytest.raises(ValueError, match=r"designs \(T, 2\)"):
         agent.act({"designs": np.zeros((4, 3)), "outcomes": np.zeros(4), "steps": 1}, {})
     with pytest.raises(ValueError, match="config must be one of"):

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import gauntlet
-from gauntlet.agents.curious import dad
+from gauntlet.agents.curiosity import dad
 from gauntlet.envs.curiosity.learners import ParticleLearner
 from gauntlet.envs.curiosity.location_finding import LocationFindingEnv, SourceIntensity
 from gauntlet.registry import registry
@@ -103,31 +103,31 @@ def test_smoke_training_is_deterministic(tmp_path):
 
 
 def test_the_registered_agent_acts_in_location_finding_from_the_data_cache():
-    agent = gauntlet.make_agent("curious-dad", config="smoke")
+    agent = gauntlet.make_agent("curiosity-dad", config="smoke")
     env = gym.make("gauntlet/LocationFinding-v0", horizon=SMOKE.horizon, reward_mode="none", record_true_lp=False,
                    n_particles=64)
     episode = gauntlet.rollout(env, agent, seed=0)
     designs = np.array([step.privileged["design"] for step in episode.steps])
     assert designs.shape == (SMOKE.horizon, 2) and np.all(np.abs(designs) <= 4.0)
     assert len({tuple(d) for d in designs.round(6)}) > 1  # a design per step, not one point repeated
-    again = gauntlet.rollout(env, gauntlet.make_agent("curious-dad", config="smoke"), seed=0)
+    again = gauntlet.rollout(env, gauntlet.make_agent("curiosity-dad", config="smoke"), seed=0)
     assert [s.privileged["design"] for s in again.steps] == designs.tolist()
     with pytest.raises(ValueError, match=r"designs \(T, 2\) and outcomes \(T,\)"):
         agent.act({"designs": np.zeros((3, 1)), "outcomes": np.zeros(3), "steps": 0}, {})
 
 
 def test_prior_random_baseline_draws_near_the_sources_and_refuses_other_envs():
-    agent = gauntlet.make_agent("curious-random-prior")
+    agent = gauntlet.make_agent("curiosity-random-prior")
     env = gym.make("gauntlet/LocationFinding-v0", horizon=20, reward_mode="none", record_true_lp=False,
                    n_particles=64)
     designs = np.array([s.privileged["design"] for s in gauntlet.rollout(env, agent, seed=1).steps])
     assert 0.5 < designs.std() < 1.5  # N(0, I): unit spread, unlike the uniform square's 2.3
     with pytest.raises(ValueError, match="LocationFinding-v0 only"):
-        gauntlet.make_agent("curious-random-prior", env_id="RuleDiscovery-v0")
+        gauntlet.make_agent("curiosity-random-prior", env_id="RuleDiscovery-v0")
 
 
 def test_data_builders_are_registered_with_their_modules_versions():
-    from gauntlet.agents.curious import ppo
+    from gauntlet.agents.curiosity import ppo
     from gauntlet.envs.curiosity import transformer
 
     for module in (dad, ppo, transformer):
@@ -140,7 +140,7 @@ def test_a_random_agent_does_not_replay_the_envs_stream():
     """The runner gives env and agent the same seed; the prior-random design must not be θ itself."""
     env = gym.make("gauntlet/LocationFinding-v0", horizon=3, reward_mode="none", record_true_lp=False,
                    n_particles=64)
-    episode = gauntlet.rollout(env, gauntlet.make_agent("curious-random-prior"), seed=7)
+    episode = gauntlet.rollout(env, gauntlet.make_agent("curiosity-random-prior"), seed=7)
     theta = np.array(episode.steps[0].privileged["theta"])
     first = np.array(episode.steps[0].privileged["design"])
     assert np.min(np.linalg.norm(theta - first, axis=1)) > 1e-3

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gauntlet.agents.curious.demo import run_demo
+from gauntlet.agents.curiosity.demo import run_demo
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "curiosity.py"
 
@@ -29,11 +29,11 @@ def test_smoke_experiment_writes_results_i_to_iv_and_figures(tmp_path):
         rows = saved["i"][env_id]["per_context_size"]
         assert [row["t"] for row in rows] == list(range(1, len(rows) + 1))
     assert saved["ii"]["share_of_steps_crossing_the_ice_edge"] >= 0.0
-    for policy in ("random", "random-prior", "uncertainty", "greedy-eig", "curious-dad"):
+    for policy in ("random", "random-prior", "uncertainty", "greedy-eig", "curiosity-dad"):
         assert saved["iii"][policy]["spce"]["mean"] <= saved["iii"][policy]["snmc"]["mean"]
         assert saved["iii"][policy]["spce"]["mean"] <= saved["iii"]["max_spce_log_L_plus_1"]
-    assert set(saved["iii"]["paired_spce_difference_curious_dad_minus"]) == set(experiment.LF_POLICY_NAMES) - {
-        "curious-dad"}
+    assert set(saved["iii"]["paired_spce_difference_curiosity_dad_minus"]) == set(experiment.LF_POLICY_NAMES) - {
+        "curiosity-dad"}
     for rules in (saved["iv"], saved["iv"]["dfa"]):
         # Noise-free binary answers: the optimal expected number of queries is at least log2 |H|
         # (a bound on the expectation over rules, not on a 4-episode average of a policy).

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gauntlet
-from gauntlet.agents.curious.policies import GreedyEIGAgent, RandomDesignAgent, UncertaintySamplingAgent
+from gauntlet.agents.curiosity.policies import GreedyEIGAgent, RandomDesignAgent, UncertaintySamplingAgent
 from gauntlet.envs.curiosity.active_regression import RBFFeatures
 from gauntlet.envs.curiosity.bounds import spce_snmc
 from gauntlet.envs.curiosity.rule_discovery import conjunctions, optimal_expected_queries
@@ -23,7 +23,7 @@ def queries_to_identify(agent, n_bits: int, seeds) -> list[int]:
 
 
 def test_agents_are_registered_and_build_from_the_registry():
-    agent = gauntlet.make_agent("curious-greedy-eig", env_id="RuleDiscovery-v0", n_bits=3)
+    agent = gauntlet.make_agent("curiosity-greedy-eig", env_id="RuleDiscovery-v0", n_bits=3)
     assert isinstance(agent, GreedyEIGAgent) and agent.spec().config["n_bits"] == 3
     with pytest.raises(ValueError, match="not a curiosity env"):
         RandomDesignAgent("CartPole-v1")
@@ -100,9 +100,9 @@ def test_spce_rejects_mismatched_histories():
 
 
 def test_ppo_curious_policy_trains_through_the_data_cache_and_acts_in_the_design_space():
-    from gauntlet.agents.curious.ppo import CuriousPPOAgent
+    from gauntlet.agents.curiosity.ppo import CuriousPPOAgent
 
-    agent = gauntlet.make_agent("curious-ppo", config="smoke")
+    agent = gauntlet.make_agent("curiosity-ppo", config="smoke")
     assert isinstance(agent, CuriousPPOAgent)
     env = gym.make("gauntlet/ActiveRegression-v0")
     episode = gauntlet.rollout(env, agent, seed=0, record="memory")

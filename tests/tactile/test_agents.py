@@ -15,7 +15,7 @@ from gauntlet.runner import rollout
 
 from .conftest import SMOKE_OBJECTS
 
-EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "tactile_mnist.py"
+EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "tactile.py"
 
 
 def test_random_agent_pays_exactly_the_blind_guess_loss_every_step():
@@ -28,7 +28,7 @@ def test_random_agent_pays_exactly_the_blind_guess_loss_every_step():
 
 
 def test_experiment_smoke_run_writes_curves_and_a_checkpoint_the_learned_agent_can_use(tmp_path):
-    spec = importlib.util.spec_from_file_location("tactile_mnist_experiment", EXPERIMENT)
+    spec = importlib.util.spec_from_file_location("tactile_experiment", EXPERIMENT)
     experiment = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(experiment)
     result = experiment.main(["--smoke", "--out", str(tmp_path)])

@@ -1,2 +1,0 @@
-"""The frozen Cal-SPI baselines, one ``<Domain>.json`` each, shipped inside the package (read with
-``importlib.resources``); ``python -m gauntlet.envs.safe_control.baselines --domain X`` rewrites them."""

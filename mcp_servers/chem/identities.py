@@ -1,0 +1,288 @@
+"""Real chemical identities for the catalogue, from the PubChem tables shipped in ``chemicals``.
+
+Selection (deterministic): the curated alias table first, then every compound of the package's
+"small" PubChem table (its common chemicals), then building blocks from its "large" table: organic,
+neutral, one fragment, 6 to 30 heavy atoms of C H N O S P F Cl Br I B, no isotopes, with at least one
+reactive handle (aryl halide, boronic acid, amine, acid, aldehyde, ketone, alcohol, ester, nitrile,
+alkene). Of those, the ``BIFUNCTIONAL_QUOTA`` lowest-CID aryl halides that carry a second handle come
+first (they feed multi-step routes), then the ``HANDLE_QUOTA`` lowest PubChem CIDs of each handle (so rare
+handles such as boronic acids are represented; older CIDs are the long-known, widely sold
+compounds), then the rest in CID order. Identity = RDKit canonical SMILES + InChIKey; rows with the same canonical SMILES
+are merged (their names pooled). Average molar mass comes from RDKit (IUPAC atomic weights).
+Densities of liquids at 25 °C come from the CRC organic constants table the package ships.
+
+The last ``n_chemicals // BOC_SHARE`` places go to N-Boc building blocks derived from the selected
+amines (``boc_derivatives``): N-Boc amines are stock catalogue items of every fine-chemical supplier,
+but the package's tables hold almost none, and without them Boc deprotection has nothing to act on.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gauntlet.mcp_servers.chem.aliases import ALIASES
+from gauntlet.mcp_servers.chem.chemistry import identity_of
+
+MAX_NAMES_PER_CHEMICAL = 24
+ROOM_TEMPERATURE_K = 298.15
+BUILDING_BLOCK_ELEMENTS = frozenset("C H N O S P F Cl Br I B".split())
+PRECIOUS_METALS = frozenset("Pd Pt Rh Ru Ir Au Ag Os".split())
+HANDLES = ("[c][Cl,Br,I]", "[c]B(O)O", "[NX3;H2,H1;!$(NC=O)]", "C(=O)[OH]", "[CX3H1](=O)[#6]",
+           "[#6][CX3](=O)[#6]", "[CX4][OH]", "C(=O)O[#6]", "C#N", "C=C")
+HANDLE_QUOTA = 40
+# Bifunctional building blocks (an aryl bromide or iodide plus a group another template uses: acid,
+# aldehyde, alkyl amine, primary alcohol) keep a handle after their first step, so multi-step routes
+# can run e.g. amide coupling > Suzuki, or reductive amination > Boc protection > Suzuki > Boc
+# deprotection. The lowest-CID ``BIFUNCTIONAL_QUOTA`` of them come before the per-handle quotas.
+BIFUNCTIONAL_ARYL_HALIDE = "[c][Br,I]"
+SECOND_HANDLES = ("C(=O)[OH]", "[CX3H1](=O)[#6]", "[NX3;H2,H1;!$(NC=O);!$(N-a)]", "[CH2][OH]")
+BIFUNCTIONAL_QUOTA = 60
+BOC_SHARE = 30
+BOC_AMINE = "[NX3;H2,H1;!$(NC=[O,S,N]);!$(N-a);!$(N[#7,#8,#16]);!$(N-C=C)]"
+# An amine worth protecting carries no second group that Boc2O or a later step would also touch.
+BOC_EXCLUDED_GROUPS = ("[CX3](=O)[OX2H1]", "[CX3H1](=O)[#6]", "[c]B([OH])[OH]", "S(=O)(=O)[OH]", "[OX2H1]",
+                       "[SX2H1]")
+BOC_ARYL_HALIDE = "[c][Br,I]"
+BOC_MAX_HEAVY_ATOMS = 18
+CAS_PATTERN = re.compile(r"^\d{2,7}-\d{2}-\d$")
+
+
+@dataclass
+class Identity:
+    """One catalogue chemical before pricing."""
+
+    name: str
+    smiles: str
+    inchikey: str
+    formula: str
+    molar_mass_g_mol: float
+    cas: str | None
+    category: str
+    source: str
+    pubchem_cid: int | None = None
+    iupac_name: str | None = None
+    density_g_ml: float | None = None
+    note: str = ""
+    names: list[tuple[str, str]] = field(default_factory=list)  # (name, kind)
+
+    def add_name(self, name: str, kind: str) -> None:
+        name = " ".join(name.split())
+        if name and len(self.names) < MAX_NAMES_PER_CHEMICAL and all(n.casefold() != name.casefold()
+                                                                       for n, _ in self.names):
+            self.names.append((name, kind))
+
+
+def package_root() -> Path:
+    import chemicals
+
+    return Path(chemicals.__file__).parent
+
+
+def pubchem_rows(table: str) -> Iterator[list[str]]:
+    """Rows of a ``chemicals`` PubChem table: cid, CAS, formula, MW, SMILES, InChI, InChIKey, IUPAC, names..."""
+    path = package_root() / "Identifiers" / f"chemical identifiers pubchem {table}.tsv"
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            values = line.rstrip("\n").split("\t")
+            if len(values) >= 9:
+                yield values
+
+
+def crc_liquid_densities() -> dict[str, float]:
+    """CAS -> density (g/mL) of compounds liquid at 25 °C in the CRC organic constants table."""
+    path = package_root() / "Misc" / "Physical Constants of Organic Compounds.csv"
+    densities = {}
+    with open(path, encoding="utf-8") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            try:
+                melting, boiling, rho = float(row["Tm"]), float(row["Tb"]), float(row["rho"])
+            except (TypeError, ValueError):
+                continue
+            if melting < ROOM_TEMPERATURE_K < boiling and 300.0 < rho < 4000.0:
+                densities[row["CAS"]] = round(rho / 1000.0, 4)
+    return densities
+
+
+def classify(mol, from_common_table: bool) -> str:
+    """Price-model category from structure: precious_metal, ligand, inorganic, commodity or fine."""
+    symbols = {atom.GetSymbol() for atom in mol.GetAtoms()}
+    if symbols & PRECIOUS_METALS:
+        return "catalyst"
+    if "C" not in symbols:
+        return "inorganic"
+    aromatic_rings = sum(1 for ring in mol.GetRingInfo().AtomRings()
+                         if all(mol.GetAtomWithIdx(i).GetIsAromatic() for i in ring))
+    if "P" in symbols and aromatic_rings >= 2:
+        return "ligand"
+    if from_common_table and mol.GetNumHeavyAtoms() <= 10:
+        return "commodity"
+    return "fine"
+
+
+def _is_building_block(mol) -> bool:
+    """Organic, neutral, one fragment, 6-30 heavy atoms of the building-block elements, no isotopes."""
+    from rdkit import Chem
+
+    heavy = mol.GetNumHeavyAtoms()
+    if not 6 <= heavy <= 30 or len(Chem.GetMolFrags(mol)) != 1:
+        return False
+    return all(atom.GetSymbol() in BUILDING_BLOCK_ELEMENTS and not atom.GetIsotope() and not atom.GetFormalCharge()
+               for atom in mol.GetAtoms())
+
+
+def select_identities(n_chemicals: int) -> list[Identity]:
+    """The first ``n_chemicals`` identities in selection order (see the module docstring)."""
+    from rdkit import Chem, RDLogger
+
+    RDLogger.DisableLog("rdApp.*")
+    densities = crc_liquid_densities()
+    by_smiles: dict[str, Identity] = {}
+    ordered: list[Identity] = []
+
+    def add(identity: Identity) -> None:
+        by_smiles[identity.smiles] = identity
+        ordered.append(identity)
+
+    for alias in ALIASES:
+        facts = identity_of(alias.smiles)
+        identity = Identity(name=alias.name, smiles=facts.smiles, inchikey=facts.inchikey, formula=facts.formula,
+                            molar_mass_g_mol=alias.molar_mass_g_mol or facts.molar_mass_g_mol, cas=alias.cas,
+                            category=alias.category, source="curated", density_g_ml=alias.density_g_ml,
+                            note=alias.note)
+        if alias.molar_mass_g_mol:  # a loading-sold catalyst is its own identity, not the bare metal
+            identity.inchikey = f"{facts.inchikey}-LOADED"
+        identity.add_name(alias.name, "name")
+        for abbreviation in alias.abbreviations:
+            identity.add_name(abbreviation, "abbreviation")
+        for synonym in alias.synonyms:
+            identity.add_name(synonym, "synonym")
+        if alias.cas:
+            identity.add_name(alias.cas, "cas")
+        if alias.molar_mass_g_mol:
+            ordered.append(identity)  # shares its SMILES with the bare metal on purpose
+        else:
+            add(identity)
+
+    patterns = [Chem.MolFromSmarts(s) for s in HANDLES]
+    for values in _small_then_building_blocks(patterns):
+        if len(ordered) >= n_chemicals:
+            break
+        table, (cid, cas, _formula, _mw, smiles, _inchi, _key, iupac, *names) = values
+        mol = Chem.MolFromSmiles(smiles)
+        if mol is None or mol.GetNumHeavyAtoms() == 0 or any(atom.GetIsotope() for atom in mol.GetAtoms()):
+            continue
+        facts = identity_of(smiles)
+        known = by_smiles.get(facts.smiles)
+        if known is None:
+            if facts.molar_mass_g_mol > 1500:
+                continue
+            common_name = names[0] if names else iupac
+            known = Identity(name=common_name, smiles=facts.smiles, inchikey=facts.inchikey,
+                             formula=facts.formula, molar_mass_g_mol=facts.molar_mass_g_mol,
+                             cas=cas if CAS_PATTERN.match(cas) else None,
+                             category=classify(mol, table == "small"), source=f"pubchem-{table}",
+                             pubchem_cid=int(cid) if int(cid) > 0 else None, iupac_name=iupac or None,
+                             density_g_ml=densities.get(cas))
+            known.add_name(common_name, "name")
+            add(known)
+        elif known.pubchem_cid is None and int(cid) > 0:
+            known.pubchem_cid, known.iupac_name = int(cid), iupac or None
+            if known.density_g_ml is None:
+                known.density_g_ml = densities.get(cas)
+        for name in names:
+            known.add_name(name, "synonym")
+        if iupac:
+            known.add_name(iupac, "iupac")
+        if CAS_PATTERN.match(cas):
+            known.add_name(cas, "cas")
+    quota = n_chemicals // BOC_SHARE
+    kept = ordered[:n_chemicals - quota]
+    derived = [d for d in boc_derivatives(kept, quota) if d.smiles not in by_smiles]
+    return kept + derived + ordered[len(kept):n_chemicals - len(derived)]
+
+
+def boc_derivatives(identities: list[Identity], limit: int) -> list[Identity]:
+    """Up to ``limit`` N-Boc forms of the selected amines (one primary or secondary alkyl amine, no other
+    nucleophile or acid), those that also carry an aryl bromide or iodide first (they feed Suzuki and
+    Buchwald-Hartwig steps in multi-step routes), then in selection order. Named "N-Boc-<amine name>",
+    the way catalogues list them."""
+    from rdkit import Chem
+    from rdkit.Chem import AllChem
+
+    amine = Chem.MolFromSmarts(BOC_AMINE)
+    protect = AllChem.ReactionFromSmarts(f"{BOC_AMINE[:-1]}:1]>>CC(C)(C)OC(=O)[N:1]")
+    excluded = [Chem.MolFromSmarts(p) for p in BOC_EXCLUDED_GROUPS]
+    aryl_halide = Chem.MolFromSmarts(BOC_ARYL_HALIDE)
+    candidates = []
+    for identity in identities:
+        if identity.source == "curated" or "." in identity.smiles:
+            continue
+        mol = Chem.MolFromSmiles(identity.smiles)
+        if mol is None or not 4 <= mol.GetNumHeavyAtoms() <= BOC_MAX_HEAVY_ATOMS:
+            continue
+        sites = mol.GetSubstructMatches(amine)
+        if len(sites) != 1 or any(mol.HasSubstructMatch(q) for q in excluded):
+            continue
+        candidates.append((not mol.HasSubstructMatch(aryl_halide), len(candidates), identity, mol))
+    derived = []
+    for _, _, identity, mol in sorted(candidates, key=lambda c: c[:2]):
+        if len(derived) == limit:
+            break
+        product = protect.RunReactants((mol,))[0][0]
+        try:
+            Chem.SanitizeMol(product)
+        except Exception:  # a valence RDKit rejects: no Boc form for this amine
+            continue
+        facts = identity_of(Chem.MolToSmiles(product))
+        name = f"N-Boc-{identity.name}"
+        protected = Identity(name=name, smiles=facts.smiles, inchikey=facts.inchikey, formula=facts.formula,
+                             molar_mass_g_mol=facts.molar_mass_g_mol, cas=None, category="fine", source="derived",
+                             note=f"N-Boc form of {identity.name} (catalogue item; structure derived with RDKit)")
+        protected.add_name(name, "name")
+        protected.add_name(f"Boc-{identity.name}", "synonym")
+        derived.append(protected)
+    return derived
+
+
+def _small_then_building_blocks(patterns) -> Iterator[tuple[str, list[str]]]:
+    """Rows of the small table, then building blocks of the large table: first the lowest-CID
+    ``HANDLE_QUOTA`` of each reactive handle (so rare handles such as boronic acids are represented),
+    then the rest in CID order."""
+    from rdkit import Chem
+
+    for values in pubchem_rows("small"):
+        yield "small", values
+    aryl_halide = Chem.MolFromSmarts(BIFUNCTIONAL_ARYL_HALIDE)
+    second = [Chem.MolFromSmarts(p) for p in SECOND_HANDLES]
+    blocks, bifunctional = [], []
+    for values in pubchem_rows("large"):
+        if not (6 <= _heavy_atom_estimate(values[4]) <= 30):
+            continue
+        mol = Chem.MolFromSmiles(values[4])
+        if mol is not None and _is_building_block(mol):
+            blocks.append((values, [i for i, p in enumerate(patterns) if mol.HasSubstructMatch(p)]))
+            if mol.HasSubstructMatch(aryl_halide) and any(mol.HasSubstructMatch(q) for q in second):
+                bifunctional.append(values)
+    blocks = [(values, handles) for values, handles in blocks if handles]
+    blocks.sort(key=lambda item: int(item[0][0]))
+    taken: set[str] = set()
+    for values in sorted(bifunctional, key=lambda v: int(v[0]))[:BIFUNCTIONAL_QUOTA]:
+        taken.add(values[0])
+        yield "large", values
+    for index in range(len(patterns)):
+        for values, _ in [item for item in blocks if index in item[1]][:HANDLE_QUOTA]:
+            if values[0] not in taken:
+                taken.add(values[0])
+                yield "large", values
+    for values, _ in blocks:
+        if values[0] not in taken:
+            yield "large", values
+
+
+def _heavy_atom_estimate(smiles: str) -> int:
+    """Letters that start an atom symbol, minus hydrogens: a cheap upper bound used before parsing."""
+    return sum(1 for ch in smiles if ch.isupper() and ch != "H") + sum(1 for ch in smiles if ch in "cnos")

@@ -1,0 +1,41 @@
+"""Registers the chem pricing server, its data builder, its task suites and demo (string targets only).
+
+Every suite is one view of the benchmark (``chem`` is the clean view); each names the chem scorer in
+its ``env_kwargs`` (so ``gauntlet eval`` records the stage diagnosis in every episode) and lists the
+views of the family under ``views``, so a runner can pick one by view name
+(``gauntlet eval chem --view noisy-high``).
+"""
+
+from __future__ import annotations
+
+PACKAGE = "gauntlet.mcp_servers.chem"
+# suite name: (view, loader in suite.py, what its tasks are)
+SUITES = {"chem": ("clean", "clean_suite", "1,440 reactions, clean"),
+          "chem-solvents": ("solvents", "solvents_suite", "1,440 reactions, solvents priced by volume"),
+          "chem-noisy-low": ("noisy-low", "noisy_low_suite", "1,440 reactions, low noise"),
+          "chem-noisy-medium": ("noisy-medium", "noisy_medium_suite", "1,440 reactions, medium noise"),
+          "chem-noisy-high": ("noisy-high", "noisy_high_suite", "1,440 reactions, high noise"),
+          "chem-routes": ("routes", "routes_suite", "150 multi-step routes cascading intermediates"),
+          "chem-routes-noisy-low": ("routes-noisy-low", "routes_noisy_low_suite", "150 multi-step routes, low noise"),
+          "chem-routes-noisy-medium": ("routes-noisy-medium", "routes_noisy_medium_suite",
+                                       "150 multi-step routes, medium noise"),
+          "chem-routes-noisy-high": ("routes-noisy-high", "routes_noisy_high_suite",
+                                     "150 multi-step routes, high noise")}
+VIEWS = {view: name for name, (view, _, _) in SUITES.items()}
+SCORER = f"{PACKAGE}.scoring:ChemScorer"
+
+
+def register() -> None:
+    from gauntlet.registry import registry
+
+    registry.add("server", "chem", f"{PACKAGE}.server:build_server",
+                 "chemical procurement pricing: ground chemicals, supplier quotes, pack selection, reactions, routes")
+    registry.add("data", "chem", f"{PACKAGE}.bundle:build_everything",
+                 "frozen chemical catalogue (2,450 real identities, 120 suppliers, ~280k quotes) in SQLite, the "
+                 "1,440 reactions and 150 routes with their views, and every suite", version="3")
+    for name, (view, loader, tasks) in SUITES.items():
+        registry.add("suite", name, f"{PACKAGE}.suite:{loader}",
+                     f"price {tasks} ({view} view); gold trajectories from the oracle", server="chem",
+                     env_kwargs={"scorer": SCORER}, view=view, views=VIEWS)
+    registry.add("demo", "chem", f"{PACKAGE}.demo:run_demo",
+                 "price a few reactions through the chem server over a real MCP client session")

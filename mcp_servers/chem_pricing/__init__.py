@@ -1,5 +1,0 @@
-"""Chemical procurement pricing: a frozen catalogue, supplier quotes, reactions to price, and the tools.
-
-See docs/chem_pricing.md. Nothing heavy is imported here; ``registration.py`` registers the server,
-the data builder and the task suites by string target.
-"""
