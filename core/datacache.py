@@ -18,9 +18,11 @@ import shutil
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from gauntlet.curated import curated_digest
 
 MANIFEST = "MANIFEST.json"
 _verified: set[Path] = set()
@@ -44,8 +46,12 @@ def params_key(params: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def entry_dir(name: str, version: str, params: dict[str, Any] | None = None) -> Path:
-    return cache_root() / name / str(version) / params_key(params or {})
+def entry_dir(name: str, version: str, params: dict[str, Any] | None = None, inputs: Sequence[str] = ()) -> Path:
+    """The cache folder of one entry: ``<name>/<version>/<hash of params and curated inputs>``."""
+    key = dict(params or {})
+    if inputs:
+        key["curated inputs"] = curated_digest(inputs)
+    return cache_root() / name / str(version) / params_key(key)
 
 
 def _sha256(path: Path) -> str:
@@ -78,10 +84,14 @@ def verify(folder: Path) -> bool:
 
 
 def ensure_built(name: str, version: str, build: Callable[..., Any], *, params: dict[str, Any] | None = None,
-                 rebuild: bool = False) -> Path:
-    """The cache folder of ``name`` at ``version`` with ``params``, built first if needed (see module doc)."""
+                 inputs: Sequence[str] = (), rebuild: bool = False) -> Path:
+    """The cache folder of ``name`` at ``version`` with ``params``, built first if needed (see module doc).
+
+    ``inputs`` names the curated files under ``data/`` the builder reads (``gauntlet.curated``); their
+    digest is part of the key, so a changed curated file gives a new entry.
+    """
     params = params or {}
-    folder = entry_dir(name, version, params)
+    folder = entry_dir(name, version, params, inputs)
     with _lock:
         if not rebuild and folder in _verified and (folder / MANIFEST).exists():
             return folder
@@ -97,7 +107,8 @@ def ensure_built(name: str, version: str, build: Callable[..., Any], *, params: 
             build(scratch, **params)
             if not any(p.is_file() for p in scratch.rglob("*")):
                 raise DataCacheError(f"data builder {name!r} wrote no files")
-            manifest = {"name": name, "version": str(version), "params": params, **_manifest(scratch)}
+            manifest = {"name": name, "version": str(version), "params": params, "curated_inputs": sorted(inputs),
+                        **_manifest(scratch)}
             (scratch / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
             if folder.exists():
                 shutil.rmtree(folder)

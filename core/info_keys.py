@@ -1,0 +1,35 @@
+"""The ``info`` keys the platform reads: the contract between an env and the runner, scorers and bridges.
+
+Gymnasium keeps ``info`` free-form; Gauntlet reads a few keys from it, and only these. An env that
+reports them gets them recorded in the Episode's own fields (docs/architecture.md, "The info contract").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+PRIVILEGED: Final = "privileged"
+"""Ground truth for scorers and monitors, never shown to the agent; recorded as ``Step.privileged``."""
+
+COST: Final = "cost"
+"""The step's safety cost (a number, default 0); recorded as ``Step.cost`` and summed in the outcome."""
+
+SUCCESS: Final = "success"
+"""Whether the episode succeeded, read from the final step's info; the outcome's ``success``."""
+
+IS_SUCCESS: Final = "is_success"
+"""The same as ``success`` under the name Gymnasium-Robotics and SB3 use; read when ``success`` is absent."""
+
+TOOL_CALL: Final = "tool_call"
+"""A tool call the step made (``ToolCall`` fields); moved out of ``info`` into ``Step.tool_call``."""
+
+TASK_ID: Final = "task_id"
+"""The tool task an episode runs (``ToolTaskEnv``'s reset info); the episode's ``task_id``."""
+
+PLATFORM_KEYS: Final = (PRIVILEGED, COST, SUCCESS, IS_SUCCESS, TOOL_CALL, TASK_ID)
+
+
+def success_of(info: dict[str, Any]) -> bool | None:
+    """The success an env reported in ``info`` (``success``, else ``is_success``), or None if it did not."""
+    value = info.get(SUCCESS, info.get(IS_SUCCESS))
+    return None if value is None else bool(value)
