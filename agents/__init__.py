@@ -11,7 +11,7 @@ def register() -> None:
 
     registry.add("agent", "random", "gauntlet.agents.basic:RandomAgent",
                  "uniform samples from the action space, seeded per episode")
-    registry.add("agent", "replay", "gauntlet.agents.basic:ReplayAgent",
+    registry.add("agent", "replay", "gauntlet.replay_agent:ReplayAgent",
                  "plays back the actions of a recorded episode (config: episode=PATH[, index=N])")
     registry.add("agent", "gold", "gauntlet.agents.tool:GoldAgent",
                  "replays a tool task's gold trajectory, then submits its answer (config: suite=PATH)")

@@ -27,7 +27,7 @@ import numpy as np
 from gymnasium import spaces
 
 from gauntlet.agent import Agent
-from gauntlet.agents.basic import ReplayAgent
+from gauntlet.replay_agent import ReplayAgent
 from gauntlet.branching import BranchableEnv, Snapshot, branchable, outputs_identical
 from gauntlet.episode import AgentSpec, Episode, EpisodeFormatError, EpisodeWriter, Outcome, Step, dumps, to_plain
 from gauntlet.errors import UserError
