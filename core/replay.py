@@ -27,7 +27,7 @@ import numpy as np
 from gymnasium import spaces
 
 from gauntlet.agent import Agent
-from gauntlet.replay_agent import ReplayAgent
+from gauntlet.basic_agents import RandomAgent, ReplayAgent
 from gauntlet.branching import BranchableEnv, Snapshot, branchable, outputs_identical
 from gauntlet.episode import AgentSpec, Episode, EpisodeFormatError, EpisodeWriter, Outcome, Step, dumps, to_plain
 from gauntlet.errors import UserError
@@ -259,7 +259,7 @@ def default_branch_agent(episode: Episode) -> Agent:
     try:
         return make_agent(episode.agent.name, **episode.agent.config)
     except UnknownEntryError:
-        return make_agent("random")
+        return RandomAgent()
 
 
 def branch_episode(episode: Episode, at: int, *, action: Any = None, agent: Agent | None = None,

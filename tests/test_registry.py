@@ -19,13 +19,13 @@ def test_a_family_with_a_registration_module_is_found_and_registered(tmp_path, m
     (family / "registration.py").write_text(
         "def register():\n"
         "    from gauntlet.registry import registry\n"
-        "    registry.add('agent', 'toy-widget-agent', 'gauntlet.agents.basic:RandomAgent', 'test')\n")
+        "    registry.add('agent', 'toy-widget-agent', 'gauntlet.basic_agents:RandomAgent', 'test')\n")
     (tmp_path / "toyfamilies" / "no_registration").mkdir()
     (tmp_path / "toyfamilies" / "no_registration" / "__init__.py").write_text("raise ImportError('must not be imported')")
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         register_subpackages("toyfamilies", str(tmp_path / "toyfamilies"))
-        assert registry.get("agent", "toy-widget-agent").load() is gauntlet.agents.basic.RandomAgent
+        assert registry.get("agent", "toy-widget-agent").load() is gauntlet.basic_agents.RandomAgent
     finally:
         registry._entries["agent"].pop("toy-widget-agent", None)
         for name in [m for m in sys.modules if m.startswith("toyfamilies")]:

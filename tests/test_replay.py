@@ -8,7 +8,7 @@ import pytest
 from gymnasium import spaces
 
 import gauntlet
-from gauntlet.replay_agent import ReplayAgent
+from gauntlet.basic_agents import ReplayAgent
 from gauntlet.branching import branchable, outputs_identical
 from gauntlet.episode import load_episodes
 from gauntlet.replay import ReplayDivergedError, branch_episode, replay_episode, replay_episodes, rollout_from

@@ -1,10 +1,12 @@
-"""The replay agent: plays back the actions of a recorded episode.
+"""The agents every env supports: uniform random, and replay of a recorded episode.
 
-It lives in core because the replayer (``gauntlet.replay``) is built on it, and core depends on no family.
+They live in core because core's replayer is built on them (the replay agent re-executes a recording,
+the random agent carries a branch on when the episode's own agent is unknown), and core depends on no family.
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,25 @@ from gymnasium import spaces
 from gauntlet.agent import Agent
 from gauntlet.episode import Episode, load_episodes
 from gauntlet.spaces import from_json
+
+
+class RandomAgent(Agent):
+    """Samples actions uniformly from the action space, seeded by the episode seed."""
+
+    name = "random"
+
+    def __init__(self) -> None:
+        self._source: spaces.Space | None = None
+
+    def reset(self, *, seed: int | None, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        # A private copy, so sampling never disturbs the env's own action-space RNG.
+        if action_space is not self._source:
+            self._source, self._space = action_space, copy.deepcopy(action_space)
+            self._sample = self._space.sample
+        self._space.seed(seed)
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        return self._sample()
 
 
 class ReplayAgent(Agent):
