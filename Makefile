@@ -5,20 +5,29 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Two workers: the suite is sized for a 2-core machine.
 PYTEST_WORKERS ?= 2
+TORCH ?= torch==2.13.0
 
-.PHONY: setup test demo bench clean
+.PHONY: setup lint test demo bench clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# The CPU build first: an unpinned torch would pull a multi-GB CUDA build.
-	$(BIN)/python -m pip install --quiet torch==2.13.0
+	# torch before the project, pinned: left to the resolver, `torch>=2.3` could pull a newer multi-GB
+	# CUDA build. Pip takes 2.13.0 from its configured wheels (a CPU build where one is provided there);
+	# on stock PyPI for Linux that is a CUDA build: set TORCH='torch==2.13.0 --index-url <PyTorch CPU index>'.
+	$(BIN)/python -m pip install --quiet $(TORCH)
 	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
 	touch $(STAMP)
 
 setup: $(STAMP)
 
-test: $(STAMP)
+# Lint, dependency contracts and types: fast, and first, so a wrong-way import fails before the suite runs.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo
+	$(BIN)/mypy
+
+test: lint
 	@$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure"; exit 1; fi; \
 	exit $$status
