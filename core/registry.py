@@ -1,18 +1,22 @@
 """Registries: environments (Gymnasium's, under the ``gauntlet/`` namespace), tool servers, task
-suites, agents and data builders.
+suites, agents, data builders, demos, oversight controllers and monitors.
 
 Every entry names its implementation as a ``"module:attribute"`` string, so registering costs
-nothing and a family's heavy dependencies load only when one of its entries is used. Families
-register themselves through the ``gauntlet.plugins`` entry-point group; ``import gauntlet`` calls
-each plugin's ``register()`` once.
+nothing and a family's heavy dependencies load only when one of its entries is used. An entry may
+also carry ``params``: keyword arguments bound to the target when it loads, so one function serves
+several entries (``registry.add("suite", "chem-routes", "...suite:suite_path", params={"view":
+"routes"})`` loads as ``functools.partial(suite_path, view="routes")``). Families register themselves
+through the ``gauntlet.plugins`` entry-point group; ``import gauntlet`` calls each plugin's
+``register()`` once.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -21,7 +25,7 @@ from typing import Any
 import gymnasium as gym
 
 NAMESPACE = "gauntlet"
-KINDS = ("server", "suite", "agent", "data", "demo")
+KINDS = ("server", "suite", "agent", "data", "demo", "controller", "monitor")
 
 
 class UnknownEntryError(KeyError):
@@ -33,17 +37,21 @@ class UnknownEntryError(KeyError):
 
 @dataclass(frozen=True)
 class Entry:
-    """One registered thing: its name, where its implementation lives, and what it is for."""
+    """One registered thing: its name, where its implementation lives, what it is for, and the keyword
+    arguments (``params``) its implementation is called with."""
 
     kind: str
     name: str
     target: str
     description: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    params: Mapping[str, Any] = field(default_factory=dict)
 
     def load(self) -> Any:
-        """Import and return the object the entry names."""
-        return load_target(self.target)
+        """Import the object the entry names; with ``params``, that object with them bound
+        (``functools.partial``), so calling the loaded entry calls the target with them."""
+        target = load_target(self.target)
+        return functools.partial(target, **self.params) if self.params else target
 
 
 def load_target(target: str) -> Any:
@@ -62,10 +70,12 @@ class Registry:
     def __init__(self) -> None:
         self._entries: dict[str, dict[str, Entry]] = {kind: {} for kind in KINDS}
 
-    def add(self, kind: str, name: str, target: str, description: str = "", **metadata: Any) -> Entry:
+    def add(self, kind: str, name: str, target: str, description: str = "", *,
+            params: Mapping[str, Any] | None = None, **metadata: Any) -> Entry:
+        """Register ``target`` (``"module:attribute"``) as ``name``; ``params`` are bound to it on load."""
         if kind not in KINDS:
             raise ValueError(f"unknown registry kind {kind!r}; expected one of {KINDS}")
-        entry = Entry(kind, name, target, description, metadata)
+        entry = Entry(kind, name, target, description, metadata, dict(params or {}))
         self._entries[kind][name] = entry
         return entry
 

@@ -21,7 +21,8 @@ def test_a_family_with_a_registration_module_is_found_and_registered(tmp_path, m
         "    from gauntlet.registry import registry\n"
         "    registry.add('agent', 'toy-widget-agent', 'gauntlet.basic_agents:RandomAgent', 'test')\n")
     (tmp_path / "toyfamilies" / "no_registration").mkdir()
-    (tmp_path / "toyfamilies" / "no_registration" / "__init__.py").write_text("raise ImportError('must not be imported')")
+    (tmp_path / "toyfamilies" / "no_registration" / "__init__.py").write_text(
+        "raise ImportError('must not be imported')")
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         register_subpackages("toyfamilies", str(tmp_path / "toyfamilies"))
@@ -43,3 +44,27 @@ def test_gauntlet_envs_register_lazily_under_the_namespace():
     env = gym.make("gauntlet/RegistryProbe-v0")
     assert env.action_space.n == 2
     del gym.registry["gauntlet/RegistryProbe-v0"]
+
+
+def test_an_entry_with_params_loads_as_its_target_with_them_bound():
+    entry = registry.add("suite", "toy-params-suite", "gauntlet.registry:load_target", "test",
+                         params={"target": "gauntlet.basic_agents:RandomAgent"}, server="toy")
+    try:
+        loaded = entry.load()
+        assert loaded() is gauntlet.basic_agents.RandomAgent
+        assert entry.params == {"target": "gauntlet.basic_agents:RandomAgent"}
+        assert entry.metadata == {"server": "toy"}  # params are not metadata
+        assert registry.get("agent", "random").load() is gauntlet.basic_agents.RandomAgent  # no params: the target
+    finally:
+        registry._entries["suite"].pop("toy-params-suite")
+
+
+def test_controllers_and_monitors_have_registry_kinds_and_unknown_kinds_are_refused():
+    for kind, protocol in (("controller", "gauntlet.hooks:Controller"), ("monitor", "gauntlet.hooks:Monitor")):
+        entry = registry.add(kind, f"toy-{kind}", protocol, "test")
+        try:
+            assert entry in registry.entries(kind) and registry.get(kind, f"toy-{kind}") is entry
+        finally:
+            registry._entries[kind].pop(f"toy-{kind}")
+    with pytest.raises(ValueError, match="unknown registry kind 'oracle'"):
+        registry.add("oracle", "x", "gauntlet.hooks:Decision")
