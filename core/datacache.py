@@ -7,10 +7,17 @@ The first call runs ``build(folder, **params)`` into a scratch folder, writes ``
 a half-built entry that looks complete. Later calls verify the files against the manifest (once per
 process) and rebuild an entry whose files were corrupted or removed. The cache lives in
 ``$GAUNTLET_HOME`` (default ``~/.cache/gauntlet``): ``<name>/<version>/<params hash>/``.
+
+Building is locked per entry, across threads and processes: ``<params hash>.lock`` beside the entry
+is held (``flock``) while the entry is checked and built, so when several processes ask for one
+entry at once, one builds it and the others wait and then use it. The lock is re-entrant within a
+thread, and a builder may itself ensure other entries it builds on (tasks built from scenes). A
+build killed half-way leaves a scratch folder that the next build of the entry removes.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -18,7 +25,8 @@ import shutil
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +34,10 @@ from gauntlet.curated import curated_digest
 
 MANIFEST = "MANIFEST.json"
 _verified: set[Path] = set()
-# Re-entrant: a builder may itself ensure the data it builds on (tasks built from scenes).
-_lock = threading.RLock()
+_thread_locks: dict[Path, threading.RLock] = {}
+_thread_locks_guard = threading.Lock()
+# Lock files this process holds (flock is per open file, so it is taken once, by the outermost holder).
+_held: dict[Path, tuple[int, int]] = {}
 
 
 class DataCacheError(RuntimeError):
@@ -83,6 +93,39 @@ def verify(folder: Path) -> bool:
     return True
 
 
+def lock_path(folder: Path) -> Path:
+    """The lock file of the entry at ``folder``: beside it, so removing the entry never removes its lock."""
+    return folder.with_name(folder.name + ".lock")
+
+
+@contextmanager
+def entry_lock(folder: Path) -> Iterator[None]:
+    """Hold the entry's lock: one holder at a time among this process's threads (an RLock) and among
+    processes (``flock`` on ``lock_path(folder)``, released by the OS if the holder dies)."""
+    with _thread_locks_guard:
+        thread_lock = _thread_locks.setdefault(folder, threading.RLock())
+    with thread_lock:  # from here on only this thread touches _held[folder]
+        if folder in _held:
+            descriptor, depth = _held[folder]
+        else:
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            descriptor, depth = os.open(lock_path(folder), os.O_RDWR | os.O_CREAT, 0o644), 0
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(descriptor)
+                raise
+        _held[folder] = (descriptor, depth + 1)
+        try:
+            yield
+        finally:
+            if depth == 0:
+                del _held[folder]
+                os.close(descriptor)  # releases the flock
+            else:
+                _held[folder] = (descriptor, depth)
+
+
 def ensure_built(name: str, version: str, build: Callable[..., Any], *, params: dict[str, Any] | None = None,
                  inputs: Sequence[str] = (), rebuild: bool = False) -> Path:
     """The cache folder of ``name`` at ``version`` with ``params``, built first if needed (see module doc).
@@ -92,16 +135,18 @@ def ensure_built(name: str, version: str, build: Callable[..., Any], *, params: 
     """
     params = params or {}
     folder = entry_dir(name, version, params, inputs)
-    with _lock:
-        if not rebuild and folder in _verified and (folder / MANIFEST).exists():
-            return folder
+    if not rebuild and folder in _verified and (folder / MANIFEST).exists():
+        return folder
+    with entry_lock(folder):
         if not rebuild and folder.is_dir():
             if verify(folder):
                 _verified.add(folder)
                 return folder
             warnings.warn(f"cached data {name} v{version} at {folder} failed its checksum; rebuilding",
                           stacklevel=2)
-        folder.parent.mkdir(parents=True, exist_ok=True)
+        # Under the lock no one else builds this entry, so scratch folders left here are from killed builds.
+        for stale in folder.parent.glob(f".{folder.name}-*"):
+            shutil.rmtree(stale, ignore_errors=True)
         scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         try:
             build(scratch, **params)
