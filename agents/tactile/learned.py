@@ -13,6 +13,7 @@ from gauntlet.agent import Agent
 from gauntlet.agents.tactile.scan import CoverageScan
 from gauntlet.agents.tactile.touchmap import TouchMap, gel_background
 from gauntlet.agents.tactile.training import load, scan_region
+from gauntlet.envs.tactile.env import component_shape
 
 
 class LearnedTactileAgent(Agent):
@@ -37,13 +38,13 @@ class LearnedTactileAgent(Agent):
         return {"checkpoint": self.checkpoint}
 
     def reset(self, *, seed: int | None, observation_space: spaces.Space, action_space: spaces.Space) -> None:
-        expected = action_space["prediction"].shape[0]
+        expected = component_shape(action_space, "prediction")[0]
         if expected != self.model.config["prediction_dim"]:
             raise ValueError(f"checkpoint {self.checkpoint} predicts {self.model.config['prediction_dim']} values; "
                              f"this env expects {expected}")
         self._scan = CoverageScan(int(self.metadata["step_limit"]), scan_region(str(self.metadata["family"])),
-                                  action_space["action"].shape[0])
-        self._background = gel_background(observation_space["sensor_img"].shape[:2])
+                                  component_shape(action_space, "action")[0])
+        self._background = gel_background(component_shape(observation_space, "sensor_img")[:2])
         self._map: TouchMap | None = None
 
     @torch.no_grad()

@@ -25,6 +25,9 @@ def _block(inputs: int, outputs: int) -> nn.Sequential:
 class TouchMapModel(nn.Module):
     """32 x 32 touch map -> prediction. Three conv blocks (32 -> 4 pixels), pooled to 3 x 3, an MLP head."""
 
+    target_mean: torch.Tensor  # buffers, registered in __init__
+    target_scale: torch.Tensor
+
     def __init__(self, prediction_dim: int, width: int = 32, hidden: int = 256, dropout: float = 0.3):
         super().__init__()
         self.features = nn.Sequential(_block(MAP_CHANNELS, width), _block(width, 2 * width),

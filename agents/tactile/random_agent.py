@@ -8,6 +8,7 @@ import numpy as np
 from gymnasium import spaces
 
 from gauntlet.agent import Agent
+from gauntlet.envs.tactile.env import component_shape
 
 
 class TactileRandomAgent(Agent):
@@ -21,8 +22,8 @@ class TactileRandomAgent(Agent):
 
     def reset(self, *, seed: int | None, observation_space: spaces.Space, action_space: spaces.Space) -> None:
         self._rng = np.random.default_rng(seed)
-        self._move_shape = action_space["action"].shape
-        self._prediction = np.zeros(action_space["prediction"].shape, np.float32)
+        self._move_shape = component_shape(action_space, "action")
+        self._prediction = np.zeros(component_shape(action_space, "prediction"), np.float32)
 
     def act(self, observation: Any, info: dict[str, Any]) -> dict[str, np.ndarray]:
         return {"action": self._rng.uniform(-1.0, 1.0, self._move_shape).astype(np.float32),

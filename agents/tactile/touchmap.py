@@ -17,6 +17,8 @@ geometry: image columns run along its 18.88 mm side (+x), rows from its +y edge 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 from torch.nn import functional as F
@@ -31,9 +33,10 @@ TOUCH_FEATURES = 6  # mean and mean |.| of the colour change, per channel
 MAP_CHANNELS = TOUCH_FEATURES + 2  # + contact height + coverage
 
 
-def gel_background(image_size: tuple[int, int]) -> torch.Tensor:
+def gel_background(image_size: Sequence[int]) -> torch.Tensor:
     """The undeformed gel's image in observation units ([-1, 1]), ``(3, H, W)``: the zero of a touch."""
-    renderer = TactileRenderer(SensorConfig(tuple(image_size)), 2, 0.1)
+    height, width = image_size
+    renderer = TactileRenderer(SensorConfig((height, width)), 2, 0.1)
     return torch.from_numpy(renderer.background * 2.0 - 1.0).permute(2, 0, 1).float()
 
 

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -25,6 +25,7 @@ import torch
 from gauntlet.agents.tactile.model import TouchMapModel
 from gauntlet.agents.tactile.scan import CoverageScan
 from gauntlet.agents.tactile.touchmap import TouchMap, episode_maps, gel_background, touch_features
+from gauntlet.envs.tactile.env import TactilePerceptionVectorEnv, component_shape
 
 # Where each family's object can lie (half extents, m): MNIST digits are 10 x 10 cm squares whose
 # ink spans about 7 cm, placed within +-1 cm and +-22.5 degrees; other scenes use the whole reach.
@@ -41,7 +42,8 @@ class TrainingLog:
     losses: list[float] = field(default_factory=list)  # normalised loss per update (sampled steps)
 
 
-def make_vector_env(family: str, split: str, num_envs: int, objects_per_split: int | None) -> gym.vector.VectorEnv:
+def make_vector_env(family: str, split: str, num_envs: int, objects_per_split: int | None
+                    ) -> TactilePerceptionVectorEnv:
     """The family's native vector env, through the registry.
 
     Families without object splits (one object set, random poses) use their only env for both;
@@ -52,11 +54,13 @@ def make_vector_env(family: str, split: str, num_envs: int, objects_per_split: i
     env_id = f"gauntlet/{family}-{split}-v0"
     if env_id not in gym.registry:
         env_id = f"gauntlet/{family}-v0"
-    return gym.make_vec(env_id, num_envs=num_envs, objects_per_split=objects_per_split)
+    # every tactile family registers TactilePerceptionVectorEnv as its vector entry point
+    env = gym.make_vec(env_id, num_envs=num_envs, objects_per_split=objects_per_split)
+    return cast(TactilePerceptionVectorEnv, env)
 
 
-def make_scan(env: gym.vector.VectorEnv, family: str) -> CoverageScan:
-    return CoverageScan(env.task.step_limit, scan_region(family), env.single_action_space["action"].shape[0])
+def make_scan(env: TactilePerceptionVectorEnv, family: str) -> CoverageScan:
+    return CoverageScan(env.task.step_limit, scan_region(family), component_shape(env.single_action_space, "action")[0])
 
 
 @dataclass
@@ -69,14 +73,14 @@ class Batch:
     targets: torch.Tensor  # (B,) classes or (B, d)
 
 
-def collect(env: gym.vector.VectorEnv, scan: CoverageScan, seed: int, background: torch.Tensor) -> Batch:
+def collect(env: TactilePerceptionVectorEnv, scan: CoverageScan, seed: int, background: torch.Tensor) -> Batch:
     """One scan episode per slot; keeps the touches 0..T-1 (the ones predictions are made from)."""
     observation, info = env.reset(seed=seed)
     targets = torch.from_numpy(np.asarray(info["target"]))
-    prediction = np.zeros((env.num_envs,) + env.single_action_space["prediction"].shape, np.float32)
+    prediction = np.zeros((env.num_envs,) + component_shape(env.single_action_space, "prediction"), np.float32)
     scan.reset(observation["sensor_pos"])
     features, positions, rotations = [], [], []
-    for t in range(env.task.step_limit):
+    for _ in range(env.task.step_limit):
         features.append(touch_features(torch.from_numpy(observation["sensor_img"]), background))
         positions.append(torch.from_numpy(observation["sensor_pos"].copy()))
         if "sensor_rot" in observation:
@@ -91,6 +95,8 @@ def normalised_loss(out: torch.Tensor, targets: torch.Tensor, kind: str, varianc
     """The env's prediction loss, averaged over the batch (the negative prediction reward)."""
     if kind == "classification":
         return torch.nn.functional.cross_entropy(out, targets) / np.log(out.shape[-1])
+    if variance is None:
+        raise ValueError(f"a {kind} loss is normalised by the target variance, and none was given")
     return (((out - targets) ** 2) / variance).mean()
 
 
@@ -103,21 +109,20 @@ def train(family: str = "TactileMNIST", *, updates: int = 300, num_envs: int = 6
     env = make_vector_env(family, "train", num_envs, objects_per_split)
     task = env.task
     scan = make_scan(env, family)
-    background = gel_background(env.single_observation_space["sensor_img"].shape[:2])
-    model = TouchMapModel(env.single_action_space["prediction"].shape[0])
+    background = gel_background(component_shape(env.single_observation_space, "sensor_img")[:2])
+    model = TouchMapModel(component_shape(env.single_action_space, "prediction")[0])
     optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=1e-4)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=learning_rate, total_steps=max(updates, 2),
                                                    pct_start=0.1)
     variance = None if task.target_variance is None else torch.tensor(task.target_variance, dtype=torch.float32)
     generator = torch.Generator().manual_seed(seed)
     log = TrainingLog()
-    batch = None
     model.train()
     length = task.step_limit
     for update in range(updates):
         if update % reuse == 0:
             batch = collect(env, scan, seed * 1_000_003 + update * num_envs, background)
-            if update == 0 and task.kind == "regression":
+            if update == 0 and variance is not None:  # regression
                 model.set_target_scale(batch.targets.float().mean(0), variance.sqrt())
             # every step's map once per batch; the ``reuse`` updates draw different steps from them
             every_step = torch.arange(length).expand(num_envs, length)
@@ -154,8 +159,8 @@ def evaluate(model: TouchMapModel | None, family: str = "TactileMNIST", split: s
     task = env.task
     scan = make_scan(env, family)
     rng = np.random.default_rng(seed)
-    background = gel_background(env.single_observation_space["sensor_img"].shape[:2])
-    prediction_shape = (num_envs,) + env.single_action_space["prediction"].shape
+    background = gel_background(component_shape(env.single_observation_space, "sensor_img")[:2])
+    prediction_shape = (num_envs,) + component_shape(env.single_action_space, "prediction")
     key = "final_accuracy" if task.kind == "classification" else "final_error"
     curves = []
     for batch in range(max(1, episodes // num_envs)):
@@ -165,7 +170,7 @@ def evaluate(model: TouchMapModel | None, family: str = "TactileMNIST", split: s
         scores = []
         for _ in range(task.step_limit):
             if model is None or random_moves:
-                moves = rng.uniform(-1.0, 1.0, (num_envs,) + env.single_action_space["action"].shape)
+                moves = rng.uniform(-1.0, 1.0, (num_envs,) + component_shape(env.single_action_space, "action"))
             else:
                 moves = scan.act(observation["sensor_pos"])
             if model is None:

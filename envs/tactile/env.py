@@ -10,7 +10,7 @@ documentation.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -21,7 +21,7 @@ from gymnasium.vector.utils import batch_space
 from gauntlet.envs.tactile.rendering import render_platform
 from gauntlet.envs.tactile.sensor import SensorConfig
 from gauntlet.envs.tactile.simulation import ALL, TactileSimulation
-from gauntlet.envs.tactile.tasks import make_task
+from gauntlet.envs.tactile.tasks import TactileTask, make_task
 
 
 def _spaces(sim: TactileSimulation) -> tuple[spaces.Dict, spaces.Dict]:
@@ -29,7 +29,7 @@ def _spaces(sim: TactileSimulation) -> tuple[spaces.Dict, spaces.Dict]:
     move_dims = 3 if sim.task.sensor_rotates else 2
     action_space = spaces.Dict({"action": spaces.Box(-1.0, 1.0, shape=(move_dims,), dtype=np.float32),
                                 "prediction": sim.task.prediction_space})
-    observations = {
+    observations: dict[str, spaces.Space[Any]] = {
         "sensor_img": spaces.Box(-1.0, 1.0, shape=(height, width, 3), dtype=np.float32),
         "sensor_pos": spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32),
         "time_step": spaces.Box(-1.0, 1.0, shape=(), dtype=np.float32)}
@@ -38,10 +38,15 @@ def _spaces(sim: TactileSimulation) -> tuple[spaces.Dict, spaces.Dict]:
     return action_space, spaces.Dict(observations)
 
 
+def component_shape(space: spaces.Space[Any], key: str) -> tuple[int, ...]:
+    """The shape of the box ``key`` of a tactile Dict space (``"action"``, ``"prediction"``, ``"sensor_img"``...)."""
+    return cast(spaces.Box, cast(spaces.Dict, space)[key]).shape
+
+
 def validate_actions(action: Any, space: spaces.Dict, num_envs: int | None) -> tuple[np.ndarray, np.ndarray]:
     """The (moves, predictions) arrays of an action, or ``ValueError`` naming the expected space."""
-    batch = () if num_envs is None else (num_envs,)
-    move_shape, prediction_shape = space["action"].shape, space["prediction"].shape
+    batch: tuple[int, ...] = () if num_envs is None else (num_envs,)
+    move_shape, prediction_shape = component_shape(space, "action"), component_shape(space, "prediction")
 
     def expected() -> str:
         return (f"expected a dict {{'action': array of shape {batch + move_shape} in [-1, 1], "
@@ -78,7 +83,7 @@ def _all_finite(values: np.ndarray) -> bool:
     return bool(np.isfinite(values).all())
 
 
-class TactilePerceptionEnv(gym.Env):
+class TactilePerceptionEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     """Active tactile perception on a simulated GelSight Mini (Tactile MNIST suite).
 
     ## Description
@@ -149,6 +154,8 @@ class TactilePerceptionEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 5}
+    action_space: spaces.Dict
+    observation_space: spaces.Dict
 
     def __init__(self, family: str = "TactileMNIST", split: str = "train", *, image_size: tuple[int, int] = (64, 64),
                  episode_noise: float = 0.0, frame_noise: float = 0.0, objects_per_split: int | None = None,
@@ -157,7 +164,7 @@ class TactilePerceptionEnv(gym.Env):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.render_mode = render_mode
         task = make_task(family, split, objects_per_split=objects_per_split)
-        sensor = SensorConfig(tuple(image_size), episode_noise, frame_noise)
+        sensor = SensorConfig(cast(tuple[int, int], tuple(image_size)), episode_noise, frame_noise)
         self.sim = TactileSimulation(task, 1, sensor)
         self.action_space, self.observation_space = _spaces(self.sim)
 
@@ -174,7 +181,7 @@ class TactilePerceptionEnv(gym.Env):
                 self.sim.info(0, float(losses[0])))
 
     @property
-    def task(self):
+    def task(self) -> TactileTask:
         """The task family: its objects, step limit, prediction target and loss."""
         return self.sim.task
 
@@ -191,7 +198,7 @@ class TactilePerceptionEnv(gym.Env):
         self._np_random = self.sim.rngs[0]
 
 
-class TactilePerceptionVectorEnv(VectorEnv):
+class TactilePerceptionVectorEnv(VectorEnv[dict[str, Any], dict[str, Any], np.ndarray]):
     """The native batched version of ``TactilePerceptionEnv`` (same arguments plus ``num_envs``).
 
     All platforms are rendered by one batched renderer in one call per step. Slot ``i`` of a vector
@@ -202,6 +209,8 @@ class TactilePerceptionVectorEnv(VectorEnv):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 5, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    single_action_space: spaces.Dict
+    single_observation_space: spaces.Dict
 
     def __init__(self, num_envs: int = 1, family: str = "TactileMNIST", split: str = "train", *,
                  image_size: tuple[int, int] = (64, 64), episode_noise: float = 0.0, frame_noise: float = 0.0,
@@ -215,7 +224,8 @@ class TactilePerceptionVectorEnv(VectorEnv):
         self.num_envs = num_envs
         self.render_mode = render_mode
         task = make_task(family, split, objects_per_split=objects_per_split)
-        self.sim = TactileSimulation(task, num_envs, SensorConfig(tuple(image_size), episode_noise, frame_noise))
+        sensor = SensorConfig(cast(tuple[int, int], tuple(image_size)), episode_noise, frame_noise)
+        self.sim = TactileSimulation(task, num_envs, sensor)
         self.sim.renderer.threads = int(render_threads)
         self.single_action_space, self.single_observation_space = _spaces(self.sim)
         self.action_space = batch_space(self.single_action_space, num_envs)
@@ -259,7 +269,7 @@ class TactilePerceptionVectorEnv(VectorEnv):
                 "stats": {**stats, **{f"_{key}": full for key in stats}}, "_stats": full}
 
     @property
-    def task(self):
+    def task(self) -> TactileTask:
         """The task family: its objects, step limit, prediction target and loss."""
         return self.sim.task
 

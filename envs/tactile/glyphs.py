@@ -46,7 +46,7 @@ def glyph_mask(character: str, face: str, resolution: int) -> np.ndarray:
     from matplotlib.textpath import TextPath
 
     path = TextPath((0, 0), character, size=1.0, prop=FontProperties(fname=str(font_path(face))))
-    polygons = [np.asarray(p) * EM_M for p in path.to_polygons() if len(p) >= 3]
+    polygons = [polygon * EM_M for polygon in map(np.asarray, path.to_polygons()) if len(polygon) >= 3]
     points = np.concatenate(polygons)
     centre = (points.min(axis=0) + points.max(axis=0)) / 2
     coords = np.linspace(-FOOTPRINT_M / 2, FOOTPRINT_M / 2, resolution)

@@ -62,8 +62,8 @@ def volume_and_centroid(heights: np.ndarray, size_m: float) -> tuple[np.ndarray,
     """
     spacing, families = _triangles(heights, size_m)
     area = spacing * spacing / 2
-    volume = 0.0
-    moment = [0.0, 0.0, 0.0]
+    volume: float | np.ndarray = 0.0
+    moment: list[float | np.ndarray] = [0.0, 0.0, 0.0]
     for corners in families:
         hs = [c[0] for c in corners]
         xs = [c[1] for c in corners]
@@ -76,10 +76,10 @@ def volume_and_centroid(heights: np.ndarray, size_m: float) -> tuple[np.ndarray,
             moment[axis] = moment[axis] + (area / 12 * (products + sum_c * sum_h)).sum(axis=(-2, -1))
         squares = hs[0] ** 2 + hs[1] ** 2 + hs[2] ** 2
         moment[2] = moment[2] + (area / 24 * (squares + sum_h ** 2)).sum(axis=(-2, -1))
-    volume = np.asarray(volume)
-    safe = np.where(volume > 0, volume, 1.0)
+    volumes = np.asarray(volume)
+    safe = np.where(volumes > 0, volumes, 1.0)
     centroid = np.stack([np.asarray(m) / safe for m in moment], axis=-1)
-    return volume, centroid
+    return volumes, centroid
 
 
 def sample(fields_flat: np.ndarray, offsets: np.ndarray, fx: np.ndarray, fy: np.ndarray,

@@ -25,9 +25,9 @@ import numpy as np
 try:  # numba is optional: the NumPy renderer is the reference and the fallback
     import numba
 except ImportError:  # pragma: no cover - depends on the installation
-    numba = None
-
-AVAILABLE = numba is not None
+    AVAILABLE = False
+else:
+    AVAILABLE = True
 
 
 def _render_batch(fields_flat, offsets, cosines, object_xy, sensor_xy, scale, half, u, v, resolution, border, press,
@@ -155,6 +155,5 @@ if AVAILABLE:
     # Not numba's parallel=True: on a loaded machine waking its worker threads cost ~20 ms per call
     # (measured), against ~20 us of work per env. nogil lets TactileRenderer split a batch over
     # plain threads instead (render_threads). cache: compile once per installation, not per process.
+    # Without numba there is no render_batch: the renderer checks AVAILABLE before it calls the kernel.
     render_batch = numba.njit(cache=True, nogil=True, error_model="numpy")(_render_batch)
-else:  # pragma: no cover - depends on the installation
-    render_batch = None

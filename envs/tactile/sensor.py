@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -263,7 +263,7 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     return _process_pool(workers, os.getpid())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _process_pool(workers: int, pid: int) -> ThreadPoolExecutor:
     # keyed by process: a forked child (e.g. a subprocess vector env) has none of its parent's threads
     return ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="tactile-render")

@@ -13,6 +13,7 @@ Splits: 1,000 train and 200 test solids from fixed seeds.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,8 @@ SEGMENTS = 64  # polygon sides of the mesh's cylinders
 def _part(rng: np.random.Generator, half_extent: float, z0: float, height: float, centre: np.ndarray) -> dict:
     kind = ["box", "cylinder", "frustum"][int(rng.integers(3))]
     if kind == "box":
-        return {"kind": kind, "centre": centre, "half": rng.uniform(0.5, 1.0, 2) * half_extent, "z0": z0, "height": height}
+        return {"kind": kind, "centre": centre, "half": rng.uniform(0.5, 1.0, 2) * half_extent, "z0": z0,
+                "height": height}
     radius = rng.uniform(0.6, 1.0) * half_extent
     top = radius if kind == "cylinder" else radius * rng.uniform(0.4, 0.8)
     return {"kind": kind, "centre": centre, "radius": radius, "top_radius": top, "z0": z0, "height": height}
@@ -60,19 +62,21 @@ def mesh(parts: list[dict], holes: list[dict]):
     import manifold3d
     import trimesh
 
-    solid = None
+    solid: Any = None  # a manifold3d.Manifold (an untyped extension) once the first part is in
     for part in parts:
         x, y = part["centre"]
         if part["kind"] == "box":
             w, d = 2 * part["half"]
-            piece = manifold3d.Manifold.cube([w, d, part["height"]], True).translate([x, y, part["z0"] + part["height"] / 2])
+            piece = manifold3d.Manifold.cube([w, d, part["height"]], True)
+            piece = piece.translate([x, y, part["z0"] + part["height"] / 2])
         else:
             piece = manifold3d.Manifold.cylinder(part["height"], part["radius"], part["top_radius"], SEGMENTS)
             piece = piece.translate([x, y, part["z0"]])
         solid = piece if solid is None else solid + piece
     for hole in holes:
         x, y = hole["centre"]
-        solid = solid - manifold3d.Manifold.cylinder(1.0, hole["radius"], hole["radius"], SEGMENTS).translate([x, y, -0.5])
+        drill = manifold3d.Manifold.cylinder(1.0, hole["radius"], hole["radius"], SEGMENTS)
+        solid = solid - drill.translate([x, y, -0.5])
     result = solid.to_mesh()
     return trimesh.Trimesh(np.asarray(result.vert_properties)[:, :3], np.asarray(result.tri_verts), process=False)
 

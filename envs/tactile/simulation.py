@@ -155,7 +155,7 @@ class TactileSimulation:
             state.depth = state.depth.copy()
             state.depth[which] = depth
         state.sensor_z[which] = sensor_z
-        if self.render_rgb:
+        if image is not None:  # rendered when self.render_rgb
             if whole:
                 state.image = image
             else:

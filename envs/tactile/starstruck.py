@@ -61,7 +61,8 @@ def scene(rng: np.random.Generator, resolution: int) -> tuple[np.ndarray, int]:
     from matplotlib.path import Path as PolygonPath
 
     stars = int(rng.integers(1, 4))
-    kinds = ["star"] * stars + [DISTRACTORS[int(k)] for k in rng.integers(len(DISTRACTORS), size=int(rng.integers(1, 3)))]
+    distractors = rng.integers(len(DISTRACTORS), size=int(rng.integers(1, 3)))
+    kinds = ["star"] * stars + [DISTRACTORS[int(k)] for k in distractors]
     coords = np.linspace(-FOOTPRINT_M / 2, FOOTPRINT_M / 2, resolution)
     x, y = np.meshgrid(coords, coords)
     while True:  # rejection sampling of a whole layout without overlaps
@@ -80,9 +81,10 @@ def scene(rng: np.random.Generator, resolution: int) -> tuple[np.ndarray, int]:
         # test only the vertices in the shape's bounding square
         low = np.maximum(((centre - radius + FOOTPRINT_M / 2) / spacing).astype(int) - 1, 0)
         high = np.minimum(((centre + radius + FOOTPRINT_M / 2) / spacing).astype(int) + 2, resolution)
-        window = np.stack([x[low[1]:high[1], low[0]:high[0]].ravel(), y[low[1]:high[1], low[0]:high[0]].ravel()], axis=1)
+        rows, cols = slice(low[1], high[1]), slice(low[0], high[0])
+        window = np.stack([x[rows, cols].ravel(), y[rows, cols].ravel()], axis=1)
         inside = PolygonPath(outline(kind, radius, angle, centre)).contains_points(window)
-        mask[low[1]:high[1], low[0]:high[0]] |= inside.reshape(high[1] - low[1], high[0] - low[0])
+        mask[rows, cols] |= inside.reshape(high[1] - low[1], high[0] - low[0])
     field = extrude_mask(mask)
     return field, stars
 

@@ -118,11 +118,13 @@ def make_task(family: str, split: str = "train", *, objects_per_split: int | Non
         return TactileTask(family, "classification", objects, step_limit=16, num_classes=10)
     if family in ("TactileMNISTCenterOfMass", "TactileMNISTVolume", "ShapesCenterOfMass", "ShapesVolume"):
         if family.startswith("Shapes"):
-            from gauntlet.envs.tactile import shapes as source
+            from gauntlet.envs.tactile import shapes
+
+            load = shapes.load
         else:
-            source = mnist3d
-        objects = source.load(split, count=objects_per_split)
-        reference = source.load("train", count=objects_per_split)  # normalise by the training split
+            load = mnist3d.load
+        objects = load(split, count=objects_per_split)
+        reference = load("train", count=objects_per_split)  # normalise by the training split
         step_limit = 16 if family.startswith("TactileMNIST") else 32
         if family.endswith("CenterOfMass"):
             return TactileTask(family, "regression", objects, step_limit=step_limit, target_name="center_of_mass",
