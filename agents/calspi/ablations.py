@@ -3,17 +3,21 @@ behaviour cloning (an MLP regressing the dataset's actions on its observations, 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from gauntlet.agent import Agent
 
+if TYPE_CHECKING:
+    from gauntlet.envs.calspi.tasks import CalSPITaskEnv
 
-def _task(domain: str, dataset_size: int, dataset_seed: int) -> Any:
+
+def _task(domain: str, dataset_size: int, dataset_seed: int) -> CalSPITaskEnv:
     import gymnasium as gym
 
-    return gym.make(f"gauntlet/CalSPI-{domain}-v0", dataset_size=dataset_size, dataset_seed=dataset_seed).unwrapped
+    env = gym.make(f"gauntlet/CalSPI-{domain}-v0", dataset_size=dataset_size, dataset_seed=dataset_seed)
+    return cast("CalSPITaskEnv", env.unwrapped)
 
 
 class BaselineAgent(Agent):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -30,6 +30,9 @@ from gauntlet.agent import Agent, AgentOutput
 from gauntlet.agents.calspi.calibration import Certificate, calibrate, min_calibration_size, nonconformity_scores
 from gauntlet.agents.calspi.planner import GatedSearch, SearchConfig
 from gauntlet.episode import Event
+
+if TYPE_CHECKING:
+    from gauntlet.envs.calspi.tasks import CalSPITaskEnv
 
 VARIANTS = {
     # name: planner settings that define it (see the planner's docstring)
@@ -128,8 +131,8 @@ class CalSPIAgent(Agent):
         self.domain, self.dataset_size, self.dataset_seed = domain, int(dataset_size), int(dataset_seed)
         self.p, self.gamma, self.seed, self.variant = float(p), float(gamma), int(seed), variant
         self.search_overrides, self.model_overrides = dict(search or {}), dict(model or {})
-        self.task = gym.make(f"gauntlet/CalSPI-{domain}-v0", dataset_size=dataset_size,
-                             dataset_seed=dataset_seed).unwrapped
+        env = gym.make(f"gauntlet/CalSPI-{domain}-v0", dataset_size=dataset_size, dataset_seed=dataset_seed)
+        self.task = cast("CalSPITaskEnv", env.unwrapped)
         self.fitted = fit_model(self.task, p=self.p, gamma=self.gamma, seed=self.seed,
                                 config=ModelConfig(**self.model_overrides))
         search_config = SearchConfig(**{**VARIANTS[variant], **self.search_overrides})

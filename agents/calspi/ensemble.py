@@ -88,6 +88,10 @@ class Prediction:
 class EnsembleDynamics:
     """Trains the ensemble on (s, a, s', r), picks elites on validation, and predicts in batches."""
 
+    # Set by ``fit``: the normalisation of the inputs (s, a) and of the targets (s' - s, r).
+    input_norm: Normaliser
+    target_norm: Normaliser
+
     def __init__(self, obs_dim: int, act_dim: int, *, members: int = 7, elites: int = 5, hidden: int = 200,
                  layers: int = 3, seed: int = 0):
         if not 1 <= elites <= members:
@@ -97,8 +101,6 @@ class EnsembleDynamics:
         torch.manual_seed(seed)
         self.network = ProbabilisticEnsemble(obs_dim + act_dim, obs_dim + 1, members, hidden, layers)
         self.elites = np.arange(elites)
-        self.input_norm: Normaliser | None = None
-        self.target_norm: Normaliser | None = None
 
     @staticmethod
     def targets(states: np.ndarray, next_states: np.ndarray, rewards: np.ndarray) -> np.ndarray:

@@ -98,8 +98,8 @@ class BaselineValue:
         """sum_j |dV/ds_j(s)| * error_j per state: first-order bound on the value error that a state
         error of at most ``error_j`` in each coordinate causes."""
         x = self._inputs(states).requires_grad_(True)
-        self.network(x).sum().backward()
-        gradient = x.grad.numpy().astype(np.float64) * self.value_std / self.obs_std  # dV/ds in raw units
+        (normalised_gradient,) = torch.autograd.grad(self.network(x).sum(), x)
+        gradient = normalised_gradient.numpy().astype(np.float64) * self.value_std / self.obs_std  # dV/ds, raw units
         return np.sum(np.abs(gradient) * np.atleast_2d(error), axis=-1)
 
     def td_residuals(self, dataset, indices: np.ndarray) -> np.ndarray:

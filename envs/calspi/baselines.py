@@ -22,7 +22,7 @@ import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -115,16 +115,19 @@ def train_ars(domain: str, *, seed: int = 0, iterations: int = 300, directions: 
     over the ``top`` best of ``directions`` random directions; stops when the evaluation return
     reaches ``target`` (default ``MIDDLING_TARGET[domain]``)."""
     import gymnasium as gym
+    from gymnasium import spaces
 
     spec = get_domain(domain)
     target = MIDDLING_TARGET[spec.name] if target is None else target
     step_size, noise = ARS_STEP_NOISE[spec.name]
     env = gym.make(spec.gym_id)
     rng = np.random.default_rng(seed)
-    obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
+    # every domain observes and acts in boxes
+    observation_space, action_space = cast(spaces.Box, env.observation_space), cast(spaces.Box, env.action_space)
+    obs_dim, act_dim = observation_space.shape[0], action_space.shape[0]
     theta = np.zeros((act_dim, obs_dim))
     stats = _RunningStats(obs_dim)
-    low, high = env.action_space.low.astype(np.float64), env.action_space.high.astype(np.float64)
+    low, high = action_space.low.astype(np.float64), action_space.high.astype(np.float64)
 
     def policy_of(matrix: np.ndarray) -> LinearPolicy:
         return LinearPolicy(matrix, np.zeros(act_dim), stats.mean.copy(), stats.std.copy(), low, high)

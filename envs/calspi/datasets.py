@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -91,6 +92,7 @@ class OfflineDataset:
 def collect(domain: str, size: int, *, seed: int = 0, noise_std: float = DEFAULT_NOISE_STD) -> OfflineDataset:
     """Run the baseline with Gaussian exploration noise until ``size`` transitions are collected."""
     import gymnasium as gym
+    from gymnasium import spaces
 
     from gauntlet.envs.calspi.baselines import load_baseline
 
@@ -99,8 +101,9 @@ def collect(domain: str, size: int, *, seed: int = 0, noise_std: float = DEFAULT
     spec = get_domain(domain)
     policy, _ = load_baseline(spec.name)
     env = gym.make(spec.gym_id)
+    action_space = cast(spaces.Box, env.action_space)  # every domain acts in a box
     rng = np.random.default_rng([seed, size])
-    half_range = (env.action_space.high - env.action_space.low) / 2.0
+    half_range = (action_space.high - action_space.low) / 2.0
     columns: dict[str, list] = {name: [] for name in FIELDS}
     episode = 0
     while len(columns["rewards"]) < size:
@@ -109,7 +112,7 @@ def collect(domain: str, size: int, *, seed: int = 0, noise_std: float = DEFAULT
         done = False
         while not done and len(columns["rewards"]) < size:
             action = policy(observation) + noise_std * half_range * rng.standard_normal(half_range.shape)
-            action = np.clip(action, env.action_space.low, env.action_space.high)
+            action = np.clip(action, action_space.low, action_space.high)
             next_observation, reward, terminated, truncated, _ = env.step(action)
             done = terminated or truncated
             cut = not done and len(columns["rewards"]) == size - 1

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 
 from gauntlet.envs.calspi.baselines import LinearPolicy, load_baseline
 from gauntlet.envs.calspi.datasets import DEFAULT_NOISE_STD, OfflineDataset, load_dataset
 from gauntlet.envs.calspi.domains import Domain, get_domain
 
 
-class CalSPITaskEnv(gym.Env):
+class CalSPITaskEnv(gym.Env[np.ndarray, np.ndarray]):
     """## Description
     An offline safe-policy-improvement task (Cal-SPI) on a MuJoCo domain from ``gymnasium[mujoco]``:
     the env itself is the domain's ``-v5`` env, and the task bundles what an offline method gets
@@ -53,6 +54,8 @@ class CalSPITaskEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
+    observation_space: spaces.Box
+    action_space: spaces.Box
 
     def __init__(self, domain: str, dataset_size: int = 10_000, dataset_seed: int = 0,
                  noise_std: float = DEFAULT_NOISE_STD, render_mode: str | None = None):
@@ -63,8 +66,9 @@ class CalSPITaskEnv(gym.Env):
         self.render_mode = render_mode
         # The raw MuJoCo env: the task's TimeLimit (from its registration) is the only one.
         self._physics = branchable(gym.make(self.domain.gym_id, render_mode=render_mode).unwrapped, "mujoco")
-        self.observation_space = self._physics.observation_space
-        self.action_space = self._physics.action_space
+        # every domain (``domains.DOMAINS``) observes and acts in boxes
+        self.observation_space = cast(spaces.Box, self._physics.observation_space)
+        self.action_space = cast(spaces.Box, self._physics.action_space)
         self.baseline: LinearPolicy
         self.baseline, self.baseline_record = load_baseline(self.domain.name)
         self._dataset: OfflineDataset | None = None
@@ -105,7 +109,8 @@ class CalSPITaskEnv(gym.Env):
 
     def step(self, action: Any):
         array = np.asarray(action, dtype=self.action_space.dtype)
-        if array.shape != self.action_space.shape or not np.isfinite(array).all() or not self.action_space.contains(array):
+        space = self.action_space
+        if array.shape != space.shape or not np.isfinite(array).all() or not space.contains(array):
             raise ValueError(f"action {action!r} is not in the action space {self.action_space} "
                              f"(expected finite values of shape {self.action_space.shape} within its bounds)")
         return self._physics.step(array)
