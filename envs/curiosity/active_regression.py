@@ -63,6 +63,7 @@ class ActiveRegressionEnv(CuriosityEnv):
     """
 
     design_dim = 1
+    exact_learner: BayesianLinearLearner
 
     def __init__(self, horizon: int = 20, reward_mode: str = "icl_lp", learner: InContextLearner | None = None,
                  n_probes: int = 64, n_features: int = 8, length_scale: float = 0.3, weight_std: float = 1.0,

@@ -149,8 +149,7 @@ class CuriosityEnv(gym.Env):
             privileged["icl_lp"] = self.icl_lp(design, outcome)
         if self.reward_mode == "info_gain":
             privileged["info_gain"] = self.information_gain(design)
-        reward = {"icl_lp": privileged.get("icl_lp"), "true_lp": privileged.get("true_lp"),
-                  "info_gain": privileged.get("info_gain"), "none": 0.0}[self.reward_mode]
+        reward = 0.0 if self.reward_mode == "none" else privileged[self.reward_mode]
         self._designs[self._steps] = design
         self._outcomes[self._steps] = outcome
         self._steps += 1
@@ -161,7 +160,7 @@ class CuriosityEnv(gym.Env):
     def _after_step(self, outcome: float) -> None:
         """Hook for envs whose state moves with the outcome (the gridworld)."""
 
-    def _context_batch(self):
+    def _context_batch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self._designs[None], self._outcomes[None], (np.arange(self.horizon) < self._steps)[None]
 
     def icl_lp(self, design: np.ndarray, outcome: float) -> float:

@@ -77,6 +77,7 @@ class CuriousGridworldEnv(CuriosityEnv):
     """
 
     design_dim = 3
+    exact_learner: EnumerationLearner
 
     def __init__(self, size: int = 5, horizon: int = 30, reward_mode: str = "icl_lp",
                  learner: InContextLearner | None = None, n_probes: int = 16, ice_columns: int = 2,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -93,7 +93,7 @@ def optimal_expected_queries(truth_tables: np.ndarray) -> float:
     columns = [int("".join("1" if truth_tables[h, x] else "0" for h in range(n_rules)), 2)
                for x in range(truth_tables.shape[1])]
 
-    @lru_cache(maxsize=None)
+    @cache
     def queries(version_space: int) -> float:
         size = version_space.bit_count()
         if size == 1:
@@ -154,6 +154,8 @@ class RuleDiscoveryEnv(CuriosityEnv):
     ## Version History
     * v0: initial version; ``rule_class="dfa"`` added later (the default class is unchanged).
     """
+
+    exact_learner: EnumerationLearner
 
     def __init__(self, n_bits: int = 4, horizon: int | None = None, reward_mode: str = "icl_lp",
                  learner: InContextLearner | None = None, n_probes: int = 16, flip_prob: float = 0.0,
