@@ -49,32 +49,30 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 from torch import nn
 
 from gauntlet.agent import Agent
-from gauntlet.agents.curiosity.dad import DESIGN_BOUND, train_and_save
-from gauntlet.agents.curiosity.dad import source_intensity as intensity  # μ(ξ, θ): designs (..., 2), θ (P, K, 2)
+from gauntlet.agents.curiosity.dad import train_and_save
+from gauntlet.agents.curiosity.data_versions import BELIEF_POLICY as DATA_NAME
+from gauntlet.agents.curiosity.data_versions import BELIEF_POLICY_VERSION as DATA_VERSION
 from gauntlet.datacache import ensure_built
+from gauntlet.envs.curiosity.location_finding_model import DESIGN_BOUND, LocationFindingModel
+from gauntlet.envs.curiosity.location_finding_model import intensity_torch as intensity  # μ(ξ, θ), every ξ and θ
+from gauntlet.envs.curiosity.location_finding_model import paired_intensity_torch as own_intensity  # μ(ξ_b, θ_b)
 from gauntlet.fileio import write_atomically
 
-DATA_NAME = "curiosity-belief-policy"
-DATA_VERSION = "1"
 SHIPPED = Path(__file__).with_name("belief_default.json")
 
 
 @dataclass(frozen=True)
-class BeliefConfig:
-    """The env's model (LocationFinding-v0 defaults), the two learners, the network and the training budget."""
+class BeliefConfig(LocationFindingModel):
+    """The env's model (``LocationFindingModel``'s fields, LocationFinding-v0 defaults), the two learners,
+    the network and the training budget."""
 
-    horizon: int = 30
-    n_sources: int = 2
-    noise_std: float = 0.5
-    background: float = 0.1
-    max_signal: float = 1e-4
     grid: int = 11  # cells per axis on [−4, 4]²: the planning policies' candidate set
     n_belief_particles: int = 2048  # the agent's own learner (features)
     n_reward_particles: int = 2048  # the contrastive learner of the reward (plus the history's own θ)
@@ -97,13 +95,6 @@ def design_grid(config: BeliefConfig) -> torch.Tensor:
     return DESIGN_BOUND * torch.stack(torch.meshgrid(axis, axis, indexing="ij"), dim=-1).reshape(-1, 2)
 
 
-def own_intensity(designs: torch.Tensor, thetas: torch.Tensor, config: BeliefConfig) -> torch.Tensor:
-    """μ(ξ_b, θ_b) for each history b: ``designs (B, ..., 2)``, ``thetas (B, K, 2)`` -> ``(B, ...)``."""
-    shape = (len(thetas),) + (1,) * (designs.dim() - 2) + thetas.shape[1:]
-    squared = ((designs[..., None, :] - thetas.reshape(shape)) ** 2).sum(-1)
-    return torch.log(config.background + (1.0 / (config.max_signal + squared)).sum(-1))
-
-
 class CellScorer(nn.Module):
     """f_ψ of equation (policy): a per-cell MLP over the belief map; logits ``(B, G)``."""
 
@@ -112,8 +103,10 @@ class CellScorer(nn.Module):
         self.horizon = config.horizon
         self.score = nn.Sequential(nn.Linear(4, config.hidden), nn.Tanh(), nn.Linear(config.hidden, config.hidden),
                                    nn.Tanh(), nn.Linear(config.hidden, 1))
-        nn.init.zeros_(self.score[-1].weight)
-        nn.init.zeros_(self.score[-1].bias)
+        last = cast(nn.Linear, self.score[-1])
+        nn.init.zeros_(last.weight)
+        nn.init.zeros_(last.bias)
+        self.radius: torch.Tensor
         self.register_buffer("radius", (design_grid(config) ** 2).sum(-1).float() / 10.0)
 
     def forward(self, mean: torch.Tensor, variance: torch.Tensor, step: int) -> torch.Tensor:
@@ -173,7 +166,7 @@ def train(config: BeliefConfig, log_every: int = 10) -> tuple[CellScorer, dict[s
     """Equation (REINFORCE) on the icl_lp rewards; returns the network and the return curve."""
     torch.manual_seed(config.seed)
     generator = torch.Generator().manual_seed(config.seed)
-    draw = lambda *shape: torch.randn(*shape, generator=generator)  # noqa: E731
+    draw = lambda *shape: torch.randn(*shape, generator=generator)
     network = CellScorer(config)
     optimiser = torch.optim.Adam(network.parameters(), lr=config.learning_rate)
     returns, started = [], time.perf_counter()

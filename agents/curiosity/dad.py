@@ -44,29 +44,25 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 from torch import nn
 
 from gauntlet.agent import Agent
+from gauntlet.agents.curiosity.data_versions import DAD_POLICY as DATA_NAME
+from gauntlet.agents.curiosity.data_versions import DAD_POLICY_VERSION as DATA_VERSION
 from gauntlet.datacache import ensure_built
-
-DATA_NAME = "curiosity-dad-policy"
-DATA_VERSION = "2"  # 2: design schedule + adaptive emitter, gradient clipping
-DESIGN_BOUND = 4.0  # LocationFinding-v0's design square, in the units of its observations
+from gauntlet.envs.curiosity.location_finding_model import (DESIGN_BOUND, LocationFindingModel, intensity_torch,
+                                                            paired_intensity_torch)
 
 
 @dataclass(frozen=True)
-class DADConfig:
-    """The env's model (LocationFinding-v0 defaults), the learner, the network and the training budget."""
+class DADConfig(LocationFindingModel):
+    """The env's model (``LocationFindingModel``'s fields, LocationFinding-v0 defaults), the learner, the
+    network and the training budget."""
 
-    horizon: int = 30
-    n_sources: int = 2
-    noise_std: float = 0.5
-    background: float = 0.1
-    max_signal: float = 1e-4
     n_probes: int = 32
     n_particles: int = 512
     batch_size: int = 32
@@ -111,8 +107,9 @@ class DesignNetwork(nn.Module):
                                      nn.ReLU(), nn.Linear(config.hidden, config.encoding))
         self.emitter = nn.Sequential(nn.Linear(config.encoding, config.hidden), nn.ReLU(),
                                      nn.Linear(config.hidden, config.hidden), nn.ReLU(), nn.Linear(config.hidden, 2))
-        nn.init.zeros_(self.emitter[-1].weight)
-        nn.init.zeros_(self.emitter[-1].bias)
+        last = cast(nn.Linear, self.emitter[-1])
+        nn.init.zeros_(last.weight)
+        nn.init.zeros_(last.bias)
         start = torch.randn(config.horizon, 2, generator=torch.Generator().manual_seed(config.seed))
         self.schedule = nn.Parameter(torch.atanh((start / DESIGN_BOUND).clamp(-0.95, 0.95)))
 
@@ -131,13 +128,6 @@ class DesignNetwork(nn.Module):
         return self.emit(pooled, mask.sum(dim=1).round().long())
 
 
-def source_intensity(designs: torch.Tensor, thetas: torch.Tensor, config: DADConfig) -> torch.Tensor:
-    """μ(ξ, θ) = log(b + Σ_k 1 / (m + ‖ξ − θ_k‖²)): ``designs (B, N, 2)``, ``thetas (P, K, 2)`` -> ``(B, N, P)``."""
-    dx = designs[..., None, None, 0] - thetas[..., 0]
-    dy = designs[..., None, None, 1] - thetas[..., 1]
-    return torch.log(config.background + (1.0 / (config.max_signal + dx * dx + dy * dy)).sum(-1))
-
-
 def total_icl_lp(particles: torch.Tensor, designs: torch.Tensor, outcomes: torch.Tensor, probe_x: torch.Tensor,
                  probe_y: torch.Tensor, config: DADConfig,
                  true_thetas: torch.Tensor | None = None) -> torch.Tensor:
@@ -148,10 +138,10 @@ def total_icl_lp(particles: torch.Tensor, designs: torch.Tensor, outcomes: torch
     particle set of history b is {θ_b} ∪ particles (the contrastive particle learner, P + 1 particles).
     """
     variance = config.noise_std ** 2
-    log_lik = (-0.5 * (outcomes[..., None] - source_intensity(designs, particles, config)) ** 2 / variance).sum(1)
-    probe_log_lik = -0.5 * (probe_y[..., None] - source_intensity(probe_x, particles, config)) ** 2 / variance
+    log_lik = (-0.5 * (outcomes[..., None] - intensity_torch(designs, particles, config)) ** 2 / variance).sum(1)
+    probe_log_lik = -0.5 * (probe_y[..., None] - intensity_torch(probe_x, particles, config)) ** 2 / variance
     if true_thetas is not None:
-        own = lambda x: torch.diagonal(source_intensity(x, true_thetas, config), dim1=0, dim2=2).T  # noqa: E731
+        own = lambda x: torch.diagonal(intensity_torch(x, true_thetas, config), dim1=0, dim2=2).T
         log_lik = torch.cat([(-0.5 * (outcomes - own(designs)) ** 2 / variance).sum(1)[:, None], log_lik], dim=-1)
         probe_log_lik = torch.cat([(-0.5 * (probe_y - own(probe_x)) ** 2 / variance)[..., None],
                                    probe_log_lik.expand(len(probe_y), -1, -1)], dim=-1)
@@ -169,9 +159,8 @@ def rollout(network: DesignNetwork, thetas: torch.Tensor, noise: torch.Tensor, c
     designs, outcomes = [], []
     for t in range(config.horizon):
         design = network.emit(pooled, torch.full((batch,), t, dtype=torch.long))  # (B, 2)
-        mean = torch.log(config.background + (1.0 / (config.max_signal + ((design[:, None] - thetas) ** 2).sum(-1))
-                                              ).sum(-1))
-        outcome = mean + config.noise_std * noise[:, t]  # reparameterised: dy/dξ flows into later designs
+        # reparameterised: dy/dξ flows into later designs
+        outcome = paired_intensity_torch(design, thetas, config) + config.noise_std * noise[:, t]
         pooled = pooled + network.encode(design, outcome)
         designs.append(design)
         outcomes.append(outcome)
@@ -206,11 +195,11 @@ def train(config: DADConfig, log_every: int = 100) -> tuple[DesignNetwork, dict[
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, config.steps)
     returns, started = [], time.perf_counter()
     for _ in range(config.steps):
-        draw = lambda *shape: torch.randn(*shape, generator=generator)  # noqa: E731
+        draw = lambda *shape: torch.randn(*shape, generator=generator)
         thetas, noise = draw(config.batch_size, config.n_sources, 2), draw(config.batch_size, config.horizon)
         particles = draw(config.n_particles, config.n_sources, 2)
         probe_x = draw(config.batch_size, config.n_probes, 2).clamp(-DESIGN_BOUND, DESIGN_BOUND)
-        probe_mean = source_intensity(probe_x, thetas, config)  # (B, M, B): own θ on the diagonal
+        probe_mean = intensity_torch(probe_x, thetas, config)  # (B, M, B): own θ on the diagonal
         probe_y = torch.diagonal(probe_mean, dim1=0, dim2=2).T + config.noise_std * draw(config.batch_size,
                                                                                           config.n_probes)
         designs, outcomes = rollout(network, thetas, noise, config)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -17,9 +18,12 @@ import numpy as np
 import gauntlet
 from gauntlet.agents.curiosity.belief import CuriousBeliefAgent
 from gauntlet.agents.curiosity.policies import GreedyLPAgent, RandomDesignAgent
+from gauntlet.envs.curiosity.location_finding import LocationFindingEnv
+from gauntlet.envs.curiosity.location_finding_model import DESIGN_BOUND
 
 # Small enough to run in seconds; the env's defaults (4096 particles, T = 30) are for experiments.
-DEMO_ENV = {"horizon": 12, "n_particles": 256, "n_probes": 16, "reward_mode": "none", "record_true_lp": False}
+DEMO_ENV: dict[str, Any] = {"horizon": 12, "n_particles": 256, "n_probes": 16, "reward_mode": "none",
+                            "record_true_lp": False}
 
 
 def run_demo(out_dir: Path) -> None:
@@ -39,10 +43,11 @@ def run_demo(out_dir: Path) -> None:
     for axis, (title, agent) in zip(axes, policies):
         env = gym.make("gauntlet/LocationFinding-v0", **DEMO_ENV)
         episode = gauntlet.rollout(env, agent, seed=0, record="memory")
-        designs = np.array([step.privileged["design"] for step in episode.steps])
-        outcomes = np.array([step.privileged["outcome"] for step in episode.steps])
-        theta = np.array(episode.steps[0].privileged["theta"])
-        learner = env.unwrapped.exact_learner
+        privileged = [step.privileged or {} for step in episode.steps]
+        designs = np.array([info["design"] for info in privileged])
+        outcomes = np.array([info["outcome"] for info in privileged])
+        theta = np.array(privileged[0]["theta"])
+        learner = cast(LocationFindingEnv, env.unwrapped).exact_learner
         weights = np.exp(learner.log_weights(designs[None], outcomes[None], np.ones((1, len(designs)), bool))[0])
         particles = learner.particles.reshape(-1, 2)
         axis.scatter(particles[:, 0], particles[:, 1], s=40 * np.repeat(weights, 2) / weights.max(), c="tab:blue",
@@ -50,7 +55,7 @@ def run_demo(out_dir: Path) -> None:
         axis.scatter(theta[:, 0], theta[:, 1], marker="*", s=250, c="gold", edgecolors="k", label="hidden sources")
         points = axis.scatter(designs[:, 0], designs[:, 1], c=np.arange(len(designs)), cmap="viridis", s=30,
                               edgecolors="k", label="designs (colour = order)")
-        axis.set(title=title, xlim=(-4, 4), ylim=(-4, 4), aspect="equal")
+        axis.set(title=title, xlim=(-DESIGN_BOUND, DESIGN_BOUND), ylim=(-DESIGN_BOUND, DESIGN_BOUND), aspect="equal")
     axes[0].legend(loc="lower left", fontsize=7)
     figure.colorbar(points, ax=axes, label="design index t", shrink=0.8)
     path = out_dir / "curiosity_location_finding.png"

@@ -21,7 +21,7 @@ finding), every input (rules), every action (gridworld).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -29,8 +29,9 @@ import numpy as np
 from gauntlet.agent import Agent
 from gauntlet.envs.curiosity.active_regression import ActiveRegressionEnv
 from gauntlet.envs.curiosity.base import CuriosityEnv
-from gauntlet.envs.curiosity.location_finding import DESIGN_BOUND, LocationFindingEnv, particle_information_gain
 from gauntlet.envs.curiosity.learners import InContextLearner
+from gauntlet.envs.curiosity.location_finding import LocationFindingEnv, particle_information_gain
+from gauntlet.envs.curiosity.location_finding_model import DESIGN_BOUND
 from gauntlet.envs.curiosity.lp import icl_learning_progress
 from gauntlet.envs.curiosity.predictive import CategoricalPredictive, GaussianMixturePredictive
 from gauntlet.envs.curiosity.rule_discovery import RuleDiscoveryEnv
@@ -56,7 +57,7 @@ def candidates(model: CuriosityEnv) -> tuple[list[Any], np.ndarray]:
         axis = np.linspace(-1.0, 1.0, LOCATION_GRID)
         grid = np.array([(a, b) for a in axis for b in axis])
         return [row.astype(np.float32) for row in grid], DESIGN_BOUND * grid
-    actions = list(range(int(model.action_space.n)))
+    actions = list(range(int(cast(gym.spaces.Discrete, model.action_space).n)))  # the other envs are discrete
     return actions, np.array([model.design_of(action) for action in actions])
 
 

@@ -21,10 +21,9 @@ import gymnasium as gym
 import numpy as np
 
 from gauntlet.agent import Agent
+from gauntlet.agents.curiosity.data_versions import PPO_POLICY as DATA_NAME
+from gauntlet.agents.curiosity.data_versions import PPO_POLICY_VERSION as DATA_VERSION
 from gauntlet.datacache import ensure_built
-
-DATA_NAME = "curiosity-ppo-policy"
-DATA_VERSION = "1"
 
 
 @dataclass(frozen=True)

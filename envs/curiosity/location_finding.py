@@ -10,28 +10,14 @@ from scipy.special import logsumexp
 
 from gauntlet.envs.curiosity.base import OUTCOME_BOUND, CuriosityEnv, check_box_design
 from gauntlet.envs.curiosity.learners import InContextLearner, ParticleLearner
+from gauntlet.envs.curiosity.location_finding_model import (DESIGN_BOUND, LOCATION_FINDING, LocationFindingModel,
+                                                            SourceIntensity)
 from gauntlet.envs.curiosity.predictive import GaussianPredictive
 
-DESIGN_BOUND = 4.0
+# SourceIntensity is the env's mean function; importing it from here keeps working.
+__all__ = ["LocationFindingEnv", "SourceIntensity", "particle_information_gain"]
+
 _EIG_CHUNK = 16
-
-
-class SourceIntensity:
-    """μ(ξ, θ) = log(b + Σ_k α / (m + ‖ξ − θ_k‖²))  (Foster et al. 2021, DAD, location finding)."""
-
-    def __init__(self, background: float, max_signal: float, strength: float = 1.0):
-        self.background = background
-        self.max_signal = max_signal
-        self.strength = strength
-
-    def __call__(self, designs: np.ndarray, thetas: np.ndarray) -> np.ndarray:
-        """``designs (..., 2)``, ``thetas (P, K, 2)`` -> ``(..., P)``."""
-        # Coordinates written out: a reduction over an axis of length 2 costs more than the arithmetic.
-        dx = designs[..., None, None, 0] - thetas[..., 0]
-        dy = designs[..., None, None, 1] - thetas[..., 1]
-        signal = self.strength / (self.max_signal + dx * dx + dy * dy)  # (..., P, K)
-        total = signal[..., 0] if signal.shape[-1] == 1 else signal.sum(axis=-1)
-        return np.log(self.background + total)
 
 
 def particle_information_gain(learner: ParticleLearner, context_x: np.ndarray, context_y: np.ndarray,
@@ -65,9 +51,11 @@ class LocationFindingEnv(CuriosityEnv):
     The location-finding benchmark of Deep Adaptive Design (Foster et al. 2021). K = 2 sources
     θ_k ~ N(0, I₂) hide in the plane. A design ξ_t is a measurement point; the outcome is
         y = log(b + Σ_k 1 / (m + ‖ξ − θ_k‖²)) + N(0, σ²),   b = 0.1, m = 1e-4, σ = 0.5,
-    for T = 30 designs. The posterior over θ has no closed form; the Bayesian learner is
-    self-normalised importance sampling with ``n_particles`` prior particles drawn once from
-    ``particle_seed`` (``ParticleLearner``), exact as the number of particles grows.
+    for T = 30 designs (the model, ``LocationFindingModel``, and μ in NumPy and torch live in
+    ``location_finding_model.py``, which the curiosity agents train against). The posterior over θ has
+    no closed form; the Bayesian learner is self-normalised importance sampling with ``n_particles``
+    prior particles drawn once from ``particle_seed`` (``ParticleLearner``), exact as the number of
+    particles grows.
 
     ## Action Space
     ``Box(-1, 1, (2,), float32)``: the measurement point in units of 4, ξ_t = 4 a_t (DAD leaves
@@ -101,16 +89,19 @@ class LocationFindingEnv(CuriosityEnv):
 
     design_dim = 2
 
-    def __init__(self, horizon: int = 30, reward_mode: str = "icl_lp", learner: InContextLearner | None = None,
-                 n_probes: int = 32, n_sources: int = 2, noise_std: float = 0.5, background: float = 0.1,
-                 max_signal: float = 1e-4, n_particles: int = 4096, particle_seed: int = 0, n_outer: int = 256,
-                 record_true_lp: bool = True):
+    def __init__(self, horizon: int = LOCATION_FINDING.horizon, reward_mode: str = "icl_lp",
+                 learner: InContextLearner | None = None, n_probes: int = 32,
+                 n_sources: int = LOCATION_FINDING.n_sources, noise_std: float = LOCATION_FINDING.noise_std,
+                 background: float = LOCATION_FINDING.background, max_signal: float = LOCATION_FINDING.max_signal,
+                 n_particles: int = 4096, particle_seed: int = 0, n_outer: int = 256, record_true_lp: bool = True):
+        self.model = LocationFindingModel(horizon, n_sources, noise_std, background, max_signal)
         self.n_sources = n_sources
         self.noise_std = noise_std
-        self.intensity = SourceIntensity(background, max_signal)
+        self.intensity = self.model.intensity
         self.n_outer = n_outer
         particles = np.random.default_rng(particle_seed).standard_normal((n_particles, n_sources, 2))
-        self.exact_learner = ParticleLearner(self.intensity, particles, noise_std=noise_std, design_dim=2)
+        self.exact_learner: ParticleLearner = ParticleLearner(self.intensity, particles, noise_std=noise_std,
+                                                              design_dim=2)
         self._low, self._high = np.full(2, -DESIGN_BOUND), np.full(2, DESIGN_BOUND)
         super().__init__(horizon=horizon, reward_mode=reward_mode, learner=learner, n_probes=n_probes,
                          design_low=self._low, design_high=self._high,

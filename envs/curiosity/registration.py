@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from gauntlet.envs.curiosity.data_versions import REGRESSION_ICL, REGRESSION_ICL_VERSION
+from gauntlet.envs.curiosity.location_finding_model import LOCATION_FINDING
+
+PACKAGE = "gauntlet.envs.curiosity"
+
 
 def register() -> None:
     from gauntlet.registry import register_env, registry
 
-    module = "gauntlet.envs.curiosity"
-    register_env("ActiveRegression-v0", f"{module}.active_regression:ActiveRegressionEnv", max_episode_steps=20)
-    register_env("LocationFinding-v0", f"{module}.location_finding:LocationFindingEnv", max_episode_steps=30)
-    register_env("RuleDiscovery-v0", f"{module}.rule_discovery:RuleDiscoveryEnv", max_episode_steps=16)
-    register_env("CuriousGridworld-v0", f"{module}.gridworld:CuriousGridworldEnv", max_episode_steps=30)
-    # The version is a literal so that registering does not import torch; a test checks it equals
-    # transformer.DATA_VERSION.
-    registry.add("data", "curiosity-regression-icl", f"{module}.transformer:build_named",
-                 "weights of the meta-trained transformer ICL for ActiveRegression-v0", version="3")
+    register_env("ActiveRegression-v0", f"{PACKAGE}.active_regression:ActiveRegressionEnv", max_episode_steps=20)
+    register_env("LocationFinding-v0", f"{PACKAGE}.location_finding:LocationFindingEnv",
+                 max_episode_steps=LOCATION_FINDING.horizon)
+    register_env("RuleDiscovery-v0", f"{PACKAGE}.rule_discovery:RuleDiscoveryEnv", max_episode_steps=16)
+    register_env("CuriousGridworld-v0", f"{PACKAGE}.gridworld:CuriousGridworldEnv", max_episode_steps=30)
+    registry.add("data", REGRESSION_ICL, f"{PACKAGE}.transformer:build_named",
+                 "weights of the meta-trained transformer ICL for ActiveRegression-v0", version=REGRESSION_ICL_VERSION)

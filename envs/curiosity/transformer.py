@@ -33,11 +33,10 @@ from torch import nn
 
 from gauntlet.datacache import ensure_built
 from gauntlet.envs.curiosity.active_regression import RBFFeatures
+from gauntlet.envs.curiosity.data_versions import REGRESSION_ICL as DATA_NAME
+from gauntlet.envs.curiosity.data_versions import REGRESSION_ICL_VERSION as DATA_VERSION
 from gauntlet.envs.curiosity.learners import InContextLearner
 from gauntlet.envs.curiosity.predictive import GaussianPredictive
-
-DATA_NAME = "curiosity-regression-icl"
-DATA_VERSION = "3"  # 3: context encoder + cross-attending query decoder (2: one joint self-attention)
 
 
 @dataclass(frozen=True)
@@ -139,7 +138,7 @@ def sample_tasks(config: TransformerConfig, rng: np.random.Generator):
     y = np.einsum("bnf,bf->bn", features(x), w) + config.noise_std * rng.standard_normal((config.batch_size, size))
     lengths = rng.integers(0, config.max_context + 1, config.batch_size)
     mask = np.arange(config.max_context)[None] < lengths[:, None]
-    as_tensor = lambda a: torch.as_tensor(a, dtype=torch.float32)  # noqa: E731
+    as_tensor = lambda a: torch.as_tensor(a, dtype=torch.float32)
     return (as_tensor(x[:, :config.max_context]), as_tensor(y[:, :config.max_context]), torch.as_tensor(mask),
             as_tensor(x[:, config.max_context:]), as_tensor(y[:, config.max_context:]))
 
@@ -193,7 +192,7 @@ class TransformerLearner(InContextLearner):
         # Real rows first, cut to the longest real context of the batch: padding costs attention time.
         longest = int(context_mask.sum(axis=1).max(initial=0))
         order = np.argsort(~context_mask, axis=1, kind="stable")[:, :longest]
-        take = lambda a: np.take_along_axis(a, order, axis=1)  # noqa: E731
+        take = lambda a: np.take_along_axis(a, order, axis=1)
         with torch.no_grad():
             mean, log_variance = self.model(torch.as_tensor(take(context_x[..., 0])[..., None], dtype=torch.float32),
                                             torch.as_tensor(take(context_y), dtype=torch.float32),
