@@ -203,9 +203,9 @@ def cold_start(database: Path, reactions: Path, repeats: int) -> dict[str, Any]:
 
 
 def oracle_throughput(database: Path, reactions: Path, limit: int | None) -> dict[str, Any]:
-    from gauntlet.agents.chem.solver import oracle
     from gauntlet.mcp_servers.chem.gold import price_reaction
     from gauntlet.mcp_servers.chem.reaction_data import ReactionSet
+    from gauntlet.mcp_servers.chem.solver import oracle
     from gauntlet.mcp_servers.chem.store import CatalogueStore
 
     reaction_set = ReactionSet(reactions)

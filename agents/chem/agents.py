@@ -1,8 +1,10 @@
 """The chemical pricing solvers as agents of ``gauntlet/ToolTask-v0``: one tool call per step.
 
-The agent reads the reaction id and view from the task's inputs (the observation's ``Inputs:`` line),
-runs its solver (``solver.py``), feeds it each call's result from ``info['tool_call']`` and submits
-the solver's answer (null when it abstains).
+The solvers belong to the chem server family (``gauntlet.mcp_servers.chem.solver``: its suite builder
+records the oracle's calls as the gold trajectories); this module only wraps them as agents. The agent
+reads the reaction id and view from the task's inputs (the observation's ``Inputs:`` line), runs its
+solver, feeds it each call's result from ``info['tool_call']`` and submits the solver's answer (null
+when it abstains).
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import json
 from typing import Any
 
 from gauntlet.agent import Agent
-from gauntlet.agents.chem import solver as solvers
 from gauntlet.bridges.tool_task_env import tool_call_action
+from gauntlet.mcp_servers.chem import solver as solvers
 
 INPUTS_MARKER = "Inputs: "
 

@@ -19,13 +19,12 @@ N_DEMO_REACTIONS = 3
 
 
 def run_demo(out_dir: Path) -> None:
-    import gauntlet  # noqa: F401  (registers the oracle agent, reached through the registry)
     from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerTarget
     from gauntlet.mcp_servers.chem.build import catalogue_path
     from gauntlet.mcp_servers.chem.reaction_data import ReactionSet, reactions_dir
     from gauntlet.mcp_servers.chem.server import build_server
+    from gauntlet.mcp_servers.chem.solver import oracle
     from gauntlet.mcp_servers.chem.suite import run_calls, tool_caller
-    from gauntlet.registry import registry
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -33,12 +32,12 @@ def run_demo(out_dir: Path) -> None:
     database = catalogue_path(**DEMO_CATALOGUE)
     folder = reactions_dir(**DEMO_REACTIONS)
     reaction_set = ReactionSet(folder)
-    oracle = registry.get("agent", "chem-oracle").load()
     client = BlockingMCPClient(ServerTarget(factory=functools.partial(build_server, database, folder)))
     client.open()
     call_tool = tool_caller(client)
 
-    picked, classes = [], set()
+    picked: list[str] = []
+    classes: set[str] = set()
     for reaction_id, record in reaction_set.records.items():
         if record.reaction.reaction_class not in classes and len(picked) < N_DEMO_REACTIONS:
             picked.append(reaction_id)
@@ -55,8 +54,8 @@ def run_demo(out_dir: Path) -> None:
                      route.gold["routes"]))
         for reaction_id, view, classes_text, text, gold_price in tour:
             print(f"\n{reaction_id} ({classes_text}): {text}")
-            answer, calls = run_calls(oracle.solve(reaction_id, view), call_tool)
-            for name, arguments, is_error, result in calls:
+            answer, calls = run_calls(oracle(reaction_id, view), call_tool)
+            for name, _, is_error, result in calls:
                 if name == "select_pack" and not is_error:
                     print(f"  buy {result['name']}: {result['required_g'] * 1000:.1f} mg needed -> "
                           f"{result['n_packs']} x {result['pack_amount']:g} {result['pack_unit']} from "

@@ -4,12 +4,12 @@
         [--agents chem-oracle]
     python -m gauntlet.mcp_servers.chem.figures --data     # the data figures of the docs only
 
-For every (view, agent) pair it drives the agent's solver (the same generator the registered agent
-runs inside ``gauntlet eval``) against the pricing server over one in-memory MCP client session,
-scores every task with the judge-free scorer (``scoring.diagnose``) and prints one row: CTA@10/25/50,
-median relative error, component precision/recall and the failure stages. It is the fast path to
-the numbers ``gauntlet eval <suite> --agent <agent>`` + ``scoring`` give task by task (the env adds
-episode recording, not different answers).
+For every (view, agent) pair it drives the agent's solver (``solver.py``: the same generator the
+registered agent runs inside ``gauntlet eval``) against the pricing server over one in-memory MCP
+client session, scores every task with the judge-free scorer (``scoring.diagnose``) and prints one
+row: CTA@10/25/50, median relative error, component precision/recall and the failure stages. It is
+the fast path to the numbers ``gauntlet eval <suite> --agent <agent>`` + ``scoring`` give task by
+task (the env adds episode recording, not different answers).
 """
 
 from __future__ import annotations
@@ -19,12 +19,16 @@ import functools
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gauntlet.mcp_servers.chem.scoring import diagnose, summarize
+from gauntlet.mcp_servers.chem.solver import Solver, naive, oracle
 
-AGENTS = ("chem-oracle", "chem-naive")
+# Each solver under the name of the agent that runs it in ``gauntlet eval`` (the rows of the docs' table).
+SOLVERS: dict[str, Callable[[str, str], Solver]] = {"chem-oracle": oracle, "chem-naive": naive}
+AGENTS = tuple(SOLVERS)
 DEFAULT_VIEWS = ("clean", "solvents", "noisy-low", "noisy-medium", "noisy-high", "routes", "routes-noisy-low",
                  "routes-noisy-medium", "routes-noisy-high")
 
@@ -36,7 +40,6 @@ def evaluate_view(view: str, agents: tuple[str, ...] = AGENTS) -> dict[str, dict
     from gauntlet.mcp_servers.chem.reaction_data import reactions_dir
     from gauntlet.mcp_servers.chem.server import build_server
     from gauntlet.mcp_servers.chem.suite import solve_through, suite_path
-    from gauntlet.registry import registry
     from gauntlet.tasks import NO_ANSWER, load_suite
 
     tasks = load_suite(suite_path(view))
@@ -46,7 +49,7 @@ def evaluate_view(view: str, agents: tuple[str, ...] = AGENTS) -> dict[str, dict
     out = {}
     try:
         for agent in agents:
-            solve = registry.get("agent", agent).load().solve
+            solve = SOLVERS[agent]
             started = time.perf_counter()
             diagnoses = []
             for task in tasks:
@@ -109,8 +112,6 @@ def main() -> None:
     parser.add_argument("--agents", nargs="+", default=list(AGENTS), choices=AGENTS)
     parser.add_argument("--data", action="store_true", help="print the data figures only")
     args = parser.parse_args()
-    import gauntlet  # noqa: F401  -- registers the agents
-
     if args.data:
         print(json.dumps(data_figures(), indent=1))
         return

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from gauntlet.mcp_servers.chem.procurement import select_pack
-from gauntlet.mcp_servers.chem.reactions import Reaction
+from gauntlet.mcp_servers.chem.reactions import Component, Reaction
 from gauntlet.mcp_servers.chem.routes import Route
 from gauntlet.mcp_servers.chem.store import CatalogueStore
 
@@ -63,19 +63,36 @@ def product_g(reaction: Reaction) -> float:
     return reaction.yield_pct / 100.0 * BASIS_MMOL * reaction.product_molar_mass_g_mol / 1000.0
 
 
+def catalogue_id(component: Component) -> int:
+    """The catalogue id of a component that is bought (only a route's intermediates, made, have none)."""
+    if component.chemical_id is None:
+        raise ValueError(f"{component.name!r} has no catalogue id: intermediates are made, not bought")
+    return component.chemical_id
+
+
+def equivalents(component: Component) -> float:
+    """The equivalents of a component bought by amount (solvents state a volume instead)."""
+    if component.equiv is None:
+        raise ValueError(f"{component.name!r} states no equivalents")
+    return component.equiv
+
+
 def price_reaction(reaction: Reaction, catalogue: CatalogueStore, include_solvents: bool = False) -> GoldPrice:
     """The gold price of ``reaction`` (see the module docstring)."""
     costs = []
     for component in reaction.components:
-        if component.is_solvent:
-            if not include_solvents:
-                continue
-            density = catalogue.chemical(component.chemical_id).density_g_ml
+        if component.is_solvent and not include_solvents:
+            continue
+        chemical_id = catalogue_id(component)
+        if component.volume_ml_per_mmol is not None:  # a solvent, bought by volume
+            density = catalogue.chemical(chemical_id).density_g_ml
+            if density is None:
+                raise ValueError(f"{component.name!r} is bought by volume, but the catalogue has no density for it")
             need = component.volume_ml_per_mmol * BASIS_MMOL * density
         else:
-            need = need_g(catalogue, component.chemical_id, component.equiv)
-        choice = select_pack(catalogue.quotes(component.chemical_id), need)
-        costs.append(ComponentCost(component.chemical_id, component.name, need, choice.quote.quote_id,
+            need = need_g(catalogue, chemical_id, equivalents(component))
+        choice = select_pack(catalogue.quotes(chemical_id), need)
+        costs.append(ComponentCost(chemical_id, component.name, need, choice.quote.quote_id,
                                    choice.n_packs, choice.total_usd))
     total = sum(cost.cost_usd for cost in costs)
     grams = product_g(reaction)
@@ -98,9 +115,10 @@ def price_route(route: Route, catalogue: CatalogueStore) -> GoldPrice:
         for component in step.components:
             if component.is_solvent or component.is_intermediate:
                 continue
-            need = need_g(catalogue, component.chemical_id, component.equiv, scale)
-            choice = select_pack(catalogue.quotes(component.chemical_id), need)
-            costs.append(ComponentCost(component.chemical_id, component.name, need, choice.quote.quote_id,
+            chemical_id = catalogue_id(component)
+            need = need_g(catalogue, chemical_id, equivalents(component), scale)
+            choice = select_pack(catalogue.quotes(chemical_id), need)
+            costs.append(ComponentCost(chemical_id, component.name, need, choice.quote.quote_id,
                                        choice.n_packs, choice.total_usd, step=number))
     total = sum(cost.cost_usd for cost in costs)
     grams = scales[-1] * route.product_molar_mass_g_mol / 1000.0

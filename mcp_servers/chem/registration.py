@@ -9,19 +9,17 @@ views of the family under ``views``, so a runner can pick one by view name
 from __future__ import annotations
 
 PACKAGE = "gauntlet.mcp_servers.chem"
-# suite name: (view, loader in suite.py, what its tasks are)
-SUITES = {"chem": ("clean", "clean_suite", "1,440 reactions, clean"),
-          "chem-solvents": ("solvents", "solvents_suite", "1,440 reactions, solvents priced by volume"),
-          "chem-noisy-low": ("noisy-low", "noisy_low_suite", "1,440 reactions, low noise"),
-          "chem-noisy-medium": ("noisy-medium", "noisy_medium_suite", "1,440 reactions, medium noise"),
-          "chem-noisy-high": ("noisy-high", "noisy_high_suite", "1,440 reactions, high noise"),
-          "chem-routes": ("routes", "routes_suite", "150 multi-step routes cascading intermediates"),
-          "chem-routes-noisy-low": ("routes-noisy-low", "routes_noisy_low_suite", "150 multi-step routes, low noise"),
-          "chem-routes-noisy-medium": ("routes-noisy-medium", "routes_noisy_medium_suite",
-                                       "150 multi-step routes, medium noise"),
-          "chem-routes-noisy-high": ("routes-noisy-high", "routes_noisy_high_suite",
-                                     "150 multi-step routes, high noise")}
-VIEWS = {view: name for name, (view, _, _) in SUITES.items()}
+# suite name: (view, what its tasks are); every suite is ``suite.suite_path`` with its view bound
+SUITES = {"chem": ("clean", "1,440 reactions, clean"),
+          "chem-solvents": ("solvents", "1,440 reactions, solvents priced by volume"),
+          "chem-noisy-low": ("noisy-low", "1,440 reactions, low noise"),
+          "chem-noisy-medium": ("noisy-medium", "1,440 reactions, medium noise"),
+          "chem-noisy-high": ("noisy-high", "1,440 reactions, high noise"),
+          "chem-routes": ("routes", "150 multi-step routes cascading intermediates"),
+          "chem-routes-noisy-low": ("routes-noisy-low", "150 multi-step routes, low noise"),
+          "chem-routes-noisy-medium": ("routes-noisy-medium", "150 multi-step routes, medium noise"),
+          "chem-routes-noisy-high": ("routes-noisy-high", "150 multi-step routes, high noise")}
+VIEWS = {view: name for name, (view, _) in SUITES.items()}
 SCORER = f"{PACKAGE}.scoring:ChemScorer"
 
 
@@ -33,9 +31,9 @@ def register() -> None:
     registry.add("data", "chem", f"{PACKAGE}.bundle:build_everything",
                  "frozen chemical catalogue (2,450 real identities, 120 suppliers, ~280k quotes) in SQLite, the "
                  "1,440 reactions and 150 routes with their views, and every suite", version="3")
-    for name, (view, loader, tasks) in SUITES.items():
-        registry.add("suite", name, f"{PACKAGE}.suite:{loader}",
-                     f"price {tasks} ({view} view); gold trajectories from the oracle", server="chem",
-                     env_kwargs={"scorer": SCORER}, view=view, views=VIEWS)
+    for name, (view, tasks) in SUITES.items():
+        registry.add("suite", name, f"{PACKAGE}.suite:suite_path",
+                     f"price {tasks} ({view} view); gold trajectories from the oracle", params={"view": view},
+                     server="chem", env_kwargs={"scorer": SCORER}, view=view, views=VIEWS)
     registry.add("demo", "chem", f"{PACKAGE}.demo:run_demo",
                  "price a few reactions through the chem server over a real MCP client session")

@@ -2,10 +2,10 @@
 
 Each reaction becomes one ``ToolTask``: the question states the pricing rule, ``inputs`` name the
 reaction and view, the answer is the gold price (USD per gram of product, ``gold.py``), and the eval
-spec accepts answers within 25 % (CTA@25). The gold trajectory is the oracle's calls and results,
-recorded through a real MCP client session against the pricing server; the builder refuses to write
-a suite whose oracle answer differs from the gold price (for noisy views the oracle reads names and
-amounts from the clean view, so its trajectory is a correct solution of the noisy task).
+spec accepts answers within 25 % (CTA@25). The gold trajectory is the oracle's (``solver.oracle``)
+calls and results, recorded through a real MCP client session against the pricing server; the builder
+refuses to write a suite whose oracle answer differs from the gold price (for noisy views the oracle
+reads names and amounts from the clean view, so its trajectory is a correct solution of the noisy task).
 
 The ``routes`` view is a suite of the multi-step routes (``routes.py``), priced by the route rule
 (``gold.price_route``); its task inputs carry the route id as ``reaction_id``. The noisy route views
@@ -17,12 +17,20 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gauntlet.mcp_servers.chem.build import built_catalogue_path
 from gauntlet.mcp_servers.chem.reaction_data import ReactionSet, built_reactions_dir, reactions_dir
+from gauntlet.mcp_servers.chem.solver import Solver, oracle
 from gauntlet.mcp_servers.chem.views import (NOISE_LEVELS, ROUTE_NOISE_LEVELS, ROUTE_VIEW, ROUTE_VIEWS, VIEWS,
                                                      check_view)
+
+if TYPE_CHECKING:
+    from gauntlet.bridges.mcp_client import BlockingMCPClient
+
+CallTool = Callable[[str, dict[str, Any]], tuple[bool, Any]]
 
 DATA_NAME = "chem-suite"
 BUILDER_VERSION = "4"  # 3: select_pack results are flat (gold trajectories record them); 4: noisy route views
@@ -61,7 +69,6 @@ def build_suite(folder: Path, *, view: str = "clean", reactions: dict | None = N
     """Write ``suite.jsonl`` for ``view`` over the reaction set built with ``reactions`` parameters."""
     from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerTarget
     from gauntlet.mcp_servers.chem.server import build_server
-    from gauntlet.registry import registry
     from gauntlet.tasks import EvalSpec, GoldCall, ToolTask, save_suite
 
     check_suite_view(view)
@@ -74,14 +81,11 @@ def build_suite(folder: Path, *, view: str = "clean", reactions: dict | None = N
     client = BlockingMCPClient(ServerTarget(factory=functools.partial(build_server, database, folder_of_reactions)))
     client.open()
     call_tool = tool_caller(client)
-
-    # The oracle is an agent family's; it is reached through the registry, never imported.
-    oracle_agent = registry.get("agent", "chem-oracle").load()
     tasks = []
     try:
         for reaction_id, record in items.items():
             spelling = "clean" if view in NOISE_LEVELS else ROUTE_VIEW if view in ROUTE_NOISE_LEVELS else None
-            solver = oracle_agent.solve(reaction_id, view, spelling_view=spelling)
+            solver = oracle(reaction_id, view, spelling_view=spelling)
             answer, calls = run_calls(solver, call_tool)
             gold = record.gold[pricing]
             if answer is None or not math.isclose(answer, gold.cost_per_g_usd, rel_tol=1e-9):
@@ -90,7 +94,8 @@ def build_suite(folder: Path, *, view: str = "clean", reactions: dict | None = N
             tasks.append(ToolTask(
                 id=f"{view}-{reaction_id}", question=question(reaction_id, view), server=SERVER_NAME,
                 inputs={"reaction_id": reaction_id, "view": view},
-                gold_trajectory=[GoldCall(call=name, args=arguments, obs=result) for name, arguments, _, result in calls],
+                gold_trajectory=[GoldCall(call=name, args=arguments, obs=result)
+                                 for name, arguments, _, result in calls],
                 answer=gold.cost_per_g_usd, eval_spec=EvalSpec(kind="numeric", rel_tol=CTA_TOLERANCE),
                 metadata={"reaction_class": _classes(record), "view": view,
                           "gold": gold.to_json()}))
@@ -111,28 +116,28 @@ def _classes(record) -> str:
     return record.reaction.reaction_class
 
 
-def tool_caller(client):
+def tool_caller(client: BlockingMCPClient) -> CallTool:
     """``call_tool(name, arguments) -> (is_error, result value)`` on an open ``BlockingMCPClient``."""
     from gauntlet.bridges.mcp_client import result_value
 
-    def call_tool(name: str, arguments: dict):
+    def call_tool(name: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
         result = client.call_tool(name, arguments)
         return bool(result.isError), result_value(result)
 
     return call_tool
 
 
-def solve_through(client, solver) -> tuple[float | None, list[dict]]:
+def solve_through(client: BlockingMCPClient, solver: Solver) -> tuple[float | None, list[dict[str, Any]]]:
     """Run ``solver`` through ``client``; its answer and its calls as dicts with ``ToolCall``'s field names
     (what the scorer reads)."""
     answer, calls = run_calls(solver, tool_caller(client))
     return answer, [{"name": n, "arguments": a, "is_error": e, "result": r} for n, a, e, r in calls]
 
 
-def run_calls(solver, call_tool) -> tuple[float | None, list[tuple[str, dict, bool, object]]]:
+def run_calls(solver: Solver, call_tool: CallTool) -> tuple[float | None, list[tuple[str, dict[str, Any], bool, Any]]]:
     """Drive a solver generator with ``call_tool(name, arguments) -> (is_error, result)``; returns its
     answer and the calls made as (name, arguments, is_error, result)."""
-    calls = []
+    calls: list[tuple[str, dict[str, Any], bool, Any]] = []
     try:
         name, arguments = next(solver)
         while True:
@@ -144,49 +149,11 @@ def run_calls(solver, call_tool) -> tuple[float | None, list[tuple[str, dict, bo
 
 
 def suite_path(view: str = "clean", **reaction_params) -> Path:
-    """The suite file of ``view``, built on first use."""
+    """The suite file of ``view``, built on first use (each registered chem suite is this function with
+    its view bound)."""
     from gauntlet.datacache import ensure_built
 
     check_suite_view(view)
     params = {"view": view, **({"reactions": reaction_params} if reaction_params else {})}
     reactions_dir(**reaction_params)
     return ensure_built(DATA_NAME, BUILDER_VERSION, build_suite, params=params) / SUITE_FILE
-
-
-def clean_suite() -> Path:
-    """The clean suite file (built on first use)."""
-    return suite_path("clean")
-
-
-def solvents_suite() -> Path:
-    """The suite that also prices solvents by volume (built on first use)."""
-    return suite_path("solvents")
-
-
-def noisy_low_suite() -> Path:
-    return suite_path("noisy-low")
-
-
-def noisy_medium_suite() -> Path:
-    return suite_path("noisy-medium")
-
-
-def noisy_high_suite() -> Path:
-    return suite_path("noisy-high")
-
-
-def routes_suite() -> Path:
-    """The multi-step route suite (built on first use)."""
-    return suite_path(ROUTE_VIEW)
-
-
-def routes_noisy_low_suite() -> Path:
-    return suite_path("routes-noisy-low")
-
-
-def routes_noisy_medium_suite() -> Path:
-    return suite_path("routes-noisy-medium")
-
-
-def routes_noisy_high_suite() -> Path:
-    return suite_path("routes-noisy-high")

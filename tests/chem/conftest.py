@@ -32,7 +32,6 @@ def small_data(tmp_path_factory) -> SmallData:
     home = tmp_path_factory.mktemp("chem-home")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GAUNTLET_HOME", str(home))
-        import gauntlet  # noqa: F401  (registers the chem agents the suite builder reaches through the registry)
         from gauntlet.mcp_servers.chem.build import catalogue_path
         from gauntlet.mcp_servers.chem.reaction_data import reactions_dir
         from gauntlet.mcp_servers.chem.suite import suite_path

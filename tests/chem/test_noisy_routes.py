@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from gauntlet.agents.chem.solver import oracle
 from gauntlet.mcp_servers.chem.reaction_data import ReactionSet
 from gauntlet.mcp_servers.chem.reactions import StepFactory
 from gauntlet.mcp_servers.chem.scoring import diagnose, summarize
+from gauntlet.mcp_servers.chem.solver import oracle
 from gauntlet.mcp_servers.chem.suite import solve_through
 from gauntlet.mcp_servers.chem.views import ROUTE_NOISE_LEVELS, route_view
 from gauntlet.tasks import NO_ANSWER, load_suite

@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from gauntlet.agents.chem.solver import naive, oracle
 from gauntlet.bridges.mcp_client import result_value
 from gauntlet.mcp_servers.chem.gold import need_g, price_route
 from gauntlet.mcp_servers.chem.procurement import select_pack
@@ -14,6 +13,7 @@ from gauntlet.mcp_servers.chem.reaction_data import ReactionSet
 from gauntlet.mcp_servers.chem.reactions import REACTION_CLASSES, StepFactory, generate_reactions
 from gauntlet.mcp_servers.chem.routes import generate_routes
 from gauntlet.mcp_servers.chem.scoring import diagnose
+from gauntlet.mcp_servers.chem.solver import naive, oracle
 from gauntlet.mcp_servers.chem.suite import solve_through
 from gauntlet.tasks import load_suite
 

@@ -8,11 +8,11 @@ import gymnasium as gym
 import pytest
 
 from gauntlet.agents.chem.agents import NaiveAgent, OracleAgent
-from gauntlet.agents.chem.solver import naive, oracle
 from gauntlet.agents.tool import GoldAgent
 from gauntlet.mcp_servers.chem.gold import price_reaction
 from gauntlet.mcp_servers.chem.reaction_data import ReactionSet
 from gauntlet.mcp_servers.chem.scoring import diagnose, score_episodes, summarize
+from gauntlet.mcp_servers.chem.solver import naive, oracle
 from gauntlet.mcp_servers.chem.suite import solve_through
 from gauntlet.mcp_servers.chem.views import agent_view
 from gauntlet.runner import rollout
@@ -127,7 +127,9 @@ def wrong_grounding(name, args):
 
 
 def bad_procurement(name, args):
-    return (name, {**args, "required_amount": args["required_amount"] * 5000}) if name == "select_pack" else (name, args)
+    if name != "select_pack":
+        return name, args
+    return name, {**args, "required_amount": args["required_amount"] * 5000}
 
 
 def bad_arithmetic(name, args):

@@ -2,8 +2,9 @@
 
 A solver is a generator: it yields ``(tool name, arguments)``, receives ``(is_error, result)`` for
 each call, and returns its answer (USD per gram of product, or None to abstain). The same solver
-drives a real MCP client session in the suite builder and acts as an agent in ``ToolTaskEnv``
-(``agents.py`` here), so the oracle's trajectories are exactly the gold trajectories.
+drives a real MCP client session in the suite builder (``suite.py``, the demo and the figures) and
+acts as an agent in ``ToolTaskEnv`` (the chem agent family wraps it), so the oracle's trajectories are
+exactly the gold trajectories.
 
 * ``oracle`` follows the gold rule with the tools: ground each component (top candidate), buy its
   need with ``select_pack``, and divide the total by the product's grams at the stated yield with
@@ -22,11 +23,13 @@ missing final molar mass is computed from the product's SMILES.
 from __future__ import annotations
 
 import re
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 Call = tuple[str, dict[str, Any]]
 Solver = Generator[Call, tuple[bool, Any], float | None]
+# buy(name, amount, unit): the cost of buying a component, as a term of the final calculate expression
+Purchase = Callable[[str, float, str], Generator[Call, tuple[bool, Any], str | None]]
 AMOUNT = re.compile(r"(?:ca\.\s*)?([0-9]*\.?[0-9]+)\s*(equiv|mol%|mmol|mg|uL|mL per mmol)")
 SOLVENT_AMOUNTS = ("excess", "as solvent")
 ROUTE_VIEW = "routes"
@@ -66,16 +69,31 @@ def is_route_view(view: str) -> bool:
     return view == ROUTE_VIEW or view.startswith(f"{ROUTE_VIEW}-")
 
 
-def _product_terms(record: dict[str, Any]) -> Generator[Call, tuple[bool, Any], tuple[float, float] | None]:
+def _product_molar_mass(record: dict[str, Any]) -> Generator[Call, tuple[bool, Any], float | None]:
+    """The product's molar mass as the reaction or route states it, else computed from its SMILES (the
+    noisy views may leave it out); None if that fails."""
     molar_mass = record.get("product_molar_mass_g_mol")
-    if molar_mass is None:
-        is_error, result = yield "compute_molar_mass", {"smiles": record["product_smiles"]}
-        if is_error:
-            return None
-        molar_mass = result["molar_mass_g_mol"]
-    if record.get("yield_pct") is None:
+    if molar_mass is not None:
+        return molar_mass
+    is_error, result = yield "compute_molar_mass", {"smiles": record["product_smiles"]}
+    return None if is_error else result["molar_mass_g_mol"]
+
+
+def _per_gram_of_product(terms: list[str], yields_pct: list[float],
+                         molar_mass: float) -> Generator[Call, tuple[bool, Any], float | None]:
+    """The answer through ``calculate``: the summed cost terms over the grams of product on a 1 mmol basis,
+    ``(Σ terms) / (Π_k yield_k / 100 x molar mass / 1000)``."""
+    yields = " * ".join(f"{yield_pct!r} / 100" for yield_pct in yields_pct)
+    is_error, result = yield "calculate", {"expression": f"({' + '.join(terms)}) / ({yields} * {molar_mass!r} / 1000)"}
+    return None if is_error else result["value"]
+
+
+def _single_step_price(record: dict[str, Any], terms: list[str]) -> Generator[Call, tuple[bool, Any], float | None]:
+    """Divide a reaction's cost ``terms`` by the grams of its product at the stated yield."""
+    molar_mass = yield from _product_molar_mass(record)
+    if molar_mass is None or record.get("yield_pct") is None or not terms:
         return None
-    return molar_mass, record["yield_pct"]
+    return (yield from _per_gram_of_product(terms, [record["yield_pct"]], molar_mass))
 
 
 def oracle(reaction_id: str, view: str = "clean", spelling_view: str | None = None) -> Solver:
@@ -102,13 +120,7 @@ def oracle(reaction_id: str, view: str = "clean", spelling_view: str | None = No
         if cost is None:
             return None
         costs.append(cost)
-    terms = yield from _product_terms(record)
-    if terms is None or not costs:
-        return None
-    molar_mass, yield_pct = terms
-    expression = f"({' + '.join(costs)}) / ({yield_pct!r} / 100 * {molar_mass!r} / 1000)"
-    is_error, result = yield "calculate", {"expression": expression}
-    return None if is_error else result["value"]
+    return (yield from _single_step_price(record, costs))
 
 
 def naive(reaction_id: str, view: str = "clean") -> Solver:
@@ -128,13 +140,7 @@ def naive(reaction_id: str, view: str = "clean") -> Solver:
         term = yield from _buy_per_gram(component["name"], *amount)
         if term is not None:
             terms.append(term)
-    product = yield from _product_terms(record)
-    if product is None or not terms:
-        return None
-    molar_mass, yield_pct = product
-    is_error, result = yield "calculate", {"expression": f"({' + '.join(terms)}) / ({yield_pct!r} / 100 * "
-                                                          f"{molar_mass!r} / 1000)"}
-    return None if is_error else result["value"]
+    return (yield from _single_step_price(record, terms))
 
 
 def _buy_pack(name: str, amount: float, unit: str) -> Generator[Call, tuple[bool, Any], str | None]:
@@ -164,7 +170,7 @@ def _buy_per_gram(name: str, amount: float, unit: str) -> Generator[Call, tuple[
     return f"{grams['value']!r} * {min(quote['price_usd_per_g'] for quote in quotes['quotes'])!r}"
 
 
-def _route(route_id: str, buy, view: str = ROUTE_VIEW, spelling_view: str | None = None) -> Solver:
+def _route(route_id: str, buy: Purchase, view: str = ROUTE_VIEW, spelling_view: str | None = None) -> Solver:
     """Price a multi-step route (see the module docstring) with ``buy(name, amount, unit)``;
     ``spelling_view`` as for ``oracle``."""
     arguments = {"route_id": route_id} if view == ROUTE_VIEW else {"route_id": route_id, "view": view}
@@ -193,13 +199,7 @@ def _route(route_id: str, buy, view: str = ROUTE_VIEW, spelling_view: str | None
         scale_mmol = scale_mmol * step["yield_pct"] / 100
     if not terms:
         return None
-    molar_mass = route.get("product_molar_mass_g_mol")
+    molar_mass = yield from _product_molar_mass(route)
     if molar_mass is None:
-        is_error, result = yield "compute_molar_mass", {"smiles": route["product_smiles"]}
-        if is_error:
-            return None
-        molar_mass = result["molar_mass_g_mol"]
-    yields = " * ".join(f"{step['yield_pct']!r} / 100" for step in route["steps"])
-    expression = f"({' + '.join(terms)}) / ({yields} * {molar_mass!r} / 1000)"
-    is_error, result = yield "calculate", {"expression": expression}
-    return None if is_error else result["value"]
+        return None
+    return (yield from _per_gram_of_product(terms, [step["yield_pct"] for step in route["steps"]], molar_mass))
