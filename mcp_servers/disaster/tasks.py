@@ -151,6 +151,21 @@ AFFECTED = {"flood": "newly flooded", "dam_failure": "newly flooded", "tsunami":
             "landslide": "hit by landslides", "earthquake": "covered by collapsed buildings",
             "tornado": "covered by collapsed buildings", "industrial_explosion": "covered by collapsed buildings"}
 NUMERIC = {"type": "numeric"}
+# The building-damage detector of each sensor pair (pre- and post-event images of one sensor).
+DAMAGE_DETECTORS = {"optical": "seg_building_damage", "sar": "seg_building_damage_sar"}
+
+
+def destroyed_buildings(event: str, sensor: str, category: str, question: str) -> TaskSpec:
+    """T1 "how many buildings were destroyed?", read by the damage detector of the ``sensor`` pair
+    ("optical" or "sar") inside the building footprints; the question says which pair to compare."""
+    d = f"data/{event}"
+    p = Plan()
+    dmg = p.call(DAMAGE_DETECTORS[sensor], pre_image=f"{d}/pre_{sensor}.tif", post_image=f"{d}/post_{sensor}.tif",
+                 buildings=f"{d}/buildings.geojson")
+    last = p.call("poi_count_by", layer=ref(dmg, "path"), key="damage")
+    return TaskSpec(category, "T1", question, p, lambda r: r[last]["counts"].get("destroyed", 0), NUMERIC, "integer",
+                    [f"pre_{sensor}", f"post_{sensor}", "buildings"],
+                    truth=lambda t: sum(v == "destroyed" for v in t["buildings"].values()))
 
 
 def _templates(event: dict[str, Any]) -> list[TaskSpec]:
@@ -167,15 +182,9 @@ def _templates(event: dict[str, Any]) -> list[TaskSpec]:
                           f"was {what}? Use the 10 m imagery.", p, lambda r, i=last: r[i]["value"], NUMERIC,
                           "number (m2)", ["pre_s2", "post_s2", "lst", "slope", "dem", "pre_optical", "post_optical"],
                           truth=lambda t: t["hazard_area_m2"]))
-    p = Plan()
-    dmg = p.call("seg_building_damage", pre_image=f"{d}/pre_optical.tif", post_image=f"{d}/post_optical.tif",
-                 buildings=f"{d}/buildings.geojson")
-    last = p.call("poi_count_by", layer=ref(dmg, "path"), key="damage")
-    specs.append(TaskSpec("destroyed_buildings", "T1", f"How many buildings were destroyed at {place}? Compare the "
-                          "pre- and post-event optical images inside the building footprints.", p,
-                          lambda r, i=last: r[i]["counts"].get("destroyed", 0), NUMERIC, "integer",
-                          ["pre_optical", "post_optical", "buildings"],
-                          truth=lambda t: sum(v == "destroyed" for v in t["buildings"].values())))
+    specs.append(destroyed_buildings(eid, "optical", "destroyed_buildings", f"How many buildings were destroyed at "
+                                     f"{place}? Compare the pre- and post-event optical images inside the building "
+                                     "footprints."))
     p = Plan()
     dmg = p.call("seg_building_damage", pre_image=f"{d}/pre_optical.tif", post_image=f"{d}/post_optical.tif",
                  buildings=f"{d}/buildings.geojson")
@@ -417,9 +426,9 @@ def build_suite(folder: Path, *, scene_params: dict[str, Any] | None = None) -> 
     """
     from gauntlet.datacache import entry_dir
     from gauntlet.mcp_servers.disaster.data import DATA_NAME
-    from gauntlet.mcp_servers.disaster.scenes import BUILDER_VERSION
+    from gauntlet.mcp_servers.disaster.scenes import BUILDER_VERSION, CURATED_INPUTS
 
-    root = entry_dir(DATA_NAME, BUILDER_VERSION, _scene_params(scene_params))
+    root = entry_dir(DATA_NAME, BUILDER_VERSION, _scene_params(scene_params), CURATED_INPUTS)
     build_tasks(Path(folder), scene_root=root / "scenes")
 
 
@@ -428,12 +437,13 @@ def suite_path(scene_params: dict[str, Any] | None = None) -> Path:
     from gauntlet.datacache import ensure_built
     from gauntlet.mcp_servers.disaster.data import build_default, build_subset
 
-    from gauntlet.mcp_servers.disaster.scenes import BUILDER_VERSION
+    from gauntlet.mcp_servers.disaster.scenes import BUILDER_VERSION, CURATED_INPUTS
 
     build_subset(**_scene_params(scene_params)) if scene_params else build_default()
     params = {"scene_params": _scene_params(scene_params)} if scene_params else {}
     # The tasks' gold answers are read off the scenes: new scenes must mean new tasks.
-    return ensure_built("disaster-tasks", tasks_version(BUILDER_VERSION), build_suite, params=params) / SUITE_FILE
+    return ensure_built("disaster-tasks", tasks_version(BUILDER_VERSION), build_suite, params=params,
+                        inputs=CURATED_INPUTS) / SUITE_FILE
 
 
 def tasks_version(builder_version: str) -> str:
