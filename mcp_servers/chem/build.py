@@ -13,6 +13,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from gauntlet.mcp_servers.chem.aliases import ALIASES_FILE
 from gauntlet.mcp_servers.chem.chemistry import connectivity_key, identity_of
 from gauntlet.mcp_servers.chem.identities import select_identities
 from gauntlet.mcp_servers.chem.names import name_key
@@ -24,6 +25,7 @@ SNAPSHOT_DATE = "2026-11-01"
 DATABASE_FILE = "catalogue.sqlite"
 DEFAULT_N_CHEMICALS = 2450
 DEFAULT_N_SUPPLIERS = 120
+CURATED_INPUTS = (ALIASES_FILE,)  # the curated files the catalogue is built from: part of its cache key
 LICENCES = {
     "identities": "PubChem identifier tables shipped in the `chemicals` Python package (MIT licence, "
                   "Caleb Bell and contributors); PubChem data are public domain (NCBI policy: no restriction on use, "
@@ -109,7 +111,8 @@ def catalogue_path(**params: int) -> Path:
     """
     from gauntlet.datacache import ensure_built
 
-    return ensure_built(DATA_NAME, BUILDER_VERSION, build_catalogue, params=params) / DATABASE_FILE
+    return ensure_built(DATA_NAME, BUILDER_VERSION, build_catalogue, params=params,
+                        inputs=CURATED_INPUTS) / DATABASE_FILE
 
 
 def built_catalogue_path(**params: int) -> Path:
@@ -118,7 +121,7 @@ def built_catalogue_path(**params: int) -> Path:
     while any builder runs)."""
     from gauntlet.datacache import MANIFEST, entry_dir
 
-    folder = entry_dir(DATA_NAME, BUILDER_VERSION, params)
+    folder = entry_dir(DATA_NAME, BUILDER_VERSION, params, CURATED_INPUTS)
     if not (folder / MANIFEST).is_file():
         raise FileNotFoundError(f"the catalogue {params or 'default'} is not built; call catalogue_path first")
     return folder / DATABASE_FILE

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from gauntlet.mcp_servers.chem.build import catalogue_path
 from gauntlet.mcp_servers.chem.reaction_data import ReactionSet, reactions_dir
@@ -25,8 +26,8 @@ def build_everything(folder: Path, *, n_chemicals: int | None = None, n_supplier
     default bundle is exactly the data the registered suites and the server use."""
     catalogue = {key: value for key, value in (("n_chemicals", n_chemicals), ("n_suppliers", n_suppliers))
                  if value is not None}
-    reactions = {key: value for key, value in (("n_reactions", n_reactions), ("n_routes", n_routes), ("seed", seed))
-                 if value is not None}
+    reactions: dict[str, Any] = {key: value for key, value in (("n_reactions", n_reactions), ("n_routes", n_routes),
+                                                               ("seed", seed)) if value is not None}
     if catalogue:
         reactions["catalogue"] = catalogue
     database = catalogue_path(**catalogue)

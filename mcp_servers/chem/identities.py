@@ -7,8 +7,8 @@ reactive handle (aryl halide, boronic acid, amine, acid, aldehyde, ketone, alcoh
 alkene). Of those, the ``BIFUNCTIONAL_QUOTA`` lowest-CID aryl halides that carry a second handle come
 first (they feed multi-step routes), then the ``HANDLE_QUOTA`` lowest PubChem CIDs of each handle (so rare
 handles such as boronic acids are represented; older CIDs are the long-known, widely sold
-compounds), then the rest in CID order. Identity = RDKit canonical SMILES + InChIKey; rows with the same canonical SMILES
-are merged (their names pooled). Average molar mass comes from RDKit (IUPAC atomic weights).
+compounds), then the rest in CID order. Identity = RDKit canonical SMILES + InChIKey; rows with the
+same canonical SMILES are merged (their names pooled). Average molar mass comes from RDKit (IUPAC atomic weights).
 Densities of liquids at 25 °C come from the CRC organic constants table the package ships.
 
 The last ``n_chemicals // BOC_SHARE`` places go to N-Boc building blocks derived from the selected
@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gauntlet.mcp_servers.chem.aliases import ALIASES
 from gauntlet.mcp_servers.chem.chemistry import identity_of
@@ -136,9 +137,9 @@ def _is_building_block(mol) -> bool:
 
 def select_identities(n_chemicals: int) -> list[Identity]:
     """The first ``n_chemicals`` identities in selection order (see the module docstring)."""
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")
+    rdBase.DisableLog("rdApp.*")
     densities = crc_liquid_densities()
     by_smiles: dict[str, Identity] = {}
     ordered: list[Identity] = []
@@ -211,13 +212,13 @@ def boc_derivatives(identities: list[Identity], limit: int) -> list[Identity]:
     Buchwald-Hartwig steps in multi-step routes), then in selection order. Named "N-Boc-<amine name>",
     the way catalogues list them."""
     from rdkit import Chem
-    from rdkit.Chem import AllChem
+    from rdkit.Chem import rdChemReactions
 
     amine = Chem.MolFromSmarts(BOC_AMINE)
-    protect = AllChem.ReactionFromSmarts(f"{BOC_AMINE[:-1]}:1]>>CC(C)(C)OC(=O)[N:1]")
+    protect = rdChemReactions.ReactionFromSmarts(f"{BOC_AMINE[:-1]}:1]>>CC(C)(C)OC(=O)[N:1]")
     excluded = [Chem.MolFromSmarts(p) for p in BOC_EXCLUDED_GROUPS]
     aryl_halide = Chem.MolFromSmarts(BOC_ARYL_HALIDE)
-    candidates = []
+    candidates: list[tuple[bool, int, Identity, Any]] = []  # Any: an RDKit Mol (untyped)
     for identity in identities:
         if identity.source == "curated" or "." in identity.smiles:
             continue
@@ -228,7 +229,7 @@ def boc_derivatives(identities: list[Identity], limit: int) -> list[Identity]:
         if len(sites) != 1 or any(mol.HasSubstructMatch(q) for q in excluded):
             continue
         candidates.append((not mol.HasSubstructMatch(aryl_halide), len(candidates), identity, mol))
-    derived = []
+    derived: list[Identity] = []
     for _, _, identity, mol in sorted(candidates, key=lambda c: c[:2]):
         if len(derived) == limit:
             break

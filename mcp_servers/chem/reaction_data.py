@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from gauntlet.mcp_servers.chem.build import CURATED_INPUTS as CATALOGUE_INPUTS
 from gauntlet.mcp_servers.chem.build import built_catalogue_path, catalogue_path
 from gauntlet.mcp_servers.chem.gold import GoldPrice, price_reaction, price_route
 from gauntlet.mcp_servers.chem.reactions import Reaction, StepFactory, generate_reactions
 from gauntlet.mcp_servers.chem.routes import Route, generate_routes
 from gauntlet.mcp_servers.chem.store import CatalogueStore
-from gauntlet.mcp_servers.chem.views import ROUTE_VIEW, ROUTE_VIEWS, VIEWS, agent_view, check_view, route_view
+from gauntlet.mcp_servers.chem.views import (ROUTE_VIEW, ROUTE_VIEWS, SALT_FORMULAS_FILE, VIEWS, agent_view, check_view,
+                                             route_view)
 
 DATA_NAME = "chem-reactions"
 BUILDER_VERSION = "3"  # 3: longer routes, Suzuki partners without an aryl halide, noisy route views
@@ -29,6 +31,8 @@ DEFAULT_N_REACTIONS = 1440
 DEFAULT_N_ROUTES = 150
 RECORDS_FILE = "reactions.jsonl"
 ROUTES_FILE = "routes.jsonl"
+# The catalogue's curated files and the salt formulas of the noisy views: part of the set's cache key.
+CURATED_INPUTS = (*CATALOGUE_INPUTS, SALT_FORMULAS_FILE)
 
 
 def build_reactions(folder: Path, *, n_reactions: int = DEFAULT_N_REACTIONS, n_routes: int = DEFAULT_N_ROUTES,
@@ -75,7 +79,7 @@ def reactions_dir(**params) -> Path:
     from gauntlet.datacache import ensure_built
 
     catalogue_path(**params.get("catalogue", {}))
-    return ensure_built(DATA_NAME, BUILDER_VERSION, build_reactions, params=params)
+    return ensure_built(DATA_NAME, BUILDER_VERSION, build_reactions, params=params, inputs=CURATED_INPUTS)
 
 
 def built_reactions_dir(**params) -> Path:
@@ -83,7 +87,7 @@ def built_reactions_dir(**params) -> Path:
     of dependent data; see ``build.built_catalogue_path``)."""
     from gauntlet.datacache import MANIFEST, entry_dir
 
-    folder = entry_dir(DATA_NAME, BUILDER_VERSION, params)
+    folder = entry_dir(DATA_NAME, BUILDER_VERSION, params, CURATED_INPUTS)
     if not (folder / MANIFEST).is_file():
         raise FileNotFoundError(f"the reaction set {params or 'default'} is not built; call reactions_dir first")
     return folder

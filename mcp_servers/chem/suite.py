@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gauntlet.mcp_servers.chem.build import built_catalogue_path
-from gauntlet.mcp_servers.chem.reaction_data import ReactionSet, built_reactions_dir, reactions_dir
+from gauntlet.mcp_servers.chem.reaction_data import CURATED_INPUTS, ReactionSet, built_reactions_dir, reactions_dir
 from gauntlet.mcp_servers.chem.solver import Solver, oracle
 from gauntlet.mcp_servers.chem.views import (NOISE_LEVELS, ROUTE_NOISE_LEVELS, ROUTE_VIEW, ROUTE_VIEWS, VIEWS,
                                                      check_view)
@@ -156,4 +156,4 @@ def suite_path(view: str = "clean", **reaction_params) -> Path:
     check_suite_view(view)
     params = {"view": view, **({"reactions": reaction_params} if reaction_params else {})}
     reactions_dir(**reaction_params)
-    return ensure_built(DATA_NAME, BUILDER_VERSION, build_suite, params=params) / SUITE_FILE
+    return ensure_built(DATA_NAME, BUILDER_VERSION, build_suite, params=params, inputs=CURATED_INPUTS) / SUITE_FILE

@@ -7,7 +7,7 @@ component with probability 0.15 / 0.35 / 0.6 (``noisy-low`` / ``noisy-medium`` /
 * name variants: another of the chemical's catalogue names (abbreviation <-> full name <-> IUPAC
   name <-> CAS number), which may be ambiguous; and, for the reagents chemists write as formulas,
   salt-formula variants ("triethylamine" <-> "Et3N", "potassium carbonate" <-> "K2CO3",
-  "EDC hydrochloride" <-> "EDC·HCl", ``SALT_FORMULA_NAMES``);
+  "EDC hydrochloride" <-> "EDC·HCl", ``SALT_FORMULA_NAMES``, the curated ``data/chem/salt_formulas.json``);
 * structure variants: the chemical written as a SMILES string in a non-canonical atom order (seeded
   RDKit random SMILES), which no name table holds: the grounder must parse and canonicalise it (only
   for chemicals whose structure is theirs alone in the catalogue: not Pd/C, which shares palladium's);
@@ -28,9 +28,13 @@ product's molar mass may be missing. Intermediates ("product of step k") are nev
 
 from __future__ import annotations
 
+import json
 import random
 import re
+from pathlib import Path
+from typing import Any
 
+from gauntlet.curated import curated_path
 from gauntlet.mcp_servers.chem.gold import BASIS_MMOL
 from gauntlet.mcp_servers.chem.reactions import REACTION_CLASSES, Reaction
 from gauntlet.mcp_servers.chem.routes import Route
@@ -44,26 +48,18 @@ ROUTE_VIEWS = (ROUTE_VIEW, *ROUTE_NOISE_LEVELS)
 STEREO_PREFIX = re.compile(r"^(\((?:[RSrs]|[RSEZ],[RSEZ]|\+|-|±|[EZ])\)-|(?:DL|dl|D|L|d|l|cis|trans|rac)-)")
 SMILES_SHARE = 0.25  # of a component's name-noise rate: how often it is written as a random SMILES
 OCR_CONFUSIONS = (("l", "1"), ("O", "0"), ("rn", "m"), ("I", "l"), ("S", "5"))
-# Catalogue name -> how chemists write it as a formula or salt (each spelling is a catalogue name, so a
-# good grounder resolves it; tested).
-SALT_FORMULA_NAMES = {
-    "triethylamine": ("Et3N", "NEt3", "triethylamine"),
-    "N,N-diisopropylethylamine": ("iPr2NEt", "EtN(iPr)2", "N,N-diisopropylethylamine"),
-    "potassium carbonate": ("K2CO3", "K₂CO₃", "potassium carbonate"),
-    "caesium carbonate": ("Cs2CO3", "cesium carbonate", "caesium carbonate"),
-    "potassium phosphate tribasic": ("K3PO4", "potassium phosphate tribasic"),
-    "sodium tert-butoxide": ("NaOtBu", "tBuONa", "sodium tert-butoxide"),
-    "EDC hydrochloride": ("EDC·HCl", "EDCI.HCl", "EDC hydrochloride"),
-    "sodium triacetoxyborohydride": ("NaBH(OAc)3", "sodium triacetoxyborohydride"),
-    "sodium cyanoborohydride": ("NaBH3CN", "NaCNBH3", "sodium cyanoborohydride"),
-    "acetic acid": ("CH3CO2H", "AcOH", "acetic acid"),
-    "trifluoroacetic acid": ("CF3CO2H", "TFA", "trifluoroacetic acid"),
-    "sulfuric acid": ("H2SO4", "sulfuric acid"),
-    "phenylmagnesium bromide": ("PhMgBr", "phenylmagnesium bromide"),
-    "dichloromethane": ("CH2Cl2", "DCM", "dichloromethane"),
-    "methanol": ("CH3OH", "MeOH", "methanol"),
-    "acetonitrile": ("CH3CN", "MeCN", "acetonitrile"),
-}
+# Curated input: catalogue name -> how chemists write it as a formula or salt (each spelling is a catalogue
+# name, so a good grounder resolves it; tested). The reaction builder names the file in its cache key.
+SALT_FORMULAS_FILE = "chem/salt_formulas.json"
+
+
+def load_salt_formulas(path: Path | None = None) -> dict[str, tuple[str, ...]]:
+    """The salt-formula table (``data/chem/salt_formulas.json`` unless ``path``)."""
+    table = json.loads((path or curated_path(SALT_FORMULAS_FILE)).read_text(encoding="utf-8"))["formulas"]
+    return {name: tuple(spellings) for name, spellings in table.items()}
+
+
+SALT_FORMULA_NAMES = load_salt_formulas()
 
 
 class UnknownViewError(ValueError):
@@ -137,11 +133,12 @@ def route_view(route: Route, catalogue: CatalogueStore, view: str = ROUTE_VIEW, 
             record = _noisy_record(step, catalogue, ROUTE_NOISE_LEVELS[view], rng, scale)
         steps.append({**record, "step": number})
         scale *= step.yield_pct / 100
-    out = {"route_id": route.route_id, "n_steps": len(route.steps),
-           "basis": ("1 mmol of the limiting reagent of step 1; each later step runs on all of the intermediate "
-                     "the step before gave (its limiting reagent, 1 equiv)"),
-           "steps": steps, "product_smiles": route.product_smiles,
-           "product_molar_mass_g_mol": route.product_molar_mass_g_mol}
+    out: dict[str, Any] = {
+        "route_id": route.route_id, "n_steps": len(route.steps),
+        "basis": ("1 mmol of the limiting reagent of step 1; each later step runs on all of the intermediate "
+                  "the step before gave (its limiting reagent, 1 equiv)"),
+        "steps": steps, "product_smiles": route.product_smiles,
+        "product_molar_mass_g_mol": route.product_molar_mass_g_mol}
     if view != ROUTE_VIEW:
         out["basis"] += ("; an amount written as mg, uL or mmol is the step's own amount at its scale, "
                          "equiv and mol% are relative to the step's limiting reagent")
@@ -173,21 +170,22 @@ def _noisy_record(reaction: Reaction, catalogue: CatalogueStore, rate: float, rn
     record = agent_view(reaction, "clean", catalogue)
     components = record["components"]
     for shown, component in zip(components, reaction.components):
-        if component.is_intermediate:
+        chemical_id = component.chemical_id
+        if component.is_intermediate or chemical_id is None:  # made in the step before: nothing to misspell
             continue
         if rng.random() < rate:
-            spellings = [name for name, kind in catalogue.names_of(component.chemical_id)
+            spellings = [name for name, kind in catalogue.names_of(chemical_id)
                          if kind in ("abbreviation", "iupac", "cas", "synonym", "name") and name != shown["name"]]
             if spellings:
                 shown["name"] = rng.choice(spellings[:8])
-        formulas = SALT_FORMULA_NAMES.get(catalogue.chemical(component.chemical_id).name, ())
+        formulas = SALT_FORMULA_NAMES.get(catalogue.chemical(chemical_id).name, ())
         if formulas and rng.random() < rate:
             shown["name"] = rng.choice([name for name in formulas if name != shown["name"]])
         if STEREO_PREFIX.match(shown["name"]) and rng.random() < rate:
             shown["name"] = STEREO_PREFIX.sub("", shown["name"], count=1)
         as_smiles = None
         if not component.is_solvent and rng.random() < rate * SMILES_SHARE:
-            as_smiles = smiles_variant(catalogue, component.chemical_id, rng.randrange(2**31))
+            as_smiles = smiles_variant(catalogue, chemical_id, rng.randrange(2**31))
             shown["name"] = as_smiles or shown["name"]
         if rng.random() < rate:
             if component.is_solvent:
