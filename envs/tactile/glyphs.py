@@ -2,7 +2,8 @@
 
 The fonts are the DejaVu TrueType files inside the installed ``matplotlib`` package
 (``matplotlib/mpl-data/fonts/ttf``; DejaVu fonts licence, a permissive Bitstream Vera derivative).
-Classes: the 62 characters A-Z, a-z, 0-9 in each of DejaVu Sans, Sans Bold, Serif and Serif Bold.
+Classes: the 62 characters A-Z, a-z, 0-9 in each of DejaVu Sans, Sans Bold, Serif and Serif Bold
+(the curated glyph list ``data/tactile/glyphs.json``).
 Each glyph's outline (``matplotlib.textpath.TextPath``) is filled with the even-odd rule on a
 128 x 128 vertex grid spanning 10 x 10 cm, at one common scale (1 em = 7 cm, so lower case stays
 smaller than upper case), centred on its bounding box, and extruded 3 mm with soft walls. One
@@ -11,12 +12,13 @@ object per class: the envs randomise the pose, so there is no train/test split o
 
 from __future__ import annotations
 
-import string
+import json
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from gauntlet.curated import curated_path
 from gauntlet.envs.tactile.heightfield import MeshSplit, cached_split, extrude_mask, volume_and_centroid
 
 NAME = "tactile-glyphs"
@@ -25,8 +27,16 @@ FOOTPRINT_M = 0.10
 HEIGHT_M = 0.003
 EM_M = 0.07
 DEFAULT_RESOLUTION = 128
-CHARACTERS = string.ascii_uppercase + string.ascii_lowercase + string.digits
-FACES = ("DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "DejaVuSerif.ttf", "DejaVuSerif-Bold.ttf")
+GLYPHS_FILE = "tactile/glyphs.json"  # curated input: the glyph list, part of the set's cache key
+
+
+def load_glyph_list(path: Path | None = None) -> tuple[str, tuple[str, ...]]:
+    """The characters and the font faces of the set (``data/tactile/glyphs.json`` unless ``path``)."""
+    table = json.loads((path or curated_path(GLYPHS_FILE)).read_text(encoding="utf-8"))
+    return table["characters"], tuple(table["faces"])
+
+
+CHARACTERS, FACES = load_glyph_list()
 
 
 def class_names() -> list[str]:
@@ -75,4 +85,4 @@ def build(folder: Path, *, resolution: int = DEFAULT_RESOLUTION, count: int | No
 def load(*, resolution: int = DEFAULT_RESOLUTION, count: int | None = None) -> MeshSplit:
     """Load (building on first use) the glyph set. ``count`` keeps an evenly spread subset of classes."""
     return cached_split(NAME, VERSION, build, "all", resolution=resolution, default_resolution=DEFAULT_RESOLUTION,
-                        count=count, height_scale_m=HEIGHT_M / 255.0, footprint_m=FOOTPRINT_M)
+                        count=count, height_scale_m=HEIGHT_M / 255.0, footprint_m=FOOTPRINT_M, inputs=(GLYPHS_FILE,))

@@ -140,11 +140,13 @@ class MeshSplit:
 
 
 def cached_split(name: str, version: str, build, split: str, *, resolution: int, default_resolution: int,
-                 count: int | None, height_scale_m: float, footprint_m: float) -> MeshSplit:
+                 count: int | None, height_scale_m: float, footprint_m: float,
+                 inputs: tuple[str, ...] = ()) -> MeshSplit:
     """A split of an object set built by ``build`` through the data cache (built on first use).
 
     Default parameters are left out of the cache key, so ``gauntlet data build NAME`` (which passes
-    none) fills the same entry the envs read.
+    none) fills the same entry the envs read. ``inputs``: the curated files ``build`` reads (their
+    digest is part of the key, as in the registry's data entry).
     """
     from gauntlet.datacache import ensure_built
 
@@ -153,7 +155,7 @@ def cached_split(name: str, version: str, build, split: str, *, resolution: int,
         params["resolution"] = resolution
     if count is not None:
         params["count"] = count
-    folder = ensure_built(name, version, build, params=params)
+    folder = ensure_built(name, version, build, params=params, inputs=inputs)
     return MeshSplit(fields=np.load(folder / f"{split}-fields.npy", mmap_mode="r"), height_scale_m=height_scale_m,
                      footprint_m=footprint_m, labels=np.load(folder / f"{split}-labels.npy"),
                      volume_m3=np.load(folder / f"{split}-volume-m3.npy"),

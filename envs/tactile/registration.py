@@ -22,9 +22,10 @@ def register() -> None:
                  "Starstruck: procedural scenes of 1-3 stars among distractor shapes", version="1")
     registry.add("data", "tactile-glyphs", "gauntlet.envs.tactile.glyphs:build",
                  "Glyphs: 248 extruded letters and digits in four DejaVu faces (fonts from matplotlib)",
-                 version="1")
+                 version="1", inputs=("tactile/glyphs.json",))
     registry.add("data", "tactile-wrench", "gauntlet.envs.tactile.wrench:build",
-                 "Toolbox: a procedural combination wrench (documented dimensions)", version="1")
+                 "Toolbox: a procedural combination wrench (documented dimensions)", version="1",
+                 inputs=("tactile/wrench.json",))
     registry.add("data", "tactile-shapes", "gauntlet.envs.tactile.shapes:build",
                  "Shapes: procedural CSG solids (manifold3d) with exact volume and centre of mass", version="1")
     registry.add("data", "tactile-mnist3d", "gauntlet.envs.tactile.mnist3d:build",
