@@ -52,7 +52,8 @@ def test_built_wheel_contains_every_subpackage_and_imports(tmp_path):
         assert f"{package}/__init__.py" in names, f"{package} missing from the wheel"
     assert not any(name.startswith(("envs/", "agents/", "core/", "tests/")) for name in names)
     # Data the code reads at run time ships as package data: baselines, the curious policy's weights.
-    for data in ("gauntlet/envs/calspi/baselines_data/Swimmer.json", "gauntlet/agents/curiosity/belief_default.json"):
+    for data in ("gauntlet/envs/calspi/baselines_data/Swimmer.json", "gauntlet/agents/curiosity/belief_default.json",
+                 "gauntlet/data/LICENSES.md", "gauntlet/data/disaster/events.csv", "gauntlet/data/chem/aliases.json"):
         assert data in names, f"{data} missing from the wheel"
 
     target = tmp_path / "site"

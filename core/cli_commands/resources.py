@@ -24,6 +24,11 @@ def _version(name: str) -> str:
     return str(registry.get("data", name).metadata.get("version", "unversioned"))
 
 
+def _inputs(name: str) -> tuple[str, ...]:
+    """The curated files (under ``data/``) the builder reads: part of its cache key."""
+    return tuple(registry.get("data", name).metadata.get("inputs", ()))
+
+
 @data_app.command("list")
 def data_list() -> None:
     """Show the registered data builders and whether each is built."""
@@ -37,7 +42,7 @@ def data_list() -> None:
     for column in ("name", "version", "built", "description"):
         table.add_column(column)
     for entry in entries:
-        folder = entry_dir(entry.name, _version(entry.name))
+        folder = entry_dir(entry.name, _version(entry.name), inputs=_inputs(entry.name))
         built = "yes" if (folder / MANIFEST).is_file() else "no"
         table.add_row(entry.name, _version(entry.name), built, entry.description)
     console.print(table)
@@ -58,7 +63,7 @@ def data_build(
     builder = entry.load()
     check_arguments(builder, cache_root(), what=f"data builder {name!r}", fix="fix --config", **kwargs)
     with console.status(f"building {name}"):
-        built = ensure_built(name, _version(name), builder, params=kwargs, rebuild=force)
+        built = ensure_built(name, _version(name), builder, params=kwargs, inputs=_inputs(name), rebuild=force)
     console.print(f"built [bold]{name}[/bold] into {built} (files checksummed in {MANIFEST})")
 
 
