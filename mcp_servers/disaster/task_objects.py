@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gauntlet.mcp_servers.disaster.tasks import FLOOD_LIKE, NUMERIC, Plan, TaskSpec, ref
+from gauntlet.mcp_servers.disaster.tasks import FLOOD_LIKE, NUMERIC, Plan, TaskSpec, destroyed_buildings, ref
 
 COVERING = (*FLOOD_LIKE, "wildfire", "volcanic_eruption", "landslide")  # hazards that bury or burn cars
 
@@ -68,15 +68,9 @@ def object_templates(event: dict[str, Any], truth: dict[str, Any]) -> list[TaskS
                               "ids.", p, lambda r, i=last: sorted(r[i]["counts"]), {"type": "set"},
                               "list of road segment ids", ["pre_optical", "roads"],
                               truth=lambda t: sorted(t["objects"]["bridges"])))
-    p = Plan()
-    dmg = p.call("seg_building_damage_sar", pre_image=f"{d}/pre_sar.tif", post_image=f"{d}/post_sar.tif",
-                 buildings=f"{d}/buildings.geojson")
-    last = p.call("poi_count_by", layer=ref(dmg, "path"), key="damage")
-    specs.append(TaskSpec("sar_destroyed_buildings", "T1", f"Clouds hide {place} after the event. Using only the "
-                          "pre- and post-event SAR images, how many buildings were destroyed?", p,
-                          lambda r, i=last: r[i]["counts"].get("destroyed", 0), NUMERIC, "integer",
-                          ["pre_sar", "post_sar", "buildings"],
-                          truth=lambda t: sum(v == "destroyed" for v in t["buildings"].values())))
+    specs.append(destroyed_buildings(eid, "sar", "sar_destroyed_buildings", f"Clouds hide {place} after the event. "
+                                     "Using only the pre- and post-event SAR images, how many buildings were "
+                                     "destroyed?"))
     p = Plan()
     shelters = p.call("vec_filter_attribute", layer=f"{d}/pois.geojson", key="type", op="==", value="shelter")
     cells = p.call("vec_voronoi_polygons", facilities=ref(shelters, "path"), extent=f"{d}/admin.geojson")
