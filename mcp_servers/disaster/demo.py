@@ -22,7 +22,7 @@ def run_demo(out_dir: Path) -> None:
     from gauntlet.bridges.validation import validate_once
     from gauntlet.mcp_servers.disaster import data, scoring, tasks
     from gauntlet.mcp_servers.disaster.server import build_server
-    from gauntlet.tasks import ToolTask
+    from gauntlet.tasks import GoldCall, ToolTask
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -44,7 +44,8 @@ def run_demo(out_dir: Path) -> None:
                 trajectory, results = await tasks.execute_plan(session, spec.plan)
                 outputs[category] = results
                 answer = spec.answer(results)
-                task = ToolTask(id=f"{event['id']}/{category}", question=spec.question, gold_trajectory=trajectory,
+                gold = [GoldCall.model_validate(step) for step in trajectory]
+                task = ToolTask(id=f"{event['id']}/{category}", question=spec.question, gold_trajectory=gold,
                                 answer=answer, metadata={"dimension": dimension, "eval_spec": spec.eval_spec})
                 true_answer = spec.truth(truth) if spec.truth else None
                 report = scoring.score_task(task, answer, trajectory)

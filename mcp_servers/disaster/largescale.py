@@ -99,7 +99,7 @@ def route_on_mask(mask_path: Path, spacing_px: int, start: tuple[int, int], end:
 
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB), rasterio.open(mask_path) as src:
         lattice = range(0, src.height, spacing_px)
-        graph = nx.Graph()
+        graph: nx.Graph[tuple[int, int]] = nx.Graph()
         midpoints = []
         for r in lattice:
             for c in range(0, src.width, spacing_px):

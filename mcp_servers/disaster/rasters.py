@@ -194,11 +194,12 @@ def sample(path: Path, points: list[tuple[float, float]], band: int = 1) -> list
     return [next(it) if ok else None for ok in inside]
 
 
-def zonal_statistics(grid: Grid, geometries: list[Any]) -> list[dict[str, float]]:
-    """Sum, mean, min, max and pixel count of band 1 inside each polygon (pixel centres inside)."""
+def zonal_statistics(grid: Grid, geometries: list[Any]) -> list[dict[str, float | None]]:
+    """Sum, mean, min, max and pixel count of band 1 inside each polygon (pixel centres inside; mean,
+    min and max are None for a polygon that covers no pixel centre)."""
     from rasterio.features import geometry_mask
 
-    out = []
+    out: list[dict[str, float | None]] = []
     shape = grid.data.shape[1:]
     for geometry in geometries:
         inside = ~geometry_mask([geometry], out_shape=shape, transform=grid.profile["transform"])
@@ -325,7 +326,7 @@ def vectorize(grid: Grid, min_area_m2: float = 0.0) -> list[dict[str, Any]]:
     if not band.any():
         raise RasterError("the mask is empty: there is nothing to vectorise")
     polygons = []
-    for geometry, value in shapes(band, mask=band.astype(bool), transform=grid.profile["transform"]):
+    for geometry, _ in shapes(band, mask=band.astype(bool), transform=grid.profile["transform"]):
         geom = shape(geometry)
         if geom.area >= min_area_m2:
             polygons.append(mapping(geom))

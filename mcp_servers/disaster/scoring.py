@@ -90,6 +90,8 @@ def grade_answer(spec: dict[str, Any], expected: Any, answer: Any) -> tuple[floa
         return 0.0, False, "no answer"
     if kind == "numeric":
         y, a = _number(expected), _number(answer)
+        if y is None:
+            raise ValueError(f"a numeric task needs a numeric expected answer, got {expected!r}")
         if a is None:
             return 0.0, False, f"not a number: {answer!r}"
         ok = abs(a - y) <= 1 + 0.2 * abs(y)
@@ -145,7 +147,7 @@ def _calls(calls: Sequence[Any]) -> list[tuple[str, dict[str, Any], Any]]:
 def _roles(calls: list[tuple[str, dict[str, Any], Any]]) -> dict[str, tuple[str, int]]:
     """Workspace path -> (tool that produced it, which call of that tool)."""
     seen: Counter[str] = Counter()
-    roles = {}
+    roles: dict[str, tuple[str, int]] = {}
     for name, _, result in calls:
         if isinstance(result, dict) and str(result.get("path", "")).startswith(WORKSPACE_PREFIX):
             roles.setdefault(result["path"], (name, seen[name]))

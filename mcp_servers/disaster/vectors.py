@@ -87,6 +87,8 @@ def read_gpkg(path: Path, layer: str | None = None) -> tuple[list[dict[str, Any]
         meta, _, wkb, fields = pyogrio.raw.read(str(path), layer=layer)
     except Exception as exc:  # pyogrio raises DataSourceError, DataLayerError, ...
         raise VectorError(f"{Path(path).name} is not a readable GeoPackage ({exc})") from None
+    if wkb is None:
+        raise VectorError(f"{Path(path).name}: the layer has no geometry column")
     names = list(meta["fields"])
     features = []
     for index, blob in enumerate(wkb):
@@ -285,7 +287,7 @@ def road_graph(roads, exclude_ids: set[str] | None = None):
     """An undirected graph of the road segments (minus ``exclude_ids``), weighted by length (m)."""
     import networkx as nx
 
-    graph = nx.Graph()
+    graph: nx.Graph[tuple[float, float]] = nx.Graph()
     for f, g in zip(roads, geometries(roads)):
         rid = f["properties"].get("id")
         if exclude_ids and rid in exclude_ids:
@@ -327,7 +329,7 @@ def minimum_repairs(roads, damaged_ids: set[str], start, end):
 
     graph = road_graph(roads)
     big = 1e9
-    for u, v, data in graph.edges(data=True):
+    for _, _, data in graph.edges(data=True):
         data["cost"] = data["length_m"] + (big if data["id"] in damaged_ids else 0.0)
     a, b = nearest_node(graph, *start), nearest_node(graph, *end)
     try:
