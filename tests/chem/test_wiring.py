@@ -10,6 +10,7 @@ import pytest
 from gauntlet.mcp_servers.chem import bundle, procurement
 from gauntlet.mcp_servers.chem.reaction_data import ReactionSet
 from gauntlet.mcp_servers.chem.scoring import ChemScorer, diagnose
+from gauntlet.mcp_servers.chem.suite import suite_path
 from gauntlet.mcp_servers.chem.views import SALT_FORMULA_NAMES, mixed_layout
 from gauntlet.tasks import NO_ANSWER, load_suite
 
@@ -80,6 +81,8 @@ def test_every_chem_suite_names_the_chem_scorer_and_lists_every_view():
         entry = registry.get("suite", name)
         assert entry.metadata["views"] == views and entry.metadata["view"] == view
         assert load_target(entry.metadata["env_kwargs"]["scorer"]) is ChemScorer
+        loaded = entry.load()  # one builder for every view: suite_path with the view bound
+        assert loaded.func is suite_path and loaded.args == () and loaded.keywords == {"view": view}
 
 
 def test_the_data_bundle_records_every_part_it_built(small_data, tmp_path, monkeypatch):
