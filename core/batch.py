@@ -1,15 +1,20 @@
 """Many episodes of one spec: ``run_many`` on local processes or on a Ray cluster.
 
-A run lives in a folder::
+A run lives in a folder (``gauntlet run`` and ``gauntlet eval`` write the same layout)::
 
     run.json                 the RunSpec, run id and versions (written once, atomically)
     episodes/ep-000042.jsonl one Episode file per episode (+ ep-000042.npz for large arrays)
+    summary.json             every episode's summary, rewritten (atomically) at the end of each run
+    scores.json              (``gauntlet eval``) the scorer's grade of every task, see ``gauntlet.evaluation``
 
 Episode ``i`` uses ``episode_seed(spec.seed, i)``, so the same spec gives the same episodes whatever
-the backend, the number of workers or the order they finish in. Re-running into the same folder
-skips episodes that are complete (their file ends with an outcome) and redoes any that were cut
-short. The local backend's workers write their episode files as they step; Ray workers, which may
-run on other machines, send each finished episode back and the driver writes it atomically.
+the backend, the number of workers or the order they finish in. A spec with a ``TaskPlan`` (a task
+suite) instead gives episode ``i`` a task and an attempt number, and a seed that selects that task
+(see ``TaskPlan``). Re-running into the same folder skips episodes that are complete (their file
+ends with an outcome) and redoes any that were cut short; a folder holding another spec is refused.
+The local backend's workers write their episode files as they step; Ray workers, which may run on
+other machines, send each finished episode back and the driver writes it atomically. Env kwargs
+that name files (a suite path) must name them on every machine.
 """
 
 from __future__ import annotations
@@ -19,21 +24,53 @@ import multiprocessing
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 from pydantic import BaseModel, Field
 
+from gauntlet.agent import Agent
 from gauntlet.episode import AgentSpec
 from gauntlet.fileio import write_atomically
 from gauntlet.registry import make_agent
 from gauntlet.runner import episode_seed, new_run_id, rollout
 from gauntlet.versions import versions
 
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
 BACKENDS = ("local", "ray")
+
+
+class TaskPlan(BaseModel):
+    """Which tasks of a suite a run goes through, and how many times each (``gauntlet eval``).
+
+    Episode ``i`` is attempt ``i % repeats`` at task ``task_indices[i // repeats]`` (every task in suite
+    order when ``task_indices`` is None), so a run of the first n tasks is a prefix of a longer run.
+    ``ToolTaskEnv`` resets to task ``seed % suite_size``, so attempt ``r`` at task ``t`` uses seed
+    ``t + (base_seed + r) * suite_size``: a seed of its own that still selects task ``t`` (with base seed
+    0, the first attempt at task ``t`` uses seed ``t``). ``suite_sha256`` ties the plan to the suite's
+    content, so a run is never resumed against a changed suite.
+    """
+
+    suite: str
+    suite_sha256: str
+    suite_size: int = Field(ge=1)
+    task_indices: list[int] | None = None
+    repeats: int = Field(default=1, ge=1)
+
+    @property
+    def n_tasks(self) -> int:
+        return self.suite_size if self.task_indices is None else len(self.task_indices)
+
+    def attempt(self, index: int, base_seed: int) -> tuple[int, int, int]:
+        """``(task index in the suite, attempt number, seed)`` of episode ``index``."""
+        position, repeat = divmod(index, self.repeats)
+        task = position if self.task_indices is None else self.task_indices[position]
+        return task, repeat, task + (base_seed + repeat) * self.suite_size
 
 
 class RunSpec(BaseModel):
@@ -44,6 +81,14 @@ class RunSpec(BaseModel):
     agent: AgentSpec = Field(default_factory=lambda: AgentSpec(name="random"))
     seed: int = 0
     max_steps: int | None = None
+    tasks: TaskPlan | None = None
+
+    def episode_plan(self, index: int) -> tuple[int, dict[str, Any]]:
+        """Episode ``index``'s seed, and what its header's ``config`` records about its place in the run."""
+        if self.tasks is None:
+            return episode_seed(self.seed, index), {"run_index": index}
+        task, repeat, seed = self.tasks.attempt(index, self.seed)
+        return seed, {"run_index": index, "task_index": task, "repeat": repeat}
 
 
 class EpisodeSummary(BaseModel):
@@ -73,28 +118,37 @@ def episode_path(out_dir: Path, index: int) -> Path:
     return out_dir / "episodes" / f"ep-{index:06d}.jsonl"
 
 
-def _is_complete(path: Path) -> bool:
+def _tail(path: Path) -> bytes:
+    """The last line of a file (up to 4 KiB of it)."""
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, handle.tell() - 4096))
+        return handle.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+
+
+def is_complete(path: Path) -> bool:
     """Whether an episode file ends with its outcome line."""
     try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - 4096))
-            tail = handle.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        return _tail(path).startswith(b'{"kind":"outcome"')
     except OSError:
         return False
-    return tail.startswith(b'{"kind":"outcome"')
 
 
 def _summary_of(path: Path, index: int) -> EpisodeSummary:
     with open(path, "rb") as handle:
         header = json.loads(handle.readline())
-        handle.seek(0, os.SEEK_END)
-        handle.seek(max(0, handle.tell() - 4096))
-        outcome = json.loads(handle.read().rstrip(b"\n").rsplit(b"\n", 1)[-1])
+    outcome = json.loads(_tail(path))
     return EpisodeSummary(index=index, episode_id=header["episode_id"], seed=header["seed"],
                           score=outcome.get("score"), length=int(outcome["metrics"].get("length", 0)),
                           success=outcome.get("success"))
+
+
+def _differences(old: Any, new: Any, where: str = "") -> list[str]:
+    """The dotted names of the fields where two specs (as JSON) differ."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [name for key in sorted(set(old) | set(new), key=str)
+                for name in _differences(old.get(key), new.get(key), f"{where}.{key}" if where else str(key))]
+    return [] if old == new else [where]
 
 
 def prepare_run_folder(out_dir: Path, spec: RunSpec) -> str:
@@ -110,13 +164,14 @@ def prepare_run_folder(out_dir: Path, spec: RunSpec) -> str:
     if run_file.exists():
         try:
             existing = json.loads(run_file.read_text())
-            same = RunSpec.model_validate(existing["spec"]) == spec
+            recorded = RunSpec.model_validate(existing["spec"])
         except (ValueError, KeyError):
             raise RunFolderError(f"{run_file} is not a Gauntlet run file; choose an empty --out folder") from None
-        if not same:
-            raise RunFolderError(f"{out_dir} holds a different run ({existing['spec']['env_id']}, "
-                                 f"agent {existing['spec']['agent']['name']}); choose another --out folder")
-        return existing["run_id"]
+        if recorded != spec:
+            differing = _differences(recorded.model_dump(mode="json"), spec.model_dump(mode="json"))
+            raise RunFolderError(f"{out_dir} holds another run (it differs in {', '.join(differing[:4])}); resume it "
+                                 "with the options it was started with, or choose another --out folder")
+        return str(existing["run_id"])
     run_id = new_run_id()
     payload = {"run_id": run_id, "spec": spec.model_dump(mode="json"), "versions": versions()}
     write_atomically(run_file, json.dumps(payload, indent=2))
@@ -124,45 +179,51 @@ def prepare_run_folder(out_dir: Path, spec: RunSpec) -> str:
 
 
 # Worker side -----------------------------------------------------------------------------------
-_worker_cache: dict[str, tuple[gym.Env, Any]] = {}
+def make_env_and_agent(spec: RunSpec) -> tuple[gym.Env, Agent]:
+    import gauntlet  # noqa: F401  (registers the gauntlet/ envs in spawned workers)
+
+    return gym.make(spec.env_id, **spec.env_kwargs), make_agent(spec.agent.name, **spec.agent.config)
 
 
-def _env_and_agent(spec: RunSpec) -> tuple[gym.Env, Any]:
+# A worker process keeps its env and agent for the spec it runs, for as long as the pool lives.
+_worker_cache: dict[str, tuple[gym.Env, Agent]] = {}
+
+
+def _cached_env_and_agent(spec: RunSpec) -> tuple[gym.Env, Agent]:
     key = spec.model_dump_json()
     if key not in _worker_cache:
-        import gauntlet  # noqa: F401  (registers the gauntlet/ envs in spawned workers)
-
-        env = gym.make(spec.env_id, **spec.env_kwargs)
-        _worker_cache[key] = (env, make_agent(spec.agent.name, **spec.agent.config))
+        _worker_cache[key] = make_env_and_agent(spec)
     return _worker_cache[key]
 
 
-def run_episode(spec: RunSpec, run_id: str, index: int, path: Path) -> EpisodeSummary:
+def run_episode(spec: RunSpec, run_id: str, index: int, path: Path, env: gym.Env, agent: Agent) -> EpisodeSummary:
     """Run episode ``index`` of a run and write it to ``path`` (replacing any partial file)."""
-    env, agent = _env_and_agent(spec)
     for stale in (path, path.with_suffix(".npz")):
         stale.unlink(missing_ok=True)
-    seed = episode_seed(spec.seed, index)
+    seed, config = spec.episode_plan(index)
     episode = rollout(env, agent, seed=seed, max_steps=spec.max_steps, record=path, run_id=run_id,
-                      episode_id=f"{run_id}-{index:06d}", config={"run_index": index})
-    return EpisodeSummary(index=index, episode_id=episode.episode_id, seed=seed,
-                          score=episode.outcome.score, length=episode.outcome.metrics["length"],
-                          success=episode.outcome.success)
+                      episode_id=f"{run_id}-{index:06d}", config=config)
+    outcome = episode.outcome
+    assert outcome is not None  # rollout returns only finished episodes
+    return EpisodeSummary(index=index, episode_id=episode.episode_id, seed=seed, score=outcome.score,
+                          length=outcome.metrics["length"], success=outcome.success)
 
 
 def _run_chunk(spec: RunSpec, run_id: str, out_dir: str, indices: list[int]) -> list[EpisodeSummary]:
-    return [run_episode(spec, run_id, i, episode_path(Path(out_dir), i)) for i in indices]
+    env, agent = _cached_env_and_agent(spec)
+    return [run_episode(spec, run_id, i, episode_path(Path(out_dir), i), env, agent) for i in indices]
 
 
 def _run_chunk_detached(spec_json: str, run_id: str, indices: list[int]) -> list[tuple[dict, bytes, bytes | None]]:
     """Ray task: run episodes in a scratch folder and return their files' bytes to the driver."""
     spec = RunSpec.model_validate_json(spec_json)
+    env, agent = _cached_env_and_agent(spec)
     results = []
     with tempfile.TemporaryDirectory() as scratch:
         for index in indices:
             path = episode_path(Path(scratch), index)
             path.parent.mkdir(parents=True, exist_ok=True)
-            summary = run_episode(spec, run_id, index, path)
+            summary = run_episode(spec, run_id, index, path, env, agent)
             sidecar = path.with_suffix(".npz")
             results.append((summary.model_dump(), path.read_bytes(),
                             sidecar.read_bytes() if sidecar.exists() else None))
@@ -182,41 +243,54 @@ def _start_method() -> str:
 
 def run_many(spec: RunSpec, n_episodes: int, out_dir: str | os.PathLike[str], *, backend: str = "local",
              workers: int | None = None, ray_address: str | None = None,
-             progress: bool | Callable[[EpisodeSummary], None] = True) -> RunResult:
+             progress: bool | Callable[[EpisodeSummary], None] = True, label: str | None = None) -> RunResult:
     """Run episodes ``0 .. n_episodes-1`` of ``spec`` into ``out_dir`` (see the module docstring).
 
-    ``workers`` defaults to the number of CPUs (local) or the cluster's CPUs (Ray). ``progress``
-    shows a progress bar, or is called with each finished episode's summary.
+    ``workers`` defaults to the number of CPUs (local) or the cluster's CPUs (Ray); one local worker
+    runs the episodes in this process. ``progress`` shows a progress bar (titled ``label``, default
+    the env id), or is called with each finished episode's summary.
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
     if n_episodes < 0:
         raise ValueError("n_episodes must be >= 0")
+    if spec.tasks is not None and n_episodes > spec.tasks.n_tasks * spec.tasks.repeats:
+        raise ValueError(f"the spec's task plan has {spec.tasks.n_tasks * spec.tasks.repeats} episodes, "
+                         f"not {n_episodes}")
     if backend == "local" and ray_address is not None:
         raise ValueError("--ray-address goes with --backend ray")
     gym.spec(spec.env_id)  # fail fast, in the driver, on an unknown env id
     out = Path(out_dir)
     run_id = prepare_run_folder(out, spec)
-    pending = [i for i in range(n_episodes) if not _is_complete(episode_path(out, i))]
+    pending = [i for i in range(n_episodes) if not is_complete(episode_path(out, i))]
     skipped = n_episodes - len(pending)
     todo = set(pending)
     done = {i: _summary_of(episode_path(out, i), i) for i in range(n_episodes) if i not in todo}
-    with _Progress(progress, total=n_episodes, completed=skipped, label=spec.env_id) as report:
+    with _Progress(progress, total=n_episodes, completed=skipped, label=label or spec.env_id) as report:
         if pending:
             runner = _run_local if backend == "local" else _run_ray
             for summary in runner(spec, run_id, out, pending, workers, ray_address, report.start):
                 done[summary.index] = summary
                 report(summary)
-    return RunResult(out_dir=str(out), run_id=run_id, ran=len(pending), skipped=skipped,
-                     episodes=[done[i] for i in sorted(done)])
+    result = RunResult(out_dir=str(out), run_id=run_id, ran=len(pending), skipped=skipped,
+                       episodes=[done[i] for i in sorted(done)])
+    write_atomically(out / "summary.json", result.model_dump_json(indent=1))
+    return result
 
 
-def _run_local(spec, run_id, out, pending, workers, ray_address, start_display) -> Iterable[EpisodeSummary]:
+def _run_local(spec: RunSpec, run_id: str, out: Path, pending: list[int], workers: int | None,
+               ray_address: str | None, start_display: Callable[[], None]) -> Iterator[EpisodeSummary]:
     workers = max(1, min(workers or os.cpu_count() or 1, len(pending)))
     if workers == 1:
-        start_display()
-        for index in pending:
-            yield run_episode(spec, run_id, index, episode_path(out, index))
+        # In this process, and closed afterwards: a cached env would outlive the run (and its threads,
+        # an MCP client's say, would make the next pool spawn instead of fork).
+        env, agent = make_env_and_agent(spec)
+        try:
+            start_display()
+            for index in pending:
+                yield run_episode(spec, run_id, index, episode_path(out, index), env, agent)
+        finally:
+            env.close()
         return
     context = multiprocessing.get_context(_start_method())
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
@@ -228,7 +302,8 @@ def _run_local(spec, run_id, out, pending, workers, ray_address, start_display) 
                 yield from future.result()
 
 
-def _run_ray(spec, run_id, out, pending, workers, ray_address, start_display) -> Iterable[EpisodeSummary]:
+def _run_ray(spec: RunSpec, run_id: str, out: Path, pending: list[int], workers: int | None,
+             ray_address: str | None, start_display: Callable[[], None]) -> Iterable[EpisodeSummary]:
     try:
         import ray
     except ImportError:
@@ -260,7 +335,8 @@ class _Progress:
 
     def __init__(self, progress: bool | Callable[[EpisodeSummary], None], total: int, completed: int, label: str):
         self._callback = progress if callable(progress) else None
-        self._bar = None
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
         self._args = (total, completed, label)
         self._enabled = progress is True
 
@@ -279,7 +355,7 @@ class _Progress:
     def __call__(self, summary: EpisodeSummary) -> None:
         if self._callback is not None:
             self._callback(summary)
-        if self._bar is not None:
+        if self._bar is not None and self._task is not None:
             self._bar.advance(self._task)
 
     def __enter__(self) -> _Progress:
@@ -290,4 +366,5 @@ class _Progress:
             self._bar.stop()
 
 
-__all__ = ["RunSpec", "RunResult", "EpisodeSummary", "RunFolderError", "run_many", "episode_path"]
+__all__ = ["EpisodeSummary", "RunFolderError", "RunResult", "RunSpec", "TaskPlan", "episode_path", "is_complete",
+           "run_many"]

@@ -1,51 +1,64 @@
-"""Evaluate an agent on a registered task suite: one recorded, scored episode per task.
+"""Evaluate an agent on a registered task suite: recorded, scored episodes on the runner's machinery.
 
 A suite entry (registry kind ``suite``) names a task suite file (JSONL, ``gauntlet.tasks``): its
 target is the file's path, or a callable returning the path or a list of ``ToolTask``. Its metadata
 ``env_kwargs`` (JSON) are passed to ``ToolTaskEnv``: e.g. ``{"scorer": "pkg.module:MyScorer",
-"max_text_length": 65536}``. Task ``i``
-runs as one episode of ``gauntlet/ToolTask-v0`` reset with seed ``i`` (which picks task ``i``), and
-is recorded in ``<out>/episodes/ep-<i>.jsonl`` with the env's kwargs in its config, so ``gauntlet
-replay`` and ``gauntlet report`` read an evaluation like any run. ``<out>/scores.json`` holds every
-task's score; a suite given as a list of tasks is saved to ``<out>/suite.jsonl`` first.
+"max_text_length": 65536}``.
+
+An evaluation is a run of ``gauntlet.batch.run_many`` whose spec holds a ``TaskPlan``: the tasks
+(all, or those ``task_ids`` names, the first ``limit`` of them) and how many attempts each gets
+(``repeats``). Each attempt is one episode of ``gauntlet/ToolTask-v0`` whose reset seed selects the
+task, so it runs on local worker processes or on Ray, and re-running into the same folder finishes
+only the episodes not yet complete. The run folder is ``gauntlet run``'s (``run.json``,
+``episodes/``, ``summary.json``) plus ``scores.json``: every attempt's score read back from its
+episode file (the last step's ``info``), the mean, and, when the env's scorer has
+``summarize(reports)``, its run report over the attempts' score reports (``report``). A suite given as
+a list of tasks is saved to ``<out>/suite.jsonl`` first. ``gauntlet replay`` and ``gauntlet report``
+read an evaluation like any run.
 
 Views: a suite entry may list its family's views in its metadata, ``views={"clean": "chem",
 "noisy-high": "chem-noisy-high", ...}`` (view name -> registered suite name); ``evaluate_suite(...,
 view="noisy-high")`` (``gauntlet eval chem --view noisy-high``) then runs the suite registered for that
-view. Run reports: when the env's scorer has ``summarize(reports)``, it is called with every task's
-score report (the ``ScoreReport`` dicts of the episodes' last steps) and its result is stored as
-``report`` in ``scores.json``.
+view.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import os
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+from pydantic import ValidationError
 
-from gauntlet.batch import episode_path
+from gauntlet.batch import EpisodeSummary, RunSpec, TaskPlan, episode_path, prepare_run_folder, run_many
+from gauntlet.episode import AgentSpec, Episode, read_episode_file
 from gauntlet.errors import UserError, check_arguments
 from gauntlet.fileio import write_atomically
-from gauntlet.registry import Entry, make_agent, registry
-from gauntlet.runner import new_run_id, rollout
-from gauntlet.tasks import load_suite, save_suite
+from gauntlet.info_keys import PRIVILEGED
+from gauntlet.registry import Entry, registry
+from gauntlet.tasks import ToolTask, parse_suite, suite_content
 from gauntlet.versions import versions
 
 TOOL_TASK_ENV = "gauntlet/ToolTask-v0"
+# ToolTaskEnv's last step reports the task's score under this info key (the episode's return may
+# differ by invalid-action penalties).
+TASK_SCORE = "score"
 
 
 @dataclass(frozen=True)
 class TaskResult:
-    """How the agent did on one task."""
+    """How the agent did on one attempt at one task."""
 
     index: int
     task_id: str
+    repeat: int
+    seed: int
     score: float
     success: bool | None
     steps: int
@@ -53,13 +66,16 @@ class TaskResult:
 
 @dataclass
 class Evaluation:
-    """An agent's results on every task of a suite, and where their episodes are."""
+    """An agent's results on the tasks of a suite (every attempt at each), and where their episodes are."""
 
     suite: str
     out_dir: str
     run_id: str
     results: list[TaskResult]
     report: dict[str, Any] | None = None
+    repeats: int = 1
+    ran: int = 0
+    resumed: int = 0
 
     @property
     def mean_score(self) -> float:
@@ -70,16 +86,37 @@ class Evaluation:
         known = [result.success for result in self.results if result.success is not None]
         return sum(known) / len(known) if known else None
 
+    def attempts(self) -> dict[str, list[TaskResult]]:
+        """Every task's attempts, in attempt order (the k results pass@k and pass^k are computed from)."""
+        by_task: dict[str, list[TaskResult]] = {}
+        for result in self.results:
+            by_task.setdefault(result.task_id, []).append(result)
+        return by_task
 
-def suite_file(entry: Entry, out_dir: Path) -> Path:
-    """The suite file a suite entry names (see the module docstring)."""
+
+@dataclass(frozen=True)
+class _Suite:
+    """A suite's tasks, the file the env reads them from, and that file's content (not yet written
+    when ``write`` is set: a suite given as a list of tasks)."""
+
+    path: Path
+    tasks: list[ToolTask]
+    content: bytes
+    write: bool = field(default=False)
+
+
+def _read_suite(entry: Entry, out_dir: Path) -> _Suite:
+    """The suite a suite entry names (see the module docstring)."""
     loaded = entry.load()
     if callable(loaded):
         loaded = loaded()
     if isinstance(loaded, (str, os.PathLike)):
-        return Path(loaded).resolve()
+        path = Path(loaded).resolve()
+        content = path.read_bytes()
+        return _Suite(path, parse_suite(content, source=str(path)), content)
     if isinstance(loaded, list):
-        return save_suite(loaded, out_dir / "suite.jsonl").resolve()
+        tasks = [task if isinstance(task, ToolTask) else ToolTask.model_validate(task) for task in loaded]
+        return _Suite((out_dir / "suite.jsonl").resolve(), tasks, suite_content(tasks), write=True)
     raise UserError(f"suite {entry.name!r}: its entry {entry.target} gave a {type(loaded).__name__}, not a suite "
                     "file path or a list of tasks; the family that registers it must fix the entry")
 
@@ -93,66 +130,106 @@ def resolve_view(suite: str, view: str | None) -> str:
         raise UserError(f"suite {suite!r} has no views; run it without --view")
     if view not in views:
         raise UserError(f"suite {suite!r} has no view {view!r}; its views are {', '.join(views)}")
-    return views[view]
+    return str(views[view])
+
+
+def _select(suite: str, tasks: list[ToolTask], task_ids: Sequence[str] | None) -> list[int] | None:
+    """The suite indices of ``task_ids`` in the order given (None: every task)."""
+    if task_ids is None:
+        return None
+    index_of = {task.id: index for index, task in enumerate(tasks)}
+    unknown = [task_id for task_id in task_ids if task_id not in index_of]
+    if unknown:
+        examples = ", ".join(task.id for task in tasks[:3])
+        raise UserError(f"suite {suite!r} has no task {unknown[0]!r}; give ids of its tasks to --tasks, "
+                        f"e.g. {examples}")
+    return [index_of[task_id] for task_id in dict.fromkeys(task_ids)]
 
 
 def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
-                   agent_config: dict[str, Any] | None = None,
-                   progress: Callable[[TaskResult], None] | None = None, view: str | None = None) -> Evaluation:
-    """Run the registered agent ``agent`` once on every task of suite ``suite`` (see the module docstring).
+                   agent_config: dict[str, Any] | None = None, view: str | None = None,
+                   task_ids: Sequence[str] | None = None, limit: int | None = None, repeats: int = 1,
+                   seed: int = 0, backend: str = "local", workers: int | None = None, ray_address: str | None = None,
+                   progress: bool | Callable[[EpisodeSummary], None] = False) -> Evaluation:
+    """Run the registered agent ``agent`` on tasks of suite ``suite`` and score it (see the module docstring).
 
-    An agent whose constructor takes ``suite`` (the gold agent) is given the suite file unless
-    ``agent_config`` sets it. ``progress`` is called with each task's result as it finishes. ``view``
-    picks the suite registered for that view of ``suite``'s family.
+    ``view`` picks the suite registered for that view of ``suite``'s family; ``task_ids`` picks tasks
+    by id (default: all, in suite order), ``limit`` keeps the first that many; each task gets
+    ``repeats`` attempts, attempt ``r`` at task ``t`` seeded as ``TaskPlan`` says. An agent whose
+    constructor takes ``suite`` (the gold agent) is given the suite file unless ``agent_config`` sets
+    it. ``backend``, ``workers``, ``ray_address`` and ``progress`` are ``run_many``'s.
     """
-    suite = resolve_view(suite, view)
-    entry = registry.get("suite", suite)
+    name = resolve_view(suite, view)
+    entry = registry.get("suite", name)
     out = Path(out_dir)
-    (out / "episodes").mkdir(parents=True, exist_ok=True)
-    path = suite_file(entry, out)
-    tasks = load_suite(path)
-    if not tasks:
-        raise UserError(f"suite {suite!r} ({path}) holds no tasks")
+    source = _read_suite(entry, out)
+    if not source.tasks:
+        raise UserError(f"suite {name!r} ({source.path}) holds no tasks")
+    plan = TaskPlan(suite=name, suite_sha256=hashlib.sha256(source.content).hexdigest(),
+                    suite_size=len(source.tasks), task_indices=_select(name, source.tasks, task_ids), repeats=repeats)
     config = dict(agent_config or {})
     agent_class = registry.get("agent", agent).load()
     if "suite" in inspect.signature(agent_class).parameters:
-        config.setdefault("suite", str(path))
+        config.setdefault("suite", str(source.path))
     check_arguments(agent_class, what=f"agent {agent!r}", fix="fix the agent config", **config)
-    actor = make_agent(agent, **config)
+    try:
+        agent_class(**config)  # built once here too, so a config the agent rejects fails before any worker starts
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise UserError(f"agent {agent!r} rejects its config ({'.'.join(map(str, problem['loc']))}: "
+                        f"{problem['msg']}); fix the agent config") from None
     # A suite may set ToolTaskEnv options, e.g. its own scorer ("module:attr") or a larger max_text_length.
-    env_kwargs = {"tasks": str(path), **entry.metadata.get("env_kwargs", {})}
-    env = gym.make(TOOL_TASK_ENV, **env_kwargs)
-    run_id = new_run_id()
+    env_kwargs = {"tasks": str(source.path), **entry.metadata.get("env_kwargs", {})}
+    spec = RunSpec(env_id=TOOL_TASK_ENV, env_kwargs=env_kwargs, agent=AgentSpec(name=agent, config=config),
+                   seed=seed, tasks=plan)
+    # Made here first, so a bad scorer or env option fails once, before the folder is touched.
+    scorer = _scorer({**env_kwargs, "tasks": source.tasks})
+    prepare_run_folder(out, spec)  # refuses another run's folder before anything is written into it
+    if source.write:
+        write_atomically(source.path, source.content)
+    n_tasks = plan.n_tasks if limit is None else min(limit, plan.n_tasks)
+    run = run_many(spec, n_tasks * repeats, out, backend=backend, workers=workers, ray_address=ray_address,
+                   progress=progress, label=f"{name} with {agent}")
     results: list[TaskResult] = []
     reports: list[dict[str, Any]] = []
-    try:
-        for index, task in enumerate(tasks):
-            record = episode_path(out, index)
-            for stale in (record, record.with_suffix(".npz")):
-                stale.unlink(missing_ok=True)
-            # Steps are kept in memory too: the task's score is in the last step's info.
-            episode = rollout(env, actor, seed=index, record=record, run_id=run_id, keep_steps=True,
-                              episode_id=f"{run_id}-{index:06d}", config={"run_index": index})
-            final = episode.steps[-1].info if episode.steps else {}
-            result = TaskResult(index=index, task_id=task.id, score=float(final.get("score", episode.outcome.score)),
-                                success=episode.outcome.success, steps=len(episode.steps))
-            results.append(result)
-            if final.get("privileged") is not None:
-                reports.append(final["privileged"])
-            if progress is not None:
-                progress(result)
-        summarize = getattr(getattr(env.unwrapped, "scorer", None), "summarize", None)
-        report = summarize(reports) if callable(summarize) else None
-    finally:
-        env.close()
-    evaluation = Evaluation(suite=suite, out_dir=str(out), run_id=run_id, results=results, report=report)
-    summary = {"suite": suite, "view": view, "suite_file": str(path), "agent": {"name": agent, "config": config},
-               "run_id": run_id, "versions": versions(), "mean_score": evaluation.mean_score,
-               "success_rate": evaluation.success_rate, "tasks": [asdict(result) for result in results]}
-    if report is not None:
-        summary["report"] = report
-    write_atomically(out / "scores.json", json.dumps(summary, indent=2, default=str))
+    for summary in run.episodes:
+        task_index, repeat, _ = plan.attempt(summary.index, seed)
+        episode = _episode_at(out, summary.index)
+        final = episode.steps[-1] if episode.steps else None
+        info = final.info if final is not None else {}
+        outcome_score = episode.outcome.score if episode.outcome is not None else None
+        results.append(TaskResult(index=task_index, task_id=source.tasks[task_index].id, repeat=repeat,
+                                  seed=summary.seed, score=float(info.get(TASK_SCORE, outcome_score or 0.0)),
+                                  success=summary.success, steps=len(episode.steps)))
+        report = (final.privileged if final is not None and final.privileged is not None else info.get(PRIVILEGED))
+        if report is not None:
+            reports.append(report)
+    summarize = getattr(scorer, "summarize", None)
+    run_report = summarize(reports) if callable(summarize) else None
+    evaluation = Evaluation(suite=name, out_dir=str(out), run_id=run.run_id, results=results, report=run_report,
+                            repeats=repeats, ran=run.ran, resumed=run.skipped)
+    scores = {"suite": name, "view": view, "suite_file": str(source.path), "agent": {"name": agent, "config": config},
+              "run_id": run.run_id, "versions": versions(), "repeats": repeats, "seed": seed,
+              "mean_score": evaluation.mean_score, "success_rate": evaluation.success_rate,
+              "tasks": [asdict(result) for result in results]}
+    if run_report is not None:
+        scores["report"] = run_report
+    write_atomically(out / "scores.json", json.dumps(scores, indent=2, default=str))
     return evaluation
 
 
-__all__ = ["Evaluation", "TaskResult", "evaluate_suite", "resolve_view", "suite_file"]
+def _scorer(env_kwargs: dict[str, Any]) -> Any:
+    """The scorer the suite's env grades with, from an env made (and closed) in this process."""
+    env = gym.make(TOOL_TASK_ENV, **env_kwargs)
+    try:
+        return getattr(env.unwrapped, "scorer", None)
+    finally:
+        env.close()
+
+
+def _episode_at(out: Path, index: int) -> Episode:
+    # One episode per file: run_many wrote it, and only complete ones are summarised.
+    return read_episode_file(episode_path(out, index))[0]
+
+
+__all__ = ["Evaluation", "TaskResult", "evaluate_suite", "resolve_view"]

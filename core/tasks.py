@@ -41,7 +41,7 @@ class GoldCall(BaseModel):
     model_config = ConfigDict(extra="forbid")
     call: str = Field(description="tool name")
     args: dict[str, Any] = Field(default_factory=dict, description="tool arguments")
-    obs: Any = Field(None, description="the result the call gives (structured content), or null if not fixed")
+    obs: Any = Field(default=None, description="the result the call gives (structured content), or null if not fixed")
 
 
 class EvalSpec(BaseModel):
@@ -58,12 +58,12 @@ class EvalSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     kind: Literal["exact", "numeric", "set", "list", "contains"] = "exact"
-    rel_tol: float = Field(0.0, ge=0.0)
-    abs_tol: float = Field(0.0, ge=0.0)
+    rel_tol: float = Field(default=0.0, ge=0.0)
+    abs_tol: float = Field(default=0.0, ge=0.0)
     case_sensitive: bool = False
     partial_credit: bool = False
     trajectory: Literal["calls", "ordered"] = "calls"
-    trajectory_weight: float = Field(0.0, ge=0.0, le=1.0)
+    trajectory_weight: float = Field(default=0.0, ge=0.0, le=1.0)
 
 
 class ToolTask(BaseModel):
@@ -95,35 +95,45 @@ class ToolTask(BaseModel):
 def load_suite(path: str | os.PathLike[str]) -> list[ToolTask]:
     """Read a task suite (JSONL, blank lines allowed); ``SuiteFormatError`` names any bad line."""
     path = Path(path)
+    return parse_suite(path.read_bytes(), source=str(path))
+
+
+def parse_suite(content: bytes, *, source: str) -> list[ToolTask]:
+    """The tasks of a suite file's ``content``; ``SuiteFormatError`` names ``source`` and any bad line."""
     tasks: list[ToolTask] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(path.read_bytes().splitlines(), start=1):
+    for number, line in enumerate(content.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             task = ToolTask.model_validate(orjson.loads(line))
         except orjson.JSONDecodeError as exc:
-            raise SuiteFormatError(f"{path}:{number}: not JSON ({exc})") from None
+            raise SuiteFormatError(f"{source}:{number}: not JSON ({exc})") from None
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'task'}: {e['msg']}" for e in exc.errors())
-            raise SuiteFormatError(f"{path}:{number}: not a task ({problems})") from None
+            raise SuiteFormatError(f"{source}:{number}: not a task ({problems})") from None
         if task.id in seen:
-            raise SuiteFormatError(f"{path}:{number}: task id {task.id!r} already used on line {seen[task.id]}")
+            raise SuiteFormatError(f"{source}:{number}: task id {task.id!r} already used on line {seen[task.id]}")
         seen[task.id] = number
         tasks.append(task)
     return tasks
+
+
+def suite_content(tasks: Iterable[ToolTask]) -> bytes:
+    """Tasks as suite JSONL, one task a line; task ids must be unique."""
+    tasks = list(tasks)
+    ids = [task.id for task in tasks]
+    duplicates = sorted({task_id for task_id in ids if ids.count(task_id) > 1})
+    if duplicates:
+        raise ValueError(f"task ids must be unique in a suite; repeated: {', '.join(duplicates)}")
+    return b"".join(orjson.dumps(task.model_dump(mode="json")) + b"\n" for task in tasks)
 
 
 def save_suite(tasks: Iterable[ToolTask], path: str | os.PathLike[str]) -> Path:
     """Write tasks as JSONL atomically (a reader never sees half a suite); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tasks = list(tasks)
-    ids = [task.id for task in tasks]
-    duplicates = sorted({task_id for task_id in ids if ids.count(task_id) > 1})
-    if duplicates:
-        raise ValueError(f"task ids must be unique in a suite; repeated: {', '.join(duplicates)}")
-    write_atomically(path, b"".join(orjson.dumps(task.model_dump(mode="json")) + b"\n" for task in tasks))
+    write_atomically(path, suite_content(tasks))
     return path
 
 
@@ -208,6 +218,7 @@ class Scorer:
         want, got = _numbers(expected), _numbers(answer)
         if got is None:
             return 0.0, f"not a number: {answer!r}"
+        assert want is not None  # ToolTask's validator admits only numeric answers to a numeric eval
         if len(want) != len(got):
             return 0.0, f"expected {len(want)} numbers, got {len(got)}"
         close = [math.isclose(g, w, rel_tol=spec.rel_tol, abs_tol=spec.abs_tol) for g, w in zip(got, want)]

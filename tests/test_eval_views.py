@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
+import textwrap
 
 import pytest
 
 from gauntlet.cli import main
 from gauntlet.registry import Entry, registry
-from gauntlet.tasks import Scorer
 
 EASY = [{"id": "easy-size", "server": "env:CartPole-v1", "answer": 4, "eval_spec": {"kind": "numeric"},
          "question": "Reset the environment with seed 0. How many numbers are in the observation?",
@@ -25,24 +23,32 @@ HARD = [{"id": "hard-push", "server": "env:CartPole-v1", "answer": "no", "eval_s
          "gold_trajectory": [{"call": "reset", "args": {"seed": 2}, "obs": None}]}]
 
 
-class CountingScorer(Scorer):
-    """The default grades, plus a run report: how many tasks were scored and how many were right."""
+# A module file, not an in-memory module: worker processes load the scorer by name too.
+FAMILY = textwrap.dedent("""
+    from pathlib import Path
 
-    @staticmethod
-    def summarize(reports: list[dict]) -> dict:
-        return {"n_scored": len(reports), "n_correct": sum(bool(report["answer_correct"]) for report in reports)}
+    from gauntlet.tasks import Scorer
+
+    EASY = str(Path(__file__).with_name("easy.jsonl"))
+    HARD = str(Path(__file__).with_name("hard.jsonl"))
+
+
+    class CountingScorer(Scorer):
+        \"\"\"The default grades, plus a run report: how many tasks were scored and how many were right.\"\"\"
+
+        @staticmethod
+        def summarize(reports):
+            return {"n_scored": len(reports), "n_correct": sum(bool(report["answer_correct"]) for report in reports)}
+""")
 
 
 @pytest.fixture
 def viewed_family(tmp_path, monkeypatch) -> None:
     """Two registered suites, "toy" (view easy) and "toy-hard" (view hard), each listing both views."""
-    module = types.ModuleType("gauntlet_toy_views")
-    for name, tasks in (("EASY", EASY), ("HARD", HARD)):
-        path = tmp_path / f"{name.lower()}.jsonl"
-        path.write_text("".join(json.dumps(task) + "\n" for task in tasks))
-        setattr(module, name, str(path))
-    module.CountingScorer = CountingScorer
-    monkeypatch.setitem(sys.modules, module.__name__, module)
+    for name, tasks in (("easy", EASY), ("hard", HARD)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(task) + "\n" for task in tasks))
+    (tmp_path / "gauntlet_toy_views.py").write_text(FAMILY)
+    monkeypatch.syspath_prepend(str(tmp_path))
     views = {"easy": "toy", "hard": "toy-hard"}
     env_kwargs = {"scorer": "gauntlet_toy_views:CountingScorer"}
     for name, target in (("toy", "EASY"), ("toy-hard", "HARD")):
@@ -58,6 +64,7 @@ def test_eval_with_a_view_runs_the_suite_registered_for_that_view(viewed_family,
     scores = json.loads((out / "scores.json").read_text())
     assert scores["suite"] == "toy-hard" and scores["view"] == "hard"
     assert [task["task_id"] for task in scores["tasks"]] == ["hard-push", "hard-size"]
+    assert scores["report"] == {"n_scored": 2, "n_correct": 2}
 
 
 def test_a_scorer_with_summarize_writes_its_run_report_into_scores_json(viewed_family, tmp_path, capsys):

@@ -1,11 +1,12 @@
 """Commands that put agents to work: ``run`` (many episodes), ``serve`` (an env or tool server over
-MCP) and ``eval`` (a task suite)."""
+MCP) and ``eval`` (a task suite). ``run`` and ``eval`` share the runner's machinery (``gauntlet.batch``):
+worker processes or Ray, and run folders that a re-run resumes."""
 
 from __future__ import annotations
 
 import json
 import time
-from enum import Enum
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -20,11 +21,21 @@ from gauntlet.registry import registry
 
 if TYPE_CHECKING:
     from gauntlet.batch import RunResult
+    from gauntlet.evaluation import Evaluation
 
 
-class Backend(str, Enum):
+class Backend(StrEnum):
     local = "local"
     ray = "ray"
+
+
+# Options ``run`` and ``eval`` share, spelled once.
+BackendOption = Annotated[Backend, typer.Option(help="Where episodes run: local processes, or a Ray cluster.")]
+WorkersOption = Annotated[int | None, typer.Option(min=1, help=(
+    "Worker processes (default: one per CPU; 1 runs the episodes in this process)."))]
+RayAddressOption = Annotated[str | None, typer.Option(help="Address of a Ray cluster (with --backend ray).")]
+# An eval's table lists every attempt up to this many; beyond, only those that scored below 1.
+TABLE_ROWS = 40
 
 
 class Transport(str, Enum):
@@ -40,11 +51,20 @@ def _check_env(env_id: str, env_kwargs: dict[str, Any]) -> None:
     except TypeError as exc:
         raise UserError(f"{env_id} does not accept --env-kwargs {json.dumps(env_kwargs)} ({exc}); "
                         "fix --env-kwargs") from None
+    except ValueError as exc:
+        if not env_kwargs:
+            raise
+        raise UserError(f"{env_id} rejects --env-kwargs {json.dumps(env_kwargs)} ({exc}); fix --env-kwargs") from None
     env.close()
 
 
-def _default_run_folder(env_id: str, agent: str) -> Path:
-    return Path("runs") / f"{env_id.replace('/', '_')}-{agent}-{time.strftime('%Y%m%d-%H%M%S')}"
+def _check_backend(backend: Backend, ray_address: str | None) -> None:
+    if ray_address is not None and backend is not Backend.ray:
+        raise UserError("--ray-address goes with --backend ray; add --backend ray or drop --ray-address")
+
+
+def _default_run_folder(name: str, agent: str) -> Path:
+    return Path("runs") / f"{name.replace('/', '_')}-{agent}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def run(
@@ -57,14 +77,15 @@ def run(
     max_steps: Annotated[int | None, typer.Option(min=1, help="Cut episodes off after this many steps.")] = None,
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/<env>-<agent>-<time>). "
                                                   "Re-running into it resumes the run.")] = None,
-    backend: Annotated[Backend, typer.Option(help="Where episodes run.")] = Backend.local,
-    workers: Annotated[int | None, typer.Option(min=1, help="Worker processes (default: one per CPU).")] = None,
-    ray_address: Annotated[str | None, typer.Option(help="Address of a Ray cluster (with --backend ray).")] = None,
+    backend: BackendOption = Backend.local,
+    workers: WorkersOption = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Run an agent for many episodes and record every one of them in a run folder."""
     from gauntlet.batch import RunSpec, run_many
     from gauntlet.episode import AgentSpec
 
+    _check_backend(backend, ray_address)
     agent_kwargs = parse_json_object("--agent-config", agent_config)
     make_kwargs = parse_json_object("--env-kwargs", env_kwargs)
     _check_env(env_id, make_kwargs)
@@ -134,43 +155,69 @@ def serve(
 def eval_suite(
     suite: Annotated[str, typer.Argument(help="Registered task suite (see `gauntlet list`).")],
     agent: Annotated[str, typer.Option("--agent", "-a", help="Registered agent name.")],
-    out: Annotated[Path, typer.Option(help="Folder for the episodes and scores.json.")],
     agent_config: AgentConfigOption = None,
     view: Annotated[str | None, typer.Option("--view", help=(
         "A view of the suite's family, e.g. `gauntlet eval chem --view noisy-high` (the suite's metadata "
         "lists its views)."))] = None,
+    tasks: Annotated[str | None, typer.Option("--tasks", help=(
+        "Only these tasks, by id, comma-separated (in this order)."))] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks (of --tasks, if given).")] = None,
+    repeats: Annotated[int, typer.Option(min=1, help=(
+        "Attempts at each task, each with its own recorded seed (for pass@k)."))] = 1,
+    seed: Annotated[int, typer.Option(help=(
+        "Base seed: attempt r at task t is reset with seed t + (seed + r) * suite size."))] = 0,
+    out: Annotated[Path | None, typer.Option(help=(
+        "Run folder (default: runs/<suite>-<agent>-<time>). Re-running into it resumes the evaluation."))] = None,
+    backend: BackendOption = Backend.local,
+    workers: WorkersOption = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
-    """Run an agent once on every task of a registered task suite, score it and record it."""
-    from rich.progress import Progress
-
+    """Run an agent on the tasks of a registered task suite, score every attempt and record it."""
     from gauntlet.evaluation import evaluate_suite, resolve_view
 
     if not registry.names("suite"):
         raise UserError("no task suites registered; install a family that ships one "
                         "(`gauntlet list` shows the registered suites)")
+    _check_backend(backend, ray_address)
     registry.get("suite", suite)
     resolved = resolve_view(suite, view)
     registry.get("agent", agent)
     config = parse_json_object("--agent-config", agent_config)
-    with Progress(console=console, transient=True) as bar:
-        task = bar.add_task(f"{resolved} with {agent}", total=None)
-        evaluation = evaluate_suite(suite, agent, out, agent_config=config,
-                                    progress=lambda result: bar.advance(task), view=view)
-    table = Table(title=f"{resolved}: agent {agent}")
-    for column, justify in (("#", "right"), ("task", "left"), ("score", "right"), ("success", "left"),
-                            ("steps", "right")):
-        table.add_column(column, justify=justify)
-    for result in evaluation.results:
-        table.add_row(str(result.index), result.task_id, f"{result.score:.3f}",
-                      "" if result.success is None else str(result.success).lower(), str(result.steps))
-    console.print(table)
+    task_ids = [task_id.strip() for task_id in tasks.split(",") if task_id.strip()] if tasks is not None else None
+    if task_ids == []:
+        raise UserError("--tasks names no task; give task ids separated by commas, e.g. --tasks a-1,a-2")
+    folder = out if out is not None else _default_run_folder(resolved, agent)
+    evaluation = evaluate_suite(suite, agent, folder, agent_config=config, view=view, task_ids=task_ids, limit=limit,
+                                repeats=repeats, seed=seed, backend=backend.value, workers=workers,
+                                ray_address=ray_address, progress=True)
+    console.print(_evaluation_table(evaluation, f"{resolved}: agent {agent}"))
     rate = evaluation.success_rate
-    console.print(f"mean score {evaluation.mean_score:.3f} over {len(evaluation.results)} tasks"
+    tasks_run = len(evaluation.attempts())
+    attempts = f" ({len(evaluation.results)} attempts)" if evaluation.repeats > 1 else ""
+    console.print(f"mean score {evaluation.mean_score:.3f} over {tasks_run} tasks{attempts}"
                   + ("" if rate is None else f", success rate {rate:.3f}"))
     if evaluation.report is not None:
         console.print(f"scorer report (also in scores.json): {json.dumps(evaluation.report, default=str)}")
-    console.print(f"episodes and scores.json in [bold]{evaluation.out_dir}[/bold]; "
-                  f"next: gauntlet report {evaluation.out_dir}")
+    console.print(f"run folder: [bold]{evaluation.out_dir}[/bold]  (ran {evaluation.ran}, "
+                  f"resumed {evaluation.resumed} already complete); scores in scores.json")
+    console.print(f"next: gauntlet report {evaluation.out_dir}")
+
+
+def _evaluation_table(evaluation: Evaluation, title: str) -> Table:
+    results = evaluation.results
+    shown = results if len(results) <= TABLE_ROWS else [result for result in results if result.score < 1.0]
+    if len(shown) < len(results):
+        title += f" ({len(shown)} of {len(results)} attempts scored below 1"
+        title += f"; the first {TABLE_ROWS} shown)" if len(shown) > TABLE_ROWS else ")"
+    table = Table(title=title)
+    columns = ["#", "task", *(["attempt", "seed"] if evaluation.repeats > 1 else []), "score", "success", "steps"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("task", "success") else "right")
+    for result in shown[:TABLE_ROWS]:
+        attempt = [str(result.repeat), str(result.seed)] if evaluation.repeats > 1 else []
+        table.add_row(str(result.index), result.task_id, *attempt, f"{result.score:.3f}",
+                      "" if result.success is None else str(result.success).lower(), str(result.steps))
+    return table
 
 
 def register(app: typer.Typer) -> None:
