@@ -1,14 +1,17 @@
 """The ``gauntlet`` command line: list, run, serve, eval, replay, branch, report, bench, data, demo.
 
-Every command's errors go through ``main``: a problem the user can fix (bad option, unknown env or
-agent, malformed episode file, action outside the space, port in use, unwritable folder) is printed
-as one line on stderr, ``error: <what> <how to fix it>``, with exit status 2 and no traceback.
-Anything else is a bug: one line too, exit status 1, and ``GAUNTLET_DEBUG=1`` shows the traceback.
+Every command's errors go through ``main``: a problem the user can fix is printed as one line on
+stderr, ``error: <what> <how to fix it>``, with exit status 2 and no traceback. Those are the errors
+``user_error_message`` knows: ``UserError`` (raised at a boundary: bad option, action outside the
+space, unknown view...), an unknown registry name or Gymnasium env id, a malformed episode or suite
+file, a run folder that cannot hold the run, and the operating system's own complaints about a path
+or port. Anything else is a bug, however ordinary its type (a ``ValueError`` or ``KeyError`` from
+inside a command is not the user's to fix): ``error: internal error ...``, one line too, exit status
+1, and ``GAUNTLET_DEBUG=1`` shows the traceback.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import warnings
@@ -25,8 +28,8 @@ from gauntlet.errors import UserError
 # Recent typer carries its own copy of click; older releases raise click's exceptions.
 try:
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
-except ImportError:
-    from click.exceptions import ClickException, NoArgsIsHelpError
+except ImportError:  # the same classes under click's own name; mypy sees typer's copy as the type
+    from click.exceptions import ClickException, NoArgsIsHelpError  # type: ignore[assignment]
 
 EXIT_USER_ERROR = 2
 EXIT_BUG = 1
@@ -77,25 +80,24 @@ def user_error_message(exc: BaseException) -> str | None:
     """The one-line message for an error the user can fix, or None if ``exc`` is a bug."""
     import gymnasium.error
 
+    from gauntlet.batch import RunFolderError
+    from gauntlet.episode import EpisodeFormatError
     from gauntlet.registry import UnknownEntryError
+    from gauntlet.tasks import SuiteFormatError
 
-    if isinstance(exc, UserError):
+    if isinstance(exc, (UserError, EpisodeFormatError, SuiteFormatError, RunFolderError)):
         return str(exc)
     if isinstance(exc, UnknownEntryError):
         return f"{exc}; `gauntlet list` shows what is registered"
     if isinstance(exc, (gymnasium.error.NameNotFound, gymnasium.error.VersionNotFound,
-                        gymnasium.error.NamespaceNotFound)):
+                        gymnasium.error.NamespaceNotFound, gymnasium.error.DeprecatedEnv)):
         return f"{exc} Check the env id: `gauntlet list` shows Gauntlet's envs, and any Gymnasium id works."
-    if isinstance(exc, gymnasium.error.Error):
+    if isinstance(exc, gymnasium.error.DependencyNotInstalled):
         return str(exc)
     if isinstance(exc, OSError):
         # The OS's own message names the path; ours (FileNotFoundError("no episode file ...")) is whole.
         if exc.strerror and exc.filename:
             return f"{exc.strerror}: {exc.filename}; check the path and its permissions"
-        return str(exc)
-    if isinstance(exc, json.JSONDecodeError):
-        return f"invalid JSON ({exc})"
-    if isinstance(exc, ValueError):  # EpisodeFormatError, RunFolderError, actions outside the space
         return str(exc)
     return None
 
@@ -135,8 +137,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         message = user_error_message(exc)
         if message is not None:
             _fail(message, EXIT_USER_ERROR)
-        _fail(f"unexpected {type(exc).__name__}: {exc} (this is a bug; run with {DEBUG_VARIABLE}=1 "
-              "for the traceback)", EXIT_BUG)
+        _fail(f"internal error: {type(exc).__name__}: {exc} (a bug, not your input; run with {DEBUG_VARIABLE}=1 "
+              "for the traceback and report it)", EXIT_BUG)
     sys.exit(code if isinstance(code, int) else 0)
 
 

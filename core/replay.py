@@ -284,7 +284,7 @@ def branch_episode(episode: Episode, at: int, *, action: Any = None, agent: Agen
             try:
                 decoded = from_json(env.action_space, action)
             except ValueError as exc:
-                raise ValueError(f"branch action: {exc}") from None
+                raise UserError(f"branch action: {exc}; give an action in the env's action space") from None
             actor = _ActionThenAgent(decoded, actor)
         prefix, observation, info, initial = _reexecute_prefix(episode, env, at)
         snapshot = env.snapshot()

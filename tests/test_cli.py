@@ -13,6 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from pydantic import BaseModel, Field
 
 from gauntlet import load_episodes
 from gauntlet.cli import main
@@ -346,6 +347,67 @@ def test_an_unexpected_error_is_one_line_with_a_debug_hint(monkeypatch, capsys):
     assert err.count("\n") == 1 and "the registry is broken" in err and "GAUNTLET_DEBUG=1" in err
 
 
+class BuggyAgent:
+    """An agent whose constructor has a bug that raises ``exception``."""
+
+    exception: Exception = ValueError("a list index went wrong")
+
+    def __init__(self) -> None:
+        raise self.exception
+
+
+class TemperatureConfig(BaseModel):
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+
+
+class ConfiguredAgent:
+    """An agent whose config is a pydantic model, as an LLM agent's is."""
+
+    def __init__(self, temperature: float = 0.0) -> None:
+        TemperatureConfig(temperature=temperature)
+
+
+@pytest.fixture
+def toy_agents(monkeypatch) -> None:
+    module = types.ModuleType("gauntlet_toy_agents")
+    module.BuggyAgent, module.ConfiguredAgent = BuggyAgent, ConfiguredAgent
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    for name, target in (("buggy", "BuggyAgent"), ("configured", "ConfiguredAgent")):
+        monkeypatch.setitem(registry._entries["agent"], name, Entry("agent", name, f"gauntlet_toy_agents:{target}"))
+    monkeypatch.delenv("GAUNTLET_DEBUG", raising=False)
+
+
+@pytest.mark.parametrize("exception", [ValueError("a list index went wrong"), KeyError("observation"),
+                                       TypeError("unsupported operand")], ids=lambda exc: type(exc).__name__)
+def test_a_value_key_or_type_error_inside_a_command_is_an_internal_error_not_the_users(
+        toy_agents, monkeypatch, capsys, exception):
+    monkeypatch.setattr(BuggyAgent, "exception", exception)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "CartPole-v1", "--agent", "buggy", "-n", "1", "--workers", "1", "--out", "unused"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and err.count("\n") == 1
+    assert err.startswith("error: internal error") and type(exception).__name__ in err and "GAUNTLET_DEBUG=1" in err
+
+
+def test_an_agent_config_its_pydantic_model_rejects_is_the_users_to_fix(toy_agents, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "CartPole-v1", "--agent", "configured", "--agent-config", '{"temperature": 9}', "-n", "1",
+              "--workers", "1", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1
+    assert "temperature" in err and "--agent-config" in err and "internal error" not in err
+
+
+def test_a_run_folder_holding_another_run_is_the_users_to_fix(run_dir):
+    result = gauntlet("run", "Pendulum-v1", "-n", "1", "--out", str(run_dir))
+    assert_one_line_error(result, "env_id", "--out")
+
+
+def test_ray_address_without_the_ray_backend_is_named():
+    assert_one_line_error(gauntlet("run", "CartPole-v1", "--ray-address", "127.0.0.1:6379"),
+                          "--ray-address", "--backend ray")
+
+
 def test_with_gauntlet_debug_set_an_unexpected_error_raises(monkeypatch):
     from gauntlet.registry import registry
 
@@ -368,8 +430,8 @@ def test_demo_runs_every_family_demo_and_fails_loudly_when_one_breaks(tmp_path, 
 
     module.broken = broken
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(registry._entries["demo"], "aaa-broken", Entry("demo", "aaa-broken", "gauntlet_toy_demos:broken", "x"))
-    monkeypatch.setitem(registry._entries["demo"], "zzz-good", Entry("demo", "zzz-good", "gauntlet_toy_demos:good", "y"))
+    for name, target in (("aaa-broken", "broken"), ("zzz-good", "good")):
+        monkeypatch.setitem(registry._entries["demo"], name, Entry("demo", name, f"gauntlet_toy_demos:{target}", name))
     with pytest.raises(SystemExit) as exit_info:
         main(["demo", "--out", str(tmp_path), "--only", "zzz-good"])
     assert exit_info.value.code == 0 and ran == [tmp_path / "zzz-good"]

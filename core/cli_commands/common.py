@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from gauntlet.agent import Agent
@@ -40,6 +41,16 @@ def parse_json_object(option: str, text: str | None) -> dict[str, Any]:
 
 
 def build_agent(name: str, config: dict[str, Any]) -> Agent:
-    """The registered agent ``name`` built with ``config``; ``UserError`` if the config does not fit it."""
+    """The registered agent ``name`` built with ``config``; ``UserError`` if the config does not fit it
+    (arguments it does not take, or values its pydantic config model rejects)."""
     check_arguments(registry.get("agent", name).load(), what=f"agent {name!r}", fix="fix --agent-config", **config)
-    return make_agent(name, **config)
+    try:
+        return cast(Agent, make_agent(name, **config))
+    except ValidationError as exc:
+        raise UserError(f"agent {name!r} rejects --agent-config: {validation_problems(exc)}; "
+                        "fix --agent-config") from None
+
+
+def validation_problems(exc: ValidationError) -> str:
+    """A pydantic error as one line: ``field: problem`` for each field."""
+    return "; ".join(f"{'.'.join(map(str, error['loc'])) or 'value'}: {error['msg']}" for error in exc.errors())
