@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gauntlet.mcp_servers.disaster.tasks import FLOOD_LIKE, NUMERIC, Plan, TaskSpec, destroyed_buildings, ref
+from gauntlet.mcp_servers.disaster.tasks import FLOOD_LIKE, NUMERIC, Plan, TaskSpec, at, destroyed_buildings, ref
 
 COVERING = (*FLOOD_LIKE, "wildfire", "volcanic_eruption", "landslide")  # hazards that bury or burn cars
 
@@ -22,7 +22,7 @@ def object_templates(event: dict[str, Any], truth: dict[str, Any]) -> list[TaskS
     p = Plan()
     last = p.call("seg_vehicles", image=f"{d}/pre_optical.tif", limit=0)
     specs.append(TaskSpec("vehicle_count", "T1", f"How many vehicles are on the streets of {place} in the pre-event "
-                          "optical image?", p, lambda r, i=last: r[i]["count"], NUMERIC, "integer", ["pre_optical"],
+                          "optical image?", p, at(last, lambda r: r["count"]), NUMERIC, "integer", ["pre_optical"],
                           truth=lambda t: len(t["objects"]["vehicles"])))
     if hazard in COVERING:
         p = Plan()
@@ -31,26 +31,26 @@ def object_templates(event: dict[str, Any], truth: dict[str, Any]) -> list[TaskS
         last = p.call("calc_subtract", a=ref(pre, "count"), b=ref(post, "count"))
         specs.append(TaskSpec("vehicles_lost", "T1", f"How many of the vehicles seen at {place} before the "
                               f"{hazard.replace('_', ' ')} can no longer be seen after it (submerged, buried or "
-                              "burned)?", p, lambda r, i=last: r[i]["value"], NUMERIC, "integer",
+                              "burned)?", p, at(last, lambda r: r["value"]), NUMERIC, "integer",
                               ["pre_optical", "post_optical"],
                               truth=lambda t: sum(not v["visible_post"] for v in t["objects"]["vehicles"])))
     if objects["ships"]:
         p = Plan()
         last = p.call("seg_ships", image=f"{d}/pre_optical.tif", limit=0)
         specs.append(TaskSpec("ship_count", "T1", f"How many ships or boats are in the water at {place} in the "
-                              "pre-event optical image?", p, lambda r, i=last: r[i]["count"], NUMERIC, "integer",
+                              "pre-event optical image?", p, at(last, lambda r: r["count"]), NUMERIC, "integer",
                               ["pre_optical"], truth=lambda t: len(t["objects"]["ships"])))
     if objects["tanks"]:
         p = Plan()
         last = p.call("seg_storage_tanks", image=f"{d}/pre_optical.tif", limit=50)
         specs.append(TaskSpec("storage_tank_count", "T1", f"How many circular storage tanks stand at the industrial "
-                              f"site of {place}?", p, lambda r, i=last: r[i]["count"], NUMERIC, "integer",
+                              f"site of {place}?", p, at(last, lambda r: r["count"]), NUMERIC, "integer",
                               ["pre_optical"], truth=lambda t: len(t["objects"]["tanks"])))
         p = Plan()
         last = p.call("seg_storage_tanks", image=f"{d}/pre_optical.tif", limit=50)
         specs.append(TaskSpec("largest_tank_radius", "T1", f"What is the radius (m) of the largest storage tank at "
                               f"{place}?", p,
-                              lambda r, i=last: max((t["radius_m"] for t in r[i]["items"]), default=0.0),
+                              at(last, lambda r: max((t["radius_m"] for t in r["items"]), default=0.0)),
                               NUMERIC, "number (m)", ["pre_optical"],
                               truth=lambda t: max(x["radius_m"] for x in t["objects"]["tanks"])))
     if objects["pools"]:
@@ -58,14 +58,14 @@ def object_templates(event: dict[str, Any], truth: dict[str, Any]) -> list[TaskS
         last = p.call("seg_pools", image=f"{d}/pre_optical.tif", limit=0)
         specs.append(TaskSpec("pool_count", "T1", f"Swimming pools are emergency water sources for fire fighting. "
                               f"How many are there at {place} (pre-event optical image)?", p,
-                              lambda r, i=last: r[i]["count"], NUMERIC, "integer", ["pre_optical"],
+                              at(last, lambda r: r["count"]), NUMERIC, "integer", ["pre_optical"],
                               truth=lambda t: len(t["objects"]["pools"])))
     if objects["bridges"]:
         p = Plan()
         bridges = p.call("seg_bridges", image=f"{d}/pre_optical.tif", roads=f"{d}/roads.geojson")
         last = p.call("poi_count_by", layer=ref(bridges, "path"), key="id")
         specs.append(TaskSpec("bridges", "T1", f"Which road segments of {place} are bridges over water? Give their "
-                              "ids.", p, lambda r, i=last: sorted(r[i]["counts"]), {"type": "set"},
+                              "ids.", p, at(last, lambda r: sorted(r["counts"])), {"type": "set"},
                               "list of road segment ids", ["pre_optical", "roads"],
                               truth=lambda t: sorted(t["objects"]["bridges"])))
     specs.append(destroyed_buildings(eid, "sar", "sar_destroyed_buildings", f"Clouds hide {place} after the event. "
@@ -78,8 +78,8 @@ def object_templates(event: dict[str, Any], truth: dict[str, Any]) -> list[TaskS
     specs.append(TaskSpec("shelter_catchment", "T3", f"If every resident of {place} goes to the nearest shelter "
                           "(straight-line Voronoi service areas), rank the shelters by the number of residents "
                           "they serve, most first.", p,
-                          lambda r, i=last: [z["zone"] for z in sorted(r[i]["items"], key=lambda z: (-z["sum"],
-                                                                                                   z["zone"]))],
+                          at(last, lambda r: [z["zone"] for z in sorted(r["items"], key=lambda z: (-z["sum"],
+                                                                                                 z["zone"]))]),
                           {"type": "kendall"}, "list of shelter names, most residents first",
                           ["pois", "admin", "population"]))
     return specs

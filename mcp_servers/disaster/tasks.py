@@ -47,6 +47,11 @@ def ref(step: int, *keys: Any) -> dict[str, Any]:
     return {"$ref": [step, *keys]}
 
 
+def at(step: int, read: Callable[[Any], Any]) -> Callable[[list[Any]], Any]:
+    """A template's answer reader: ``read`` applied to the result of plan step ``step``."""
+    return lambda results: read(results[step])
+
+
 def first_xy(step: int) -> list[dict[str, Any]]:
     """References to [x, y] of the first item a search step returned."""
     return [ref(step, "items", 0, "x"), ref(step, "items", 0, "y")]
@@ -163,8 +168,8 @@ def destroyed_buildings(event: str, sensor: str, category: str, question: str) -
     dmg = p.call(DAMAGE_DETECTORS[sensor], pre_image=f"{d}/pre_{sensor}.tif", post_image=f"{d}/post_{sensor}.tif",
                  buildings=f"{d}/buildings.geojson")
     last = p.call("poi_count_by", layer=ref(dmg, "path"), key="damage")
-    return TaskSpec(category, "T1", question, p, lambda r: r[last]["counts"].get("destroyed", 0), NUMERIC, "integer",
-                    [f"pre_{sensor}", f"post_{sensor}", "buildings"],
+    return TaskSpec(category, "T1", question, p, at(last, lambda r: r["counts"].get("destroyed", 0)), NUMERIC,
+                    "integer", [f"pre_{sensor}", f"post_{sensor}", "buildings"],
                     truth=lambda t: sum(v == "destroyed" for v in t["buildings"].values()))
 
 
@@ -179,7 +184,7 @@ def _templates(event: dict[str, Any]) -> list[TaskSpec]:
     m = affected_mask(p, eid, hazard)
     last = p.call("ras_area_m2", mask=ref(m, "path"))
     specs.append(TaskSpec("affected_area", "T1", f"After the {hazard.replace('_', ' ')} at {place}, what area (m2) "
-                          f"was {what}? Use the 10 m imagery.", p, lambda r, i=last: r[i]["value"], NUMERIC,
+                          f"was {what}? Use the 10 m imagery.", p, at(last, lambda r: r["value"]), NUMERIC,
                           "number (m2)", ["pre_s2", "post_s2", "lst", "slope", "dem", "pre_optical", "post_optical"],
                           truth=lambda t: t["hazard_area_m2"]))
     specs.append(destroyed_buildings(eid, "optical", "destroyed_buildings", f"How many buildings were destroyed at "
@@ -193,7 +198,7 @@ def _templates(event: dict[str, Any]) -> list[TaskSpec]:
     last = p.call("poi_search", pois=ref(sel, "path"))
     specs.append(TaskSpec("damaged_facilities", "T1", f"Which facilities (hospitals, schools, shelters, fire and "
                           f"police stations) at {place} are in damaged buildings? Give their names.", p,
-                          lambda r, i=last: sorted(item["name"] for item in r[i]["items"]), {"type": "set"},
+                          at(last, lambda r: sorted(item["name"] for item in r["items"])), {"type": "set"},
                           "list of names", ["pre_optical", "post_optical", "buildings", "pois"],
                           truth=lambda t: sorted(t["poi_names"][k] for k, v in t["pois"].items() if v != "intact")))
     if hazard in FLOOD_LIKE:
@@ -204,7 +209,7 @@ def _templates(event: dict[str, Any]) -> list[TaskSpec]:
         last = p.call("ras_area_m2", mask=ref(fl, "path"))
         specs.append(TaskSpec("sar_flood_area", "T1", f"Using only the SAR images (they see through cloud), what "
                               f"area (m2) at {place} is under water after the event that was dry before?", p,
-                              lambda r, i=last: r[i]["value"], NUMERIC, "number (m2)", ["pre_sar", "post_sar"],
+                              at(last, lambda r: r["value"]), NUMERIC, "number (m2)", ["pre_sar", "post_sar"],
                               truth=lambda t: t["hazard_area_m2"]))
 
     # T2 spatial relational analysis
@@ -212,7 +217,7 @@ def _templates(event: dict[str, Any]) -> list[TaskSpec]:
     m = exposure_mask(p, eid, hazard)
     last = p.call("poi_population_exposed", population=f"{d}/population.tif", mask=ref(m, "path"))
     specs.append(TaskSpec("exposed_population", "T2", f"How many residents of {place} live in the area {what}?", p,
-                          lambda r, i=last: r[i]["value"], NUMERIC, "number of people",
+                          at(last, lambda r: r["value"]), NUMERIC, "number of people",
                           ["pre_s2", "post_s2", "lst", "slope", "population", "pre_optical", "post_optical"],
                           truth=lambda t: t["population_in_hazard"]))
     p = Plan()
@@ -220,7 +225,7 @@ def _templates(event: dict[str, Any]) -> list[TaskSpec]:
     last = p.call("mask_components", mask=ref(m, "path"))
     specs.append(TaskSpec("largest_zone_centroid", "T2", f"Where is the centroid of the largest connected area "
                           f"{what} at {place}? Give [x, y] in the scene's UTM CRS.", p,
-                          lambda r, i=last: [r[i]["items"][0]["x"], r[i]["items"][0]["y"]],
+                          at(last, lambda r: [r["items"][0]["x"], r["items"][0]["y"]]),
                           {"type": "point", "pixel_size_m": 10.0, "max_pixels": 20}, "[x, y] (m, scene CRS)",
                           ["pre_s2", "post_s2", "lst", "slope", "dem"]))
     p = Plan()
@@ -232,7 +237,7 @@ def _templates(event: dict[str, Any]) -> list[TaskSpec]:
     last = p.call("vec_get_features", layer=ref(simple, "path"), limit=1)
     specs.append(TaskSpec("largest_zone_polygon", "T2", f"Outline the largest connected area {what} at {place} as "
                           "a GeoJSON polygon in the scene's UTM CRS.", p,
-                          lambda r, i=last: r[i]["items"][0]["geometry"], {"type": "polygon", "min_iou": 0.5},
+                          at(last, lambda r: r["items"][0]["geometry"]), {"type": "polygon", "min_iou": 0.5},
                           "GeoJSON Polygon geometry", ["pre_s2", "post_s2", "lst", "slope", "dem"]))
     p = Plan()
     m = affected_mask(p, eid, hazard)
@@ -240,7 +245,7 @@ def _templates(event: dict[str, Any]) -> list[TaskSpec]:
     near = p.call("vec_within_distance", layer=f"{d}/pois.geojson", reference=ref(poly, "path"), distance_m=500.0)
     last = p.call("poi_count_by", layer=ref(near, "path"), key="type")
     specs.append(TaskSpec("schools_near_hazard", "T2", f"How many schools at {place} lie within 500 m of the area "
-                          f"{what}?", p, lambda r, i=last: r[i]["counts"].get("school", 0), NUMERIC, "integer",
+                          f"{what}?", p, at(last, lambda r: r["counts"].get("school", 0)), NUMERIC, "integer",
                           ["pre_s2", "post_s2", "lst", "slope", "dem", "pois"]))
     p = Plan()
     m = affected_mask(p, eid, hazard)
@@ -248,7 +253,7 @@ def _templates(event: dict[str, Any]) -> list[TaskSpec]:
     last = p.call("ras_zonal_stats", image=ref(masked, "path"), zones=f"{d}/admin.geojson", id_field="name")
     specs.append(TaskSpec("district_ranking", "T2", f"Rank the districts of {place} by the number of residents in "
                           f"the area {what}, most first.", p,
-                          lambda r, i=last: [z["zone"] for z in sorted(r[i]["items"], key=lambda z: -z["sum"])],
+                          at(last, lambda r: [z["zone"] for z in sorted(r["items"], key=lambda z: -z["sum"])]),
                           {"type": "kendall"}, "list of district names, most exposed first",
                           ["pre_s2", "post_s2", "lst", "slope", "population", "admin"]))
 
@@ -256,12 +261,12 @@ def _templates(event: dict[str, Any]) -> list[TaskSpec]:
     p, route = route_plan(eid, hazard, "vec_shortest_path", {"type": "fire_station"})
     specs.append(TaskSpec("rescue_route", "T3", f"How long (m) is the shortest road route from the fire station to "
                           f"the hospital at {place} that avoids flooded and blocked roads?", p,
-                          lambda r, i=route: r[i]["length_m"], NUMERIC, "number (m)", ["roads", "pois"],
+                          at(route, lambda r: r["length_m"]), NUMERIC, "number (m)", ["roads", "pois"],
                           truth=lambda t: t["route_truth"]("fire_station", "hospital")))
     p, last = route_plan(eid, hazard, "vec_min_repairs", {"type": "shelter", "name_contains": "Shelter A"})
     specs.append(TaskSpec("minimum_repairs", "T3", f"What is the fewest road segments that must be cleared or "
                           f"repaired to connect Shelter A to the hospital at {place}?", p,
-                          lambda r, i=last: r[i]["count"], NUMERIC, "integer", ["roads", "pois"],
+                          at(last, lambda r: r["count"]), NUMERIC, "integer", ["roads", "pois"],
                           truth=lambda t: t["repairs_truth"]("Shelter A", "hospital")))
     p = Plan()
     m = exposure_mask(p, eid, hazard)
@@ -270,7 +275,7 @@ def _templates(event: dict[str, Any]) -> list[TaskSpec]:
     last = p.call("logi_truck_trips", demand=ref(water, "value"), truck_capacity=10000.0, trucks=1)
     specs.append(TaskSpec("water_trucking", "T3", f"Residents of the area {what} at {place} need drinking water for "
                           "3 days (Sphere standard). How many trips of one 10,000-litre water truck are needed?", p,
-                          lambda r, i=last: r[i]["value"], NUMERIC, "integer (trips)",
+                          at(last, lambda r: r["value"]), NUMERIC, "integer (trips)",
                           ["pre_s2", "post_s2", "lst", "slope", "population"],
                           truth=lambda t: -(-t["population_in_hazard"] * 45 // 10000)))
     p = Plan()
@@ -281,7 +286,7 @@ def _templates(event: dict[str, Any]) -> list[TaskSpec]:
                   destinations=ref(shelters, "path"), avoid_states=["flooded", "blocked"])
     specs.append(TaskSpec("shelter_ranking", "T3", f"Rank the shelters at {place} by road distance from the hospital "
                           "over usable roads, nearest first (unreachable shelters last).", p,
-                          lambda r, i=last: [item["name"] for item in r[i]["items"]], {"type": "kendall"},
+                          at(last, lambda r: [item["name"] for item in r["items"]]), {"type": "kendall"},
                           "list of shelter names, nearest first", ["roads", "pois"]))
     return specs
 
