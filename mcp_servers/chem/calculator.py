@@ -10,14 +10,17 @@ from __future__ import annotations
 import ast
 import math
 import operator
+from collections.abc import Callable
 
 MAX_EXPRESSION_LENGTH = 500
 MAX_EXPONENT = 100
-FUNCTIONS = {"min": min, "max": max, "abs": abs, "round": round, "sqrt": math.sqrt, "log": math.log,
-             "log10": math.log10, "exp": math.exp, "ceil": math.ceil, "floor": math.floor}
-BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-          ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+FUNCTIONS: dict[str, Callable[..., float]] = {
+    "min": min, "max": max, "abs": abs, "round": round, "sqrt": math.sqrt, "log": math.log,
+    "log10": math.log10, "exp": math.exp, "ceil": math.ceil, "floor": math.floor}
+BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 
 
 class CalculationError(ValueError):

@@ -28,9 +28,9 @@ class StructureFacts:
 
 def parse_smiles(smiles: str):
     """The RDKit molecule of ``smiles``; ``ChemistryInputError`` when it is not valid SMILES."""
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")
+    rdBase.DisableLog("rdApp.*")
     text = smiles.strip()
     if not text:
         raise ChemistryInputError("empty SMILES")
@@ -50,8 +50,9 @@ def identity_of(smiles: str) -> StructureFacts:
     mol = parse_smiles(smiles)
     return StructureFacts(smiles=Chem.MolToSmiles(mol), inchikey=Chem.MolToInchiKey(mol) or "",
                           formula=rdMolDescriptors.CalcMolFormula(mol),
-                          molar_mass_g_mol=round(Descriptors.MolWt(mol), 4),
-                          monoisotopic_mass_da=round(Descriptors.ExactMolWt(mol), 4),
+                          # rdkit's stubs omit the descriptors Descriptors defines at import time
+                          molar_mass_g_mol=round(Descriptors.MolWt(mol), 4),  # type: ignore[attr-defined]
+                          monoisotopic_mass_da=round(rdMolDescriptors.CalcExactMolWt(mol), 4),
                           heavy_atoms=mol.GetNumHeavyAtoms())
 
 

@@ -53,7 +53,7 @@ class Candidate:
 
 def ocr_readings(key: str) -> list[str]:
     """``key`` with one OCR-like confusion undone, every way (at most ``MAX_OCR_READINGS``)."""
-    readings = []
+    readings: list[str] = []
     for seen, meant in OCR_READINGS:
         start = key.find(seen)
         while start != -1 and len(readings) < MAX_OCR_READINGS:

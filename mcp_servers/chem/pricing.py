@@ -119,7 +119,7 @@ def quotes_for(chemical_id: int, inchikey: str, category: str, heavy_atoms: int,
     quotes: list[Quote] = []
 
     def add(supplier: Supplier, size: float, grade: str, purity: float, grade_factor: float) -> None:
-        mass_g = size * density_g_ml if liquid else size
+        mass_g = size * density_g_ml if density_g_ml is not None else size
         volume_ml = size if liquid else None
         price = supplier.pack_fee_usd + supplier.markup * grade_factor * base * 100.0 * (mass_g / 100.0) ** alpha
         amount, unit = pack_label(mass_g, volume_ml)
@@ -144,11 +144,11 @@ def quotes_for(chemical_id: int, inchikey: str, category: str, heavy_atoms: int,
             for size in window[-2:]:
                 add(supplier, size, "technical", rng.choice((85.0, 90.0, 92.0, 94.0)), rng.uniform(0.45, 0.7))
     specialty = rng.sample(suppliers, 2)
+    # specialty packs are sized by mass: grams in the unit of the ladder (mL for a liquid)
+    units_per_g = 1 / density_g_ml if density_g_ml is not None else 1
     if rng.random() < 0.6:
         for size in (0.01, 0.05)[:rng.randint(1, 2)]:
-            add(specialty[0], size * (1 / density_g_ml if liquid else 1), "isotope-labelled", 98.0,
-                rng.uniform(30.0, 80.0))
+            add(specialty[0], size * units_per_g, "isotope-labelled", 98.0, rng.uniform(30.0, 80.0))
     if rng.random() < 0.5:
-        add(specialty[1], 0.1 * (1 / density_g_ml if liquid else 1), "reference standard", 99.9,
-            rng.uniform(10.0, 25.0))
+        add(specialty[1], 0.1 * units_per_g, "reference standard", 99.9, rng.uniform(10.0, 25.0))
     return quotes

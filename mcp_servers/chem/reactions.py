@@ -16,11 +16,16 @@ are kept beside the record for the scorer and never shown to an agent.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from gauntlet.mcp_servers.chem.chemistry import identity_of
 from gauntlet.mcp_servers.chem.grounding import Grounder, GroundingError
 from gauntlet.mcp_servers.chem.store import CatalogueStore
+
+if TYPE_CHECKING:
+    from rdkit.Chem.rdChemReactions import ChemicalReaction
 
 SOLVENT_ML_PER_MMOL = (2.0, 4.0, 5.0, 10.0)
 YIELD_RANGE_PCT = (42, 96)
@@ -158,6 +163,12 @@ class Component:
     def is_intermediate(self) -> bool:
         return self.role == INTERMEDIATE_ROLE
 
+    def equivalents(self) -> float:
+        """The equivalents of a component dosed by amount (a solvent states a volume instead)."""
+        if self.equiv is None:
+            raise ValueError(f"{self.name!r} states no equivalents")
+        return self.equiv
+
 
 @dataclass
 class Reaction:
@@ -200,16 +211,16 @@ def procedure_text(reaction_class: ReactionClass, components: list[Component], y
     reactants = [c for c in components if c.role in REACTANT_ROLES]
     others = [c for c in components if c not in reactants and not c.is_solvent]
     solvent = next((c for c in components if c.is_solvent), None)
-    parts = [f"{c.name} ({c.equiv:g} equiv)" for c in reactants]
-    extras = [f"{c.name} ({c.equiv * 100:g} mol%)" if c.equiv < 0.5 else f"{c.name} ({c.equiv:g} equiv)"
-              for c in others]
+    parts = [f"{c.name} ({c.equivalents():g} equiv)" for c in reactants]
+    extras = [f"{c.name} ({c.equivalents() * 100:g} mol%)" if c.equivalents() < 0.5
+              else f"{c.name} ({c.equivalents():g} equiv)" for c in others]
     text = f"{' and '.join(parts)}"
     if solvent is not None:
         text += f" in {solvent.name} ({solvent.volume_ml_per_mmol:g} mL per mmol)"
     if extras:
         text += f" with {', '.join(extras)}"
-    return (f"{reaction_class.name[0].upper()}{reaction_class.name[1:]}: {text} {reaction_class.verb} until complete. Work-up and "
-            f"purification gave the product in {yield_pct:g}% yield.")
+    return (f"{reaction_class.name[0].upper()}{reaction_class.name[1:]}: {text} {reaction_class.verb} until complete. "
+            f"Work-up and purification gave the product in {yield_pct:g}% yield.")
 
 
 class StepFactory:
@@ -217,10 +228,10 @@ class StepFactory:
     grounded protocols, a fit test for a reactant, and a way to run a template and write the step."""
 
     def __init__(self, catalogue: CatalogueStore):
-        from rdkit import Chem, RDLogger
-        from rdkit.Chem import AllChem
+        from rdkit import Chem, rdBase
+        from rdkit.Chem import rdChemReactions
 
-        RDLogger.DisableLog("rdApp.*")
+        rdBase.DisableLog("rdApp.*")
         self.catalogue = catalogue
         self.grounder = Grounder(catalogue, use_opsin=False)
         blocks = [(chemical_id, smiles) for chemical_id, smiles in catalogue.all_structures()
@@ -239,13 +250,19 @@ class StepFactory:
             for protocol in reaction_class.protocols:
                 ids = [self.grounder.search(c.name, limit=1)[0].chemical_id for c in protocol]
                 protocols.append(list(zip(protocol, ids)))
-            self.classes.append(ClassKit(reaction_class, AllChem.ReactionFromSmarts(reaction_class.template),
+            self.classes.append(ClassKit(reaction_class, rdChemReactions.ReactionFromSmarts(reaction_class.template),
                                          patterns, pools, protocols, excluded))
 
     def spelling(self, chemical_id: int) -> str | None:
         if chemical_id not in self._spellings:
             self._spellings[chemical_id] = spelling_for(self.grounder, chemical_id)
         return self._spellings[chemical_id]
+
+    def spellings(self, chemical_ids: Iterable[int]) -> list[str] | None:
+        """The spelling of every chemical, or None when one of them has none."""
+        names = [self.spelling(chemical_id) for chemical_id in chemical_ids]
+        known = [name for name in names if name is not None]
+        return known if len(known) == len(names) else None
 
     def fits(self, mol, pattern, max_heavy_atoms: int = MAX_BLOCK_HEAVY_ATOMS, excluded=()) -> bool:
         """One site for the template, no competing group beyond the one the template uses, and none of
@@ -292,7 +309,7 @@ class ClassKit:
     """A reaction class ready to draw from: compiled template and patterns, reactant pools, protocols."""
 
     reaction_class: ReactionClass
-    template: object
+    template: ChemicalReaction
     patterns: list
     pools: list[list[int]]
     protocols: list[list[tuple[Condition, int]]]
@@ -327,8 +344,8 @@ def generate_reactions(catalogue: CatalogueStore, n_reactions: int, seed: int,
         facts = factory.run(kit, tuple(factory.molecules[cid] for cid in reactant_ids))
         if facts is None:
             continue
-        names = [factory.spelling(cid) for cid in reactant_ids]
-        if None in names:
+        names = factory.spellings(reactant_ids)
+        if names is None:
             continue
         components = [Component(names[0], "limiting reagent", reactant_ids[0], equiv=1.0)]
         if len(reactant_ids) > 1:

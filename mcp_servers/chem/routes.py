@@ -84,8 +84,8 @@ def _first_step(factory: StepFactory, kit: ClassKit, rng: random.Random, route_i
     if len(set(reactant_ids)) != len(reactant_ids):
         return None
     facts = factory.run(kit, tuple(factory.molecules[cid] for cid in reactant_ids))
-    names = [factory.spelling(cid) for cid in reactant_ids]
-    if facts is None or None in names:
+    names = factory.spellings(reactant_ids)
+    if facts is None or names is None:
         return None
     components = [Component(names[0], "limiting reagent", reactant_ids[0], equiv=1.0)]
     if len(reactant_ids) > 1:
@@ -132,9 +132,10 @@ def _next_step(factory: StepFactory, previous: Reaction, step_number: int, rng: 
             facts = factory.run(kit, reactants)
             if facts is None or facts.smiles in seen_smiles:
                 continue
-            names = {i: factory.spelling(cid) for i, cid in partners.items()}
-            if None in names.values():
+            spelled = factory.spellings(partners.values())
+            if spelled is None:
                 continue
+            names = dict(zip(partners, spelled))
             components = [Component(intermediate_name(step_number - 1), INTERMEDIATE_ROLE, None, equiv=1.0)]
             components += [Component(names[i], "coupling partner", partners[i],
                                      equiv=rng.choice(kit.reaction_class.partner_equiv)) for i in partner_slots]
@@ -167,7 +168,8 @@ def generate_routes(catalogue: CatalogueStore, n_routes: int, seed: int,
         target = rng.choices(range(2, MAX_ROUTE_STEPS + 1), weights=TARGET_LENGTH_WEIGHTS)[0]
         steps = [first]
         seen_smiles = {first.product_smiles} | {
-            factory.catalogue.chemical(c.chemical_id).smiles for c in first.components if c.role != "solvent"}
+            factory.catalogue.chemical(c.chemical_id).smiles for c in first.components
+            if c.role != "solvent" and c.chemical_id is not None}  # a first step has no intermediate
         while len(steps) < target:
             step = _next_step(factory, steps[-1], len(steps) + 1, rng, route_id, seen_smiles,
                               go_on=len(steps) + 1 < target)

@@ -142,6 +142,8 @@ def score_episodes(tasks: Sequence[ToolTask], episodes: Sequence[Any]) -> tuple[
     diagnoses = []
     for episode in episodes:
         task_id = next((step.info.get("task_id") for step in episode.steps if step.info.get("task_id")), None)
+        if task_id is None:
+            raise ValueError("an episode without a task_id in its steps' info is not a ToolTaskEnv episode")
         task = by_id[task_id]
         calls = [step.tool_call for step in episode.steps if step.tool_call is not None]
         server_calls = [call for call in calls if call.name != "submit_answer"]
