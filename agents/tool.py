@@ -27,8 +27,11 @@ class GoldAgent(Agent):
     name = "gold"
 
     def __init__(self, suite: str | os.PathLike[str] | Sequence[ToolTask]):
-        self._source = str(suite) if isinstance(suite, (str, os.PathLike)) else None
-        tasks = load_suite(Path(suite)) if self._source else list(suite)
+        if isinstance(suite, (str, os.PathLike)):
+            self._source: str | None = str(suite)
+            tasks = load_suite(Path(suite))
+        else:
+            self._source, tasks = None, list(suite)
         self._tasks = {task.id: task for task in tasks}
         self._task: ToolTask | None = None
         self._cursor = 0
@@ -46,19 +49,20 @@ class GoldAgent(Agent):
                 raise KeyError(f"GoldAgent has no task {task_id!r} (its suite has {len(self._tasks)} tasks); "
                                "it acts in ToolTaskEnv, whose info names the task")
             self._task = self._tasks[task_id]
-        events = self._check_last_result(info)
-        gold = self._task.gold_trajectory
+        task = self._task
+        events = self._check_last_result(task, info)
+        gold = task.gold_trajectory
         if self._cursor < len(gold):
             action = tool_call_action(gold[self._cursor].call, gold[self._cursor].args)
         else:
-            action = tool_call_action(info.get("answer_tool", "submit_answer"), {"answer": self._task.answer})
+            action = tool_call_action(info.get("answer_tool", "submit_answer"), {"answer": task.answer})
         self._cursor += 1
         return AgentOutput(action=action, events=events)
 
-    def _check_last_result(self, info: dict[str, Any]) -> list[Event]:
-        if not 0 < self._cursor <= len(self._task.gold_trajectory):
+    def _check_last_result(self, task: ToolTask, info: dict[str, Any]) -> list[Event]:
+        if not 0 < self._cursor <= len(task.gold_trajectory):
             return []
-        expected: GoldCall = self._task.gold_trajectory[self._cursor - 1]
+        expected: GoldCall = task.gold_trajectory[self._cursor - 1]
         call = info.get("tool_call")
         if not isinstance(call, ToolCall) or expected.obs is None or call.result == expected.obs:
             return []

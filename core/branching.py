@@ -65,11 +65,18 @@ class Branchable(Protocol):
 
 
 def _rng_state(generator: np.random.Generator | None) -> dict[str, Any] | None:
-    return None if generator is None else copy.deepcopy(generator.bit_generator.state)
+    return None if generator is None else copy.deepcopy(dict(generator.bit_generator.state))
 
 
 def _set_rng(generator: np.random.Generator, state: dict[str, Any]) -> None:
     generator.bit_generator.state = state
+
+
+def _recorded(rng: dict[str, Any] | None) -> dict[str, Any]:
+    """The RNG state a mujoco/attributes snapshot always records (only native and deepcopy record none)."""
+    if rng is None:
+        raise BranchingError("snapshot has no RNG state, though its strategy records one")
+    return rng
 
 
 def _is_mujoco(env: gym.Env) -> bool:
@@ -111,7 +118,8 @@ class BranchableEnv(gym.Wrapper):
 
             self._mujoco = mujoco
             self._state_spec = mujoco.mjtState.mjSTATE_INTEGRATION
-            self._state_size = mujoco.mj_stateSize(self.unwrapped.model, self._state_spec)
+            base: Any = self.unwrapped  # a MuJoCo env: its model and data are not on gym.Env
+            self._state_size = mujoco.mj_stateSize(base.model, self._state_spec)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         if seed is not None:
@@ -119,8 +127,9 @@ class BranchableEnv(gym.Wrapper):
         return self.env.reset(seed=seed, options=options)
 
     # The wrapper chain between us and the base env ---------------------------------------------
-    def _chain(self) -> list[gym.Env]:
-        chain, env = [], self.env
+    def _chain(self) -> list[gym.Wrapper]:
+        chain: list[gym.Wrapper] = []
+        env = self.env
         while isinstance(env, gym.Wrapper):
             chain.append(env)
             env = env.env
@@ -145,7 +154,7 @@ class BranchableEnv(gym.Wrapper):
 
     # Snapshot / restore ------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        base = self.unwrapped
+        base: Any = self.unwrapped  # the strategy decides which of its attributes exist
         if self.strategy == "native":
             state, rng = base.snapshot(), None
         elif self.strategy == "mujoco":
@@ -171,21 +180,21 @@ class BranchableEnv(gym.Wrapper):
         chain = self._chain()
         if len(chain) != len(snapshot.wrappers):
             raise BranchingError("snapshot was taken through a different wrapper chain")
-        base = self.unwrapped
+        base: Any = self.unwrapped
         if self.strategy == "native":
             base.restore(snapshot.state)
         elif self.strategy == "mujoco":
             self._mujoco.mj_setState(base.model, base.data, snapshot.state, self._state_spec)
             # Recompute derived quantities (positions, contacts) so render and sensors agree.
             self._mujoco.mj_forward(base.model, base.data)
-            _set_rng(base.np_random, copy.deepcopy(snapshot.rng))
+            _set_rng(base.np_random, copy.deepcopy(_recorded(snapshot.rng)))
         elif self.strategy == "attributes":
             for key, value in snapshot.state.items():
                 setattr(base, key, copy.deepcopy(value))
-            _set_rng(base.np_random, copy.deepcopy(snapshot.rng))
+            _set_rng(base.np_random, copy.deepcopy(_recorded(snapshot.rng)))
         else:
             restored = copy.deepcopy(snapshot.state)
-            innermost = chain[-1] if chain else self
+            innermost: gym.Wrapper = chain[-1] if chain else self
             innermost.env = restored
         for wrapper, state in zip(chain, snapshot.wrappers, strict=True):
             for key, value in state.items():

@@ -35,7 +35,8 @@ def run_demo(out_dir: str | os.PathLike[str], *, console: Console | None = None)
     console.rule(f"1. Record {EPISODES} episodes of {ENV_ID}")
     spec = RunSpec(env_id=ENV_ID, agent=AgentSpec(name="random"), seed=0)
     result = run_many(spec, EPISODES, out / "run", workers=WORKERS)
-    stats = return_stats([summary.score for summary in result.episodes])
+    stats = return_stats([summary.score for summary in result.episodes if summary.score is not None])
+    assert stats is not None, "every finished episode has a score"
     console.print(f"recorded in {result.out_dir}: mean return {stats.mean:.2f} "
                   f"(95% CI {stats.ci_low:.2f} to {stats.ci_high:.2f}), one JSONL file per episode")
 
@@ -69,7 +70,7 @@ def run_demo(out_dir: str | os.PathLike[str], *, console: Console | None = None)
 
 def _serve_and_step(console: Console) -> None:
     try:
-        from gauntlet.bridges.serving import resolve_server
+        from gauntlet.bridges.targets import resolve_server
     except ImportError as exc:
         console.print(f"[yellow]skipped: the MCP serving bridge is not available here ({exc})[/yellow]")
         return

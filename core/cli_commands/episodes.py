@@ -4,7 +4,7 @@ from a step) and ``report`` (one HTML file)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.progress import track
@@ -118,8 +118,10 @@ def branch(
 
 def _comparison(original: Episode, branched: Episode, at: int) -> Table:
     table = Table(title=f"branch of {original.episode_id} at step {at}")
-    for column, justify in (("", "left"), ("agent", "left"), (f"action at {at}", "left"),
-                            ("steps", "right"), ("return", "right"), ("success", "left")):
+    columns: tuple[tuple[str, Literal["left", "right"]], ...] = (
+        ("", "left"), ("agent", "left"), (f"action at {at}", "left"), ("steps", "right"), ("return", "right"),
+        ("success", "left"))
+    for column, justify in columns:
         table.add_column(column, justify=justify)
     for label, episode in (("original", original), ("branch", branched)):
         success = episode.outcome.success if episode.outcome is not None else None
