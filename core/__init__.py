@@ -11,7 +11,9 @@ The public API::
 
 from __future__ import annotations
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 try:
     __version__ = version("gauntlet")
@@ -35,18 +37,25 @@ from gauntlet.registry import load_plugins, make_agent, registry
 
 __all__ = [
     "AgentSpec", "Branchable", "BranchableEnv", "BranchingError", "Episode", "EpisodeFormatError",
-    "EpisodeWriter", "Event", "Message", "Outcome", "Snapshot", "Step", "ToolCall", "branchable",
-    "fork", "load_episodes", "make_agent", "registry", "rollout", "run_many", "RunSpec",
+    "EpisodeWriter", "Event", "Message", "Outcome", "RunResult", "RunSpec", "Snapshot", "Step", "ToolCall",
+    "branchable", "fork", "load_episodes", "make_agent", "registry", "rollout", "run_many",
 ]
 
+if TYPE_CHECKING:
+    from gauntlet.batch import RunResult, RunSpec, run_many
+    from gauntlet.runner import rollout
 
-def __getattr__(name: str):
-    # The runner pulls in multiprocessing and rich; load it on first use to keep `import gauntlet` light.
-    if name in {"rollout", "run_many", "RunSpec"}:
-        from gauntlet import runner
+# Each lazy name and the module that defines it. The runner and batch pull in multiprocessing and
+# rich; they load on first use to keep `import gauntlet` light.
+_LAZY = {"rollout": "gauntlet.runner", "run_many": "gauntlet.batch", "RunSpec": "gauntlet.batch",
+         "RunResult": "gauntlet.batch"}
 
-        return getattr(runner, name)
-    raise AttributeError(f"module 'gauntlet' has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gauntlet' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
 
 load_plugins()

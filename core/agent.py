@@ -4,21 +4,30 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, final
 
 from gymnasium import spaces
 
 from gauntlet.episode import AgentSpec, Event, Message, ToolCall
 
 
+@final
 @dataclass
 class AgentOutput:
-    """An action plus what the agent wants recorded with it (LLM turns, tool calls, events)."""
+    """An action plus what the agent wants recorded with it (LLM turns, tool calls, events).
+
+    Final: the runner records exactly these fields, so a subclass's own fields would be silently
+    lost; it also tells an AgentOutput from a bare action by its exact type, on every step.
+    """
 
     action: Any
     messages: list[Message] = field(default_factory=list)
     tool_call: ToolCall | None = None
     events: list[Event] = field(default_factory=list)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        raise TypeError(f"{cls.__name__} subclasses AgentOutput, which is final: the runner would record only "
+                        "AgentOutput's own fields; return an AgentOutput and put what else to record in its events")
 
 
 class Agent(ABC):
@@ -37,7 +46,8 @@ class Agent(ABC):
     def config(self) -> dict[str, Any]:
         return {}
 
-    def reset(self, *, seed: int | None, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    def reset(  # noqa: B027 (a default, not a hook every agent must fill: most keep nothing between episodes)
+            self, *, seed: int | None, observation_space: spaces.Space, action_space: spaces.Space) -> None:
         """Prepare for a new episode; the default keeps nothing between episodes."""
 
     @abstractmethod

@@ -91,11 +91,16 @@ class Step(BaseModel):
 
 
 class Outcome(BaseModel):
-    """How the episode ended: a score, success flag, and named metrics."""
+    """How the episode ended: a score, success flag, and named metrics.
+
+    ``events`` holds what a hook said when there was no step to carry it: a controller that halts
+    the episode before its first step (``gauntlet.runner`` describes where every halt is recorded).
+    """
 
     score: float | None = None
     success: bool | None = None
     metrics: dict[str, Any] = Field(default_factory=dict)
+    events: list[Event] = Field(default_factory=list)
 
 
 class EpisodeHeader(BaseModel):
@@ -163,6 +168,12 @@ def _default(value: Any) -> Any:
     return repr(value)
 
 
+def step_extra(step: Step) -> dict[str, Any]:
+    """The fields of ``step`` that ``EpisodeWriter.step`` takes as ``extra``, left out when at their default."""
+    return {"cost": step.cost or None, "tool_call": step.tool_call, "messages": step.messages,
+            "events": step.events, "privileged": step.privileged}
+
+
 def dumps(value: Any) -> bytes:
     """Serialise a JSON-able value (numpy arrays and scalars allowed) to compact JSON bytes."""
     return orjson.dumps(value, default=_default, option=_DUMP_OPTIONS)
@@ -225,13 +236,12 @@ class EpisodeWriter:
 
     def step(self, index: int, observation: Any, action: Any, reward: float,
              terminated: bool, truncated: bool, info: dict[str, Any], **extra: Any) -> None:
-        """Record one step. ``extra`` may carry ``cost``, ``tool_call``, ``messages``, ``events``,
-        ``privileged``."""
-        self.record_step(index, observation, action, reward, terminated, truncated, info, extra)
+        """Record one step: one dict, one orjson call, one unbuffered write.
 
-    def record_step(self, index: int, observation: Any, action: Any, reward: float, terminated: bool,
-                    truncated: bool, info: dict[str, Any], extra: dict[str, Any] | None) -> None:
-        """``step`` without keyword packing: the runner's hot path (one dict, one orjson call, one write)."""
+        ``extra`` may carry the other ``Step`` fields (``cost``, ``tool_call``, ``messages``,
+        ``events``, ``privileged``); those given as None or empty are left out and read back as
+        their defaults.
+        """
         if type(observation) is not np.ndarray or observation.size > self.inline_array_max:
             observation = self._externalise(observation, f"obs.{index + 1}")
         record = {"kind": "step", "index": index, "observation": observation, "action": action,
@@ -239,12 +249,6 @@ class EpisodeWriter:
         if extra:
             record.update({k: v for k, v in extra.items() if v is not None and v != []})
         self._write_bytes(_orjson_dumps(record, default=_default, option=_LINE_OPTIONS))
-
-    def write_step(self, step: Step) -> None:
-        extra = step.model_dump(include={"cost", "tool_call", "messages", "events", "privileged"},
-                                exclude_defaults=True)
-        self.step(step.index, step.observation, step.action, step.reward, step.terminated,
-                  step.truncated, step.info, **extra)
 
     def end(self, outcome: Outcome) -> None:
         if self._arrays:
@@ -254,7 +258,8 @@ class EpisodeWriter:
 
     def _flush_sidecar(self) -> None:
         # Rewrite the sidecar with the arrays already there plus the new ones, atomically.
-        existing: dict[str, np.ndarray] = {}
+        # Any: savez_compressed's stub types ``**arrays`` so that a key could be its ``allow_pickle`` flag.
+        existing: dict[str, Any] = {}
         if self.sidecar_path.exists():
             with np.load(self.sidecar_path) as old:
                 existing = {k: old[k] for k in old.files}
@@ -267,7 +272,8 @@ class EpisodeWriter:
     def write_episode(self, episode: Episode) -> None:
         self.begin(episode.header())
         for step in episode.steps:
-            self.write_step(step)
+            self.step(step.index, step.observation, step.action, step.reward, step.terminated,
+                      step.truncated, step.info, **step_extra(step))
         if episode.outcome is not None:
             self.end(episode.outcome)
 

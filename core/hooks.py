@@ -7,6 +7,12 @@ step go ahead (``continue``) or names one intervention. The runner carries out t
 itself: ``replace_action`` (take ``decision.action`` instead) and ``halt`` (end the episode,
 truncated). Other names are recorded, and the controller is expected to have acted on the env
 (for example by branching it) before it returns.
+
+Every decision is recorded as a ``decision`` event, and every intervention also as an
+``intervention`` event, in the events of the step decided about. A halt's step never happens, so
+the halting call's events go to the last step taken, which is marked truncated; a halt before the
+first step puts them in ``Outcome.events`` and sets the outcome's ``truncated`` metric. The episode
+file holds all of this exactly as the returned Episode does (``gauntlet.runner`` says how).
 """
 
 from __future__ import annotations

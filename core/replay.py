@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -46,7 +46,8 @@ class EpisodeStart:
     """How an episode began, read from its header: what it takes to begin it again.
 
     The config holds the env kwargs under ``env_kwargs`` (``rollout`` and the env server record them
-    so) and any reset ``options`` under ``options``. ``not_replayable`` says why the start cannot be re-created, when it cannot.
+    so) and any reset ``options`` under ``options``. ``not_replayable`` says why the start cannot be
+    re-created, when it cannot.
     """
 
     env_kwargs: dict[str, Any]
@@ -71,7 +72,7 @@ def episode_start(episode: Episode) -> EpisodeStart:
 def make_env(episode: Episode) -> gym.Env:
     """A fresh env like the one that recorded ``episode``: same id, same recorded kwargs."""
     start = episode_start(episode)
-    if start.not_replayable is not None:
+    if start.not_replayable is not None or episode.env_id is None:
         raise UserError(f"episode {episode.episode_id} cannot be re-executed: {start.not_replayable}")
     try:
         return gym.make(episode.env_id, **start.env_kwargs)
@@ -111,7 +112,7 @@ class _Recording:
     def observation_differs(self, recorded: Any, observation: Any) -> bool:
         return not outputs_identical(self.resolve(recorded), to_plain(observation))
 
-    def first_difference(self, recorded: Step, observation: Any, reward: float, terminated: bool,
+    def first_difference(self, recorded: Step, observation: Any, reward: SupportsFloat, terminated: bool,
                          truncated: bool) -> str | None:
         """The name of the first field where a re-executed step differs from ``recorded``, or None."""
         if self.observation_differs(recorded.observation, observation):
@@ -214,10 +215,11 @@ class _ResumeAt(gym.Wrapper):
 
     def __init__(self, env: BranchableEnv, snapshot: Snapshot, observation: Any, info: dict[str, Any]):
         super().__init__(env)
+        self._branchable = env
         self._snapshot, self._observation, self._info = snapshot, observation, info
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        self.env.restore(self._snapshot)
+        self._branchable.restore(self._snapshot)
         return copy.deepcopy(self._observation), copy.deepcopy(self._info)
 
 
@@ -299,7 +301,8 @@ def branch_episode(episode: Episode, at: int, *, action: Any = None, agent: Agen
         run_id=run_id, episode_id=f"{episode.episode_id}-branch{at}-{uuid.uuid4().hex[:6]}",
         env_id=episode.env_id, seed=episode.seed, agent=actor.spec(), config=dict(episode.config),
         versions=versions(), initial_observation=initial, reset_info=dict(episode.reset_info), steps=steps,
-        outcome=Outcome(score=total_reward, success=continuation.outcome.success,
+        outcome=Outcome(score=total_reward,
+                        success=continuation.outcome.success if continuation.outcome is not None else None,
                         metrics={"return": total_reward, "length": len(steps),
                                  "cost": float(sum(step.cost for step in steps)),
                                  "branch": {"from_episode": episode.episode_id, "at": at,

@@ -45,7 +45,7 @@ class ReturnStats:
     ci_high: float
 
 
-def bootstrap_ci(values: Sequence[float], level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
+def bootstrap_ci(values: Sequence[float] | np.ndarray, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
                  seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of the mean (seeded, so a report is reproducible)."""
     data = np.asarray(values, dtype=np.float64)
@@ -106,16 +106,18 @@ class RunSummary:
 def summarize(episodes: Sequence[Episode]) -> RunSummary:
     """Summarise ``episodes`` (see ``RunSummary``)."""
     complete = [episode for episode in episodes if episode.complete]
-    successes = [episode.outcome.success for episode in complete if episode.outcome.success is not None]
+    outcomes = [(episode, episode.outcome) for episode in episodes if episode.outcome is not None]
+    successes = [outcome.success for _, outcome in outcomes if outcome.success is not None]
     # A score is worth its own line only where it says something the return does not (graded tasks).
-    scores = [episode.outcome.score for episode in complete if episode.outcome.score is not None]
-    distinct_scores = any(episode.outcome.score is not None and episode.outcome.score != episode.total_reward
-                          for episode in complete)
+    scores = [outcome.score for _, outcome in outcomes if outcome.score is not None]
+    distinct_scores = any(outcome.score is not None and outcome.score != episode.total_reward
+                          for episode, outcome in outcomes)
     tallies: dict[tuple[str, str], list[float]] = {}
     for episode in episodes:
-        for step in episode.steps:
-            for event in step.events:
-                tallies.setdefault((event.source, event.kind), []).append(event.cost_ms)
+        # A controller that halts before the first step leaves its events on the outcome.
+        outcome_events = episode.outcome.events if episode.outcome is not None else []
+        for event in [*(e for step in episode.steps for e in step.events), *outcome_events]:
+            tallies.setdefault((event.source, event.kind), []).append(event.cost_ms)
     return RunSummary(
         episodes=len(episodes), complete=len(complete),
         returns=return_stats([episode.total_reward for episode in complete]),
@@ -283,8 +285,8 @@ def _summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
 def _episode_rows(episodes: Sequence[Episode], indices: list[int]) -> list[list[str]]:
     rows = []
     for episode, index in zip(episodes[:EPISODE_TABLE_MAX_ROWS], indices, strict=False):
-        success = episode.outcome.success if episode.complete else None
-        success = "" if success is None else str(success).lower()
+        known = episode.outcome.success if episode.outcome is not None else None
+        success = "" if known is None else str(known).lower()
         rows.append([str(index), episode.episode_id, "" if episode.seed is None else str(episode.seed),
                      str(len(episode.steps)), _num(episode.total_reward), success,
                      _num(sum(step.cost for step in episode.steps)), "yes" if episode.complete else "no"])

@@ -1,10 +1,22 @@
-"""The runner: one episode (``rollout``) and many (``run_many``, on local processes or Ray).
+"""The runner: one episode of an agent in an env (``rollout``); many episodes are ``gauntlet.batch``'s.
 
-``rollout`` records an Episode in one of three ways: ``record="memory"`` keeps typed steps in the
-returned Episode; a path (or an ``EpisodeWriter``) appends them to disk as they happen (the returned
-Episode then holds header and outcome only, unless ``keep_steps=True``; ``load_episodes`` reads the
-steps back); ``record="none"`` keeps only the outcome, for the fastest possible loop. Monitors and
-controllers (``gauntlet.hooks``) need the steps, so with hooks the steps are always kept.
+Recording. ``record="memory"`` keeps typed steps in the returned Episode; a path (or an
+``EpisodeWriter``) appends them to disk as they happen (the returned Episode then holds header and
+outcome only, unless ``keep_steps=True``; ``load_episodes`` reads the steps back); ``record="none"``
+keeps only the outcome. One step loop serves every mode: a step is kept, written, both or neither,
+and what is kept is what is written. The env's ``info`` is read through the keys of
+``gauntlet.info_keys``: ``cost`` becomes ``Step.cost`` (summed into the outcome), ``tool_call`` moves
+to ``Step.tool_call``, ``privileged`` is also recorded as ``Step.privileged``, the final step's
+``success`` (or ``is_success``) is the outcome's, and the reset info's ``task_id`` the episode's.
+
+Hooks. Monitors and controllers (``gauntlet.hooks``) read the steps, so with hooks the steps are
+always kept. A controller decides before each step. When one halts, the step it was asked about
+never happens, so the halting call's ``decision`` and ``intervention`` events are appended to the
+events of the last step taken, which is marked truncated. For the file to say so too, a step is
+written with controllers present only once the decision after it is known (or the episode has
+ended): the file runs one decision behind the env and then holds exactly what memory holds. A halt
+before the first step leaves no step to carry it: its events are the outcome's ``events`` and the
+outcome's metrics say ``"truncated": True``.
 """
 
 from __future__ import annotations
@@ -13,23 +25,36 @@ import itertools
 import os
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, NamedTuple, SupportsFloat, TypeAlias
 
 import gymnasium as gym
 import numpy as np
 
 from gauntlet.agent import Agent, AgentOutput
 from gauntlet.branching import branchable
-from gauntlet.episode import SCHEMA_VERSION, Episode, EpisodeHeader, EpisodeWriter, Event, Outcome, Step, to_plain
+from gauntlet.episode import (
+    SCHEMA_VERSION,
+    Episode,
+    EpisodeHeader,
+    EpisodeWriter,
+    Event,
+    Outcome,
+    Step,
+    step_extra,
+    to_plain,
+)
 from gauntlet.hooks import Controller, Decision, Monitor, Prefix
+from gauntlet.info_keys import COST, PRIVILEGED, TASK_ID, TOOL_CALL, success_of
 from gauntlet.versions import versions
 
-RecordMode = str  # "memory" | "none" | a path
+RecordMode: TypeAlias = Literal["memory", "none"] | str | os.PathLike[str] | EpisodeWriter
+"""Where ``rollout`` records steps: ``"memory"``, ``"none"`` (outcome only), a file path, or an open writer."""
 
 
 def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
 
 # Episode ids: a random per-process prefix and a counter (unique, and cheaper than a uuid per episode).
@@ -50,13 +75,13 @@ def _env_kwargs(env: gym.Env) -> dict[str, Any]:
 
 def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: int | None = None,
             hooks: tuple[Monitor | Controller, ...] | list[Monitor | Controller] = (),
-            record: RecordMode | EpisodeWriter | os.PathLike[str] = "memory",
-            run_id: str | None = None, episode_id: str | None = None,
+            record: RecordMode = "memory", run_id: str | None = None, episode_id: str | None = None,
             config: dict[str, Any] | None = None, keep_steps: bool | None = None) -> Episode:
     """Run one episode of ``agent`` in ``env`` and return its Episode.
 
-    Ends when the env terminates or truncates, or after ``max_steps`` steps (then the last step is
-    marked truncated). See the module docstring for ``record``.
+    Ends when the env terminates or truncates, after ``max_steps`` steps (then the last step is
+    marked truncated), or when a controller halts it. See the module docstring for ``record`` and
+    for how a halt is recorded.
     """
     monitors = [h for h in hooks if isinstance(h, Monitor)]
     controllers = [h for h in hooks if isinstance(h, Controller)]
@@ -69,178 +94,172 @@ def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: i
         writer = record
     elif record not in ("memory", "none"):
         writer, owns_writer = EpisodeWriter(record), True
-    if keep_steps is None:
-        keep_steps = record == "memory"
+    keep = bool(hooks) or (keep_steps if keep_steps is not None else record == "memory")
 
     observation, info = env.reset(seed=seed)
     agent.reset(seed=seed, observation_space=env.observation_space, action_space=env.action_space)
-    # Every field given and already of its type, so no validation pass on the per-episode path.
-    header = EpisodeHeader.model_construct(
-        schema_version=SCHEMA_VERSION, run_id=run_id, episode_id=episode_id, env_id=_env_id(env), task_id=None,
-        seed=seed, agent=agent.spec(), config={"env_kwargs": _env_kwargs(env), **(config or {})},
-        versions=versions(), created_at=datetime.now(UTC).isoformat(), initial_observation=observation,
-        reset_info=dict(info))
-    if writer is not None:
-        writer.begin(header)
-    limit = max_steps if max_steps is not None else -1
+    task_id = info.get(TASK_ID) if info else None
+    # The records are built with validation: for these few fields pydantic-core's validator is
+    # several times faster than ``model_construct``'s Python loop over the fields.
+    header = EpisodeHeader(
+        schema_version=SCHEMA_VERSION, run_id=run_id, episode_id=episode_id, env_id=_env_id(env),
+        task_id=None if task_id is None else str(task_id), seed=seed, agent=agent.spec(),
+        config={"env_kwargs": _env_kwargs(env), **(config or {})}, versions=versions(),
+        created_at=datetime.now(UTC).isoformat(), initial_observation=observation, reset_info=info)
     try:
-        if hooks:
-            steps, total, total_cost, info = _hooked_loop(env, agent, observation, info, limit, writer,
-                                                          monitors, controllers, seed)
-            length = len(steps)
-        elif keep_steps or writer is not None:
-            steps, total, total_cost, length, info = _recording_loop(env, agent, observation, info, limit,
-                                                                     writer, keep_steps)
-        else:
-            steps, (total, total_cost, length, info) = [], _bare_loop(env, agent, observation, info, limit)
-        outcome = Outcome.model_construct(score=total, success=_success(info),
-                                          metrics={"return": total, "length": length, "cost": total_cost})
+        if writer is not None:
+            writer.begin(header)
+        run = _run(env, agent, observation, info, max_steps if max_steps is not None else -1,
+                   writer.step if writer is not None else None, keep, monitors, controllers, seed)
+        metrics: dict[str, Any] = {"return": run.total_reward, "length": run.length, "cost": run.total_cost}
+        if run.halt_events:
+            metrics["truncated"] = True
+        outcome = Outcome(score=run.total_reward, success=success_of(run.info), metrics=metrics,
+                          events=run.halt_events)
         if writer is not None:
             writer.end(outcome)
     finally:
-        if owns_writer:
+        if owns_writer and writer is not None:
             writer.close()
-    return Episode.model_construct(**header.__dict__, steps=steps, outcome=outcome,
-                                   sidecar=str(writer.sidecar_path) if writer and writer.sidecar_path.exists() else None)
+    sidecar = str(writer.sidecar_path) if writer is not None and writer.sidecar_path.exists() else None
+    return Episode(**header.__dict__, steps=run.steps, outcome=outcome, sidecar=sidecar)
 
 
-def _success(info: dict[str, Any]) -> bool | None:
-    value = info.get("success", info.get("is_success"))
-    return None if value is None else bool(value)
+_NO_FIELDS: dict[str, Any] = {}
 
 
-def _tool_call_from_info(info: dict[str, Any], extra: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Move a ``tool_call`` an env reports in ``info`` (ToolTaskEnv does) to the step's own field."""
-    if "tool_call" not in info or (extra and extra.get("tool_call") is not None):
-        return info, extra
-    info = dict(info)
-    return info, {**(extra or {}), "tool_call": info.pop("tool_call")}
+class _Run(NamedTuple):
+    steps: list[Step]
+    total_reward: float
+    total_cost: float
+    length: int
+    info: dict[str, Any]
+    halt_events: list[Event]
+    """A halt before the first step: its events (there is no step to carry them)."""
 
 
-def _split(output: Any) -> tuple[Any, dict[str, Any]]:
-    if isinstance(output, AgentOutput):
-        extra = {"messages": output.messages, "tool_call": output.tool_call, "events": list(output.events)}
-        return output.action, extra
-    return output, {}
-
-
-def _bare_loop(env, agent, observation, info, limit):
-    """Outcome only: the loop a benchmark compares against a bare ``env.step`` loop."""
-    act, step = agent.act, env.step
-    total = total_cost = 0.0
-    n = 0
-    while True:
-        action = act(observation, info)
-        if type(action) is AgentOutput:
-            action = action.action
-        observation, reward, terminated, truncated, info = step(action)
-        total += reward
-        if info:
-            total_cost += info.get("cost", 0.0)
-        n += 1
-        if terminated or truncated or n == limit:
-            return float(total), float(total_cost), n, info
-
-
-def _recording_loop(env, agent, observation, info, limit, writer, keep_steps):
-    act, step = agent.act, env.step
-    construct = Step.model_construct if keep_steps else None
-    write = writer.record_step if writer is not None else None
+def _run(env: gym.Env, agent: Agent, observation: Any, info: dict[str, Any], limit: int,
+         write: Callable[..., None] | None, keep: bool, monitors: list[Monitor], controllers: list[Controller],
+         seed: int | None) -> _Run:
+    """The step loop of every record mode (``write``: the writer's ``step``, or None; ``limit`` -1: none)."""
+    act, env_step = agent.act, env.step
+    deciding, recording = bool(controllers), keep or write is not None
     steps: list[Step] = []
     total = total_cost = 0.0
     n = 0
-    while True:
-        action = act(observation, info)
-        extra = _split(action)[1] if type(action) is AgentOutput else None
-        if extra is not None:
-            action = action.action
-        observation, reward, terminated, truncated, info = step(action)
-        n += 1
-        if n == limit and not terminated:
-            truncated = True
-        total += reward
-        cost = info.get("cost") if info else None
-        if cost:
-            total_cost += cost
-            extra = {**(extra or {}), "cost": float(cost)}
-        step_info = info
-        if info and "tool_call" in info:
-            step_info, extra = _tool_call_from_info(info, extra)
-        if write is not None:
-            write(n - 1, observation, action, reward, terminated, truncated, step_info, extra)
-        if construct is not None:
-            extra = extra or {}
-            # Every field given explicitly: model_construct's default lookup is far slower than a step.
-            steps.append(construct(index=n - 1, observation=observation, action=action, reward=float(reward),
-                                   cost=float(cost or 0.0), terminated=terminated, truncated=truncated,
-                                   info=step_info, tool_call=extra.get("tool_call"),
-                                   messages=extra.get("messages", []), events=extra.get("events", []),
-                                   privileged=info.get("privileged")))
-        if terminated or truncated:
-            return steps, float(total), float(total_cost), n, info
+    # With controllers, the last step and its raw reward, written once the next decision is known.
+    pending: tuple[Step, SupportsFloat] | None = None
+    try:
+        while True:
+            output = act(observation, info)
+            if type(output) is AgentOutput:  # final, so this is isinstance at a fraction of its cost
+                action = output.action
+                extra: dict[str, Any] | None = {"messages": output.messages, "tool_call": output.tool_call,
+                                                "events": list(output.events)}
+            else:
+                action, extra = output, None
+            if deciding:
+                prefix = Prefix(steps=steps, observation=observation, info=info, env=env, agent=agent, seed=seed)
+                action, events, halt = _decide(controllers, prefix, action)
+                if halt and steps:
+                    steps[-1].truncated = True
+                    steps[-1].events.extend(events)
+                if pending is not None and write is not None:
+                    _write_step(write, *pending)
+                    pending = None
+                if halt:
+                    return _Run(steps, total, total_cost, n, info, [] if steps else events)
+                if events:
+                    extra = {**extra, "events": extra["events"] + events} if extra else {"events": events}
+            observation, reward, terminated, truncated, info = env_step(action)
+            n += 1
+            ended = terminated or truncated or n == limit
+            if ended and not terminated:  # a cut at max_steps is a truncation
+                truncated = True
+            # Summed as Python floats: a float32 reward summed as float32 would lose what its steps record.
+            value = reward if type(reward) is float else float(reward)
+            total += value
+            step_info = info
+            if info:
+                cost = info.get(COST)
+                if cost:
+                    cost = float(cost)
+                    total_cost += cost
+                    extra = {**extra, "cost": cost} if extra else {"cost": cost}
+                if recording:
+                    if TOOL_CALL in info:
+                        step_info, extra = _tool_call_from_info(info, extra)
+                    privileged = info.get(PRIVILEGED)
+                    if privileged is not None:
+                        extra = {**extra, "privileged": privileged} if extra else {"privileged": privileged}
+            if keep:
+                # Validated, so a step kept in memory is one the file can hold (and pydantic-core builds
+                # it in half the time ``model_construct`` takes); ``extra`` holds Step fields by name.
+                step = Step(index=n - 1, observation=observation, action=action, reward=value, terminated=terminated,
+                            truncated=truncated, info=step_info, **(extra or _NO_FIELDS))
+                for monitor in monitors:
+                    scores, cost_ms = _timed(monitor.observe, step)
+                    step.events.append(Event(source=monitor.name, kind="monitor", data=dict(scores), cost_ms=cost_ms))
+                steps.append(step)
+                if write is not None:
+                    if deciding and not ended:
+                        pending = (step, reward)
+                    else:
+                        _write_step(write, step, reward)
+            elif write is not None:
+                if extra:
+                    write(n - 1, observation, action, reward, terminated, truncated, step_info, **extra)
+                else:
+                    write(n - 1, observation, action, reward, terminated, truncated, step_info)
+            if ended:
+                return _Run(steps, total, total_cost, n, info, [])
+    except BaseException:
+        if pending is not None and write is not None:  # the step happened; only what came after it failed
+            _write_step(write, *pending)
+        raise
 
 
-def _timed(fn, *args):
+def _write_step(write: Callable[..., None], step: Step, reward: SupportsFloat) -> None:
+    # The reward as the env gave it: a float32 reward is written in float32's shortest form, as the
+    # writer writes it without steps kept, and as replay compares it.
+    write(step.index, step.observation, step.action, reward, step.terminated, step.truncated, step.info,
+          **step_extra(step))
+
+
+def _tool_call_from_info(info: dict[str, Any], extra: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Move a ``tool_call`` an env reports in ``info`` (ToolTaskEnv does) to the step's own field."""
+    if extra and extra.get("tool_call") is not None:
+        return info, extra
+    info = dict(info)
+    return info, {**(extra or {}), "tool_call": info.pop(TOOL_CALL)}
+
+
+def _timed(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     start = time.perf_counter()
     result = fn(*args)
     return result, (time.perf_counter() - start) * 1e3
 
 
-def _hooked_loop(env, agent, observation, info, limit, writer, monitors, controllers, seed):
-    steps: list[Step] = []
-    total = total_cost = 0.0
-    while True:
-        action, extra = _split(agent.act(observation, info))
-        events: list[Event] = extra.pop("events", [])
-        halt = False
-        for controller in controllers:
-            prefix = Prefix(steps=steps, observation=observation, info=info, env=env, agent=agent, seed=seed)
-            decision, cost_ms = _timed(controller.decide, prefix, [action])
-            if not isinstance(decision, Decision):
-                raise TypeError(f"controller {controller.name!r} returned {type(decision).__name__}, not a Decision")
-            events.append(Event(source=controller.name, kind="decision", cost_ms=cost_ms,
-                                data=decision.model_dump(exclude={"action"}, exclude_none=True)))
-            if decision.kind == "intervene":
-                events.append(Event(source=controller.name, kind="intervention",
-                                    data={"intervention": decision.intervention, "reason": decision.reason}))
-                if decision.intervention == "replace_action":
-                    action = decision.action
-                elif decision.intervention == "halt":
-                    halt = True
-        if halt:
-            if steps:
-                steps[-1].truncated = True
-            return steps, float(total), float(total_cost), info
-        observation, reward, terminated, truncated, info = env.step(action)
-        if len(steps) + 1 == limit and not terminated:
-            truncated = True
-        cost = float(info.get("cost", 0.0))
-        total += reward
-        total_cost += cost
-        step_info, extra = _tool_call_from_info(info, extra)
-        step = Step.model_construct(index=len(steps), observation=observation, action=action,
-                                    reward=float(reward), cost=cost, terminated=terminated,
-                                    truncated=truncated, info=step_info, events=events,
-                                    messages=extra.get("messages", []), tool_call=extra.get("tool_call"),
-                                    privileged=info.get("privileged"))
-        for monitor in monitors:
-            scores, cost_ms = _timed(monitor.observe, step)
-            step.events.append(Event(source=monitor.name, kind="monitor", data=dict(scores), cost_ms=cost_ms))
-        if writer is not None:
-            writer.write_step(step)
-        steps.append(step)
-        if terminated or truncated:
-            return steps, float(total), float(total_cost), info
+def _decide(controllers: list[Controller], prefix: Prefix, action: Any) -> tuple[Any, list[Event], bool]:
+    """Ask every controller about ``action``: the action to take, the events to record, whether to halt."""
+    events: list[Event] = []
+    halt = False
+    for controller in controllers:
+        decision, cost_ms = _timed(controller.decide, prefix, [action])
+        if not isinstance(decision, Decision):
+            raise TypeError(f"controller {controller.name!r} returned {type(decision).__name__}, not a Decision")
+        events.append(Event(source=controller.name, kind="decision", cost_ms=cost_ms,
+                            data=decision.model_dump(exclude={"action"}, exclude_none=True)))
+        if decision.kind == "intervene":
+            events.append(Event(source=controller.name, kind="intervention",
+                                data={"intervention": decision.intervention, "reason": decision.reason}))
+            if decision.intervention == "replace_action":
+                action = decision.action
+            elif decision.intervention == "halt":
+                halt = True
+    return action, events, halt
 
 
 def episode_seed(base_seed: int, index: int) -> int:
     """The seed of episode ``index`` in a run with ``base_seed``: independent streams, stable in n."""
     return int(np.random.SeedSequence(base_seed, spawn_key=(index,)).generate_state(1, np.uint32)[0])
-
-
-def __getattr__(name: str):
-    if name in {"run_many", "RunSpec", "RunResult"}:
-        from gauntlet import batch
-
-        return getattr(batch, name)
-    raise AttributeError(name)

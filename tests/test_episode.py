@@ -131,3 +131,16 @@ def test_llm_messages_keep_their_extra_fields_through_a_file(tmp_path):
     (episode,) = load_episodes(path)
     message = episode.steps[0].messages[0]
     assert message.role == "assistant" and message.tool_calls == [{"name": "step"}]
+
+
+def test_write_episode_writes_back_what_it_read_including_outcome_events(tmp_path):
+    step = Step(index=0, observation=[0.5], action=1, reward=2.0, cost=0.5, truncated=True, info={"k": 1},
+                tool_call=ToolCall(server="s", name="t"), messages=[Message(role="assistant", content="x")],
+                events=[Event(source="c", kind="decision", data={"kind": "continue"})], privileged={"p": 1})
+    halt = [Event(source="c", kind="intervention", data={"intervention": "halt", "reason": "r"})]
+    original = Episode(**_header().model_dump(), steps=[step],
+                       outcome=Outcome(score=2.0, metrics={"length": 1}, events=halt))
+    with EpisodeWriter(tmp_path / "ep.jsonl") as writer:
+        writer.write_episode(original)
+    (loaded,) = load_episodes(tmp_path / "ep.jsonl")
+    assert loaded.model_dump() == original.model_dump()

@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 import gauntlet
+from gauntlet.agent import Agent, AgentOutput
 from gauntlet.batch import RunFolderError, RunSpec, episode_path, run_many
-from gauntlet.episode import AgentSpec, load_episodes
+from gauntlet.episode import AgentSpec, Message, load_episodes, to_plain
 from gauntlet.hooks import Decision
+from gauntlet.info_keys import COST, PRIVILEGED
 from gauntlet.runner import episode_seed, rollout
 
 
@@ -52,6 +54,102 @@ def test_recording_modes_agree_on_the_outcome(record, tmp_path):
 def test_max_steps_cuts_the_episode_and_marks_it_truncated():
     episode = rollout(gym.make("Pendulum-v1"), gauntlet.make_agent("random"), seed=0, max_steps=7)
     assert len(episode.steps) == 7 and episode.steps[-1].truncated
+
+
+class _CostlyCartPole(gym.Wrapper):
+    """CartPole whose steps report a float32 safety cost (the cart's distance from centre) and privileged state."""
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return observation, reward, terminated, truncated, {**info, COST: np.float32(abs(observation[0])),
+                                                            PRIVILEGED: {"x": float(observation[0])}}
+
+
+class _TalkativeAgent(Agent):
+    """A random agent that returns an AgentOutput with a message."""
+
+    name = "talkative"
+
+    def __init__(self):
+        self._random = gauntlet.make_agent("random")
+
+    def reset(self, *, seed, observation_space, action_space):
+        self._random.reset(seed=seed, observation_space=observation_space, action_space=action_space)
+
+    def act(self, observation, info):
+        return AgentOutput(action=self._random.act(observation, info),
+                           messages=[Message(role="assistant", content="push")])
+
+
+class _Angle:
+    name = "angle"
+
+    def observe(self, step):
+        return {"abs_angle": float(abs(step.observation[2]))}
+
+
+class _Proceed:
+    name = "proceed"
+
+    def decide(self, prefix, candidates):
+        return Decision.proceed()
+
+
+RECORD_MODES = ["memory", "none", "disk", "disk, steps kept", "monitor, disk", "controller, disk"]
+
+
+def _rollout_in_mode(mode, tmp_path, env, agent, **kwargs):
+    """The episode as ``mode`` returns it, and its steps as recorded (in memory, or read back from the file)."""
+    path = tmp_path / "ep.jsonl"
+    options = {"memory": {"record": "memory"}, "none": {"record": "none"},
+               "disk": {"record": path}, "disk, steps kept": {"record": path, "keep_steps": True},
+               "monitor, disk": {"record": path, "hooks": [_Angle()]},
+               "controller, disk": {"record": path, "hooks": [_Proceed()]}}[mode]
+    episode = rollout(env, agent, **options, **kwargs)
+    if mode == "none":
+        return episode, None
+    steps = load_episodes(path)[0].steps if "disk" in mode else episode.steps
+    if "disk" in mode and episode.steps:
+        assert to_plain([s.model_dump() for s in steps]) == to_plain([s.model_dump() for s in episode.steps])
+    return episode, steps
+
+
+@pytest.mark.parametrize("mode", RECORD_MODES)
+def test_every_record_mode_sums_the_cost_from_info_the_same_way(mode, tmp_path):
+    reference = rollout(_CostlyCartPole(gym.make("CartPole-v1")), gauntlet.make_agent("random"), seed=5)
+    episode, steps = _rollout_in_mode(mode, tmp_path, _CostlyCartPole(gym.make("CartPole-v1")),
+                                      gauntlet.make_agent("random"), seed=5)
+    assert episode.outcome.metrics["cost"] == reference.outcome.metrics["cost"] > 0
+    assert episode.outcome == reference.outcome
+    if steps is not None:
+        assert sum(step.cost for step in steps) == pytest.approx(episode.outcome.metrics["cost"], rel=1e-12)
+        # The info keeps the env's float32 (written in float32's shortest form); Step.cost is its float value.
+        assert [step.cost for step in steps] == [float(np.float32(step.info[COST])) for step in steps]
+        assert [step.privileged for step in steps] == [{"x": pytest.approx(step.observation[0])} for step in steps]
+
+
+@pytest.mark.parametrize("mode", RECORD_MODES)
+def test_every_record_mode_marks_the_max_steps_cut_as_truncated(mode, tmp_path):
+    episode, steps = _rollout_in_mode(mode, tmp_path, gym.make("Pendulum-v1"), gauntlet.make_agent("random"),
+                                      seed=0, max_steps=7)
+    assert episode.outcome.metrics["length"] == 7
+    if steps is not None:
+        assert [step.truncated for step in steps] == [False] * 6 + [True]
+
+
+@pytest.mark.parametrize("mode", RECORD_MODES)
+def test_every_record_mode_takes_the_action_out_of_an_agent_output(mode, tmp_path):
+    episode, steps = _rollout_in_mode(mode, tmp_path, gym.make("CartPole-v1"), _TalkativeAgent(), seed=2)
+    reference = rollout(gym.make("CartPole-v1"), gauntlet.make_agent("random"), seed=2)
+    assert episode.outcome == reference.outcome
+    if steps is not None:
+        assert [step.action for step in steps] == [int(a) for a in reference.actions]
+        assert all(step.messages[0].content == "push" for step in steps)
+
+
+def test_agent_output_cannot_be_subclassed_so_no_field_of_a_subclass_goes_unrecorded():
+    with pytest.raises(TypeError, match="AgentOutput, which is final"):
+        type("WithConfidence", (AgentOutput,), {})
 
 
 def test_replay_agent_reproduces_a_recorded_episode_exactly(tmp_path):
@@ -94,8 +192,9 @@ def test_hooks_record_monitor_scores_and_controller_interventions():
         monitor = [e for e in step.events if e.kind == "monitor"]
         assert monitor[0].data["abs_angle"] == pytest.approx(abs(step.observation[2]))
         assert all(e.cost_ms >= 0 for e in step.events)
-    interventions = [e for s in episode.steps for e in s.events if e.kind == "intervention"]
-    assert interventions and all(e.data["intervention"] == "replace_action" for e in interventions)
+    interventions = [e.data["intervention"] for s in episode.steps for e in s.events if e.kind == "intervention"]
+    # Every push right replaced; the halt that ended the episode is on the last step taken.
+    assert interventions[-1] == "halt" and set(interventions[:-1]) == {"replace_action"}
 
 
 def test_episode_seeds_are_stable_and_distinct():
@@ -130,7 +229,7 @@ def test_run_many_resumes_skipping_complete_episodes_and_redoing_torn_ones(tmp_p
 
 def test_run_many_refuses_a_folder_that_holds_another_run(tmp_path):
     run_many(RunSpec(env_id="CartPole-v1"), 1, tmp_path, workers=1, progress=False)
-    with pytest.raises(RunFolderError, match="different run"):
+    with pytest.raises(RunFolderError, match="holds (a different|another) run"):
         run_many(RunSpec(env_id="Pendulum-v1"), 1, tmp_path, workers=1, progress=False)
 
 

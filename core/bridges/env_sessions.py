@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 
 from gauntlet.branching import Snapshot, branchable
 from gauntlet.episode import AgentSpec, EpisodeHeader, EpisodeWriter, Outcome, to_plain
+from gauntlet.info_keys import PRIVILEGED, success_of
 from gauntlet.spaces import from_json, to_json
 from gauntlet.versions import versions
 
@@ -65,9 +66,9 @@ def agent_info(info: dict[str, Any], *, expose_reward: bool, expose_privileged: 
     """``info`` as a client may see it: reward-like keys and privileged state removed unless exposed."""
     visible = {}
     for key, value in info.items():
-        if key == "privileged" and not expose_privileged:
+        if key == PRIVILEGED and not expose_privileged:
             continue
-        if key != "privileged" and not expose_reward and _REWARD_KEY.search(str(key)):
+        if key != PRIVILEGED and not expose_reward and _REWARD_KEY.search(str(key)):
             continue
         visible[str(key)] = to_plain(value)
     return visible
@@ -222,9 +223,9 @@ class EnvSession:
             self._require_episode()
             snapshot_id = f"snap-{next(self._snapshot_counter)}"
             self._snapshots[snapshot_id] = _Stored(
-                snapshot=self.env.snapshot(), observation=copy.deepcopy(self.observation), info=copy.deepcopy(self.info),
-                rewards=list(self.rewards), terminated=self.terminated, truncated=self.truncated,
-                seed=self.seed)
+                snapshot=self.env.snapshot(), observation=copy.deepcopy(self.observation),
+                info=copy.deepcopy(self.info), rewards=list(self.rewards), terminated=self.terminated,
+                truncated=self.truncated, seed=self.seed)
             while len(self._snapshots) > MAX_SNAPSHOTS_PER_SESSION:
                 self._snapshots.popitem(last=False)
             return snapshot_id
@@ -293,8 +294,7 @@ class EnvSession:
                                             total_reward=total, terminated=self.terminated,
                                             truncated=self.truncated, ended_by=ended_by))
         if self._writer is not None:
-            success = self.info.get("success", self.info.get("is_success"))
-            self._writer.end(Outcome(score=total, success=None if success is None else bool(success),
+            self._writer.end(Outcome(score=total, success=success_of(self.info),
                                      metrics={"return": total, "length": len(self.rewards),
                                               "recorded_steps": self._recorded_steps, "ended_by": ended_by}))
         self.episode_id = None
@@ -314,6 +314,8 @@ class EnvSession:
 def _render_modes(env_id: str) -> list[str]:
     # Render modes live on the env class; load it (not instantiate it) to read them.
     entry_point = gym.spec(env_id).entry_point
+    if entry_point is None:
+        return []
     if callable(entry_point):
         return list(getattr(entry_point, "metadata", {}).get("render_modes", []))
     from gauntlet.registry import load_target
@@ -322,12 +324,12 @@ def _render_modes(env_id: str) -> list[str]:
 
 
 def _privileged(info: dict[str, Any]) -> Any:
-    return info.get("privileged")
+    return info.get(PRIVILEGED)
 
 
 def _recorded_info(info: dict[str, Any]) -> dict[str, Any]:
     # Privileged state has its own field in the record.
-    return {key: value for key, value in info.items() if key != "privileged"}
+    return {key: value for key, value in info.items() if key != PRIVILEGED}
 
 
 class EnvControl:

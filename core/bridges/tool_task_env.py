@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 from gymnasium import spaces
@@ -15,6 +15,7 @@ from gymnasium import spaces
 from gauntlet.branching import BranchingError
 from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerSpec, ServerTarget, result_value
 from gauntlet.episode import ToolCall
+from gauntlet.info_keys import PRIVILEGED, SUCCESS, TASK_ID, TOOL_CALL
 from gauntlet.registry import load_target
 from gauntlet.spaces import describe
 from gauntlet.tasks import NO_ANSWER, Scorer, ToolTask, load_suite
@@ -144,9 +145,9 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
                  server: ServerSpec | None = None, *, answer_tool: str = "submit_answer", max_steps: int = 32,
                  max_text_length: int = 4096, invalid_action_penalty: float = 0.0, call_timeout_s: float = 60.0,
                  scorer: Scorer | str | None = None):
-        self._init_kwargs = dict(tasks=tasks, server=server, answer_tool=answer_tool, max_steps=max_steps,
-                                 max_text_length=max_text_length, invalid_action_penalty=invalid_action_penalty,
-                                 call_timeout_s=call_timeout_s, scorer=scorer)
+        self._init_kwargs: dict[str, Any] = dict(
+            tasks=tasks, server=server, answer_tool=answer_tool, max_steps=max_steps, max_text_length=max_text_length,
+            invalid_action_penalty=invalid_action_penalty, call_timeout_s=call_timeout_s, scorer=scorer)
         self.tasks = _read_tasks(tasks)
         if not self.tasks:
             raise ValueError("ToolTaskEnv needs at least one task")
@@ -163,9 +164,9 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
         # kwargs JSON, so a recorded episode can re-create the env with the same scorer.
         self.scorer = load_target(scorer)() if isinstance(scorer, str) else (scorer or Scorer())
         self.action_space = spaces.Text(max_length=max_text_length, min_length=1, charset=CHARSET)
-        self.observation_space = spaces.Dict({
+        self.observation_space = cast(spaces.Space[dict[str, str]], spaces.Dict({
             "task": spaces.Text(max_length=max_text_length, min_length=0, charset=CHARSET),
-            "result": spaces.Text(max_length=max_text_length, min_length=0, charset=CHARSET)})
+            "result": spaces.Text(max_length=max_text_length, min_length=0, charset=CHARSET)}))
         self._client: BlockingMCPClient | None = None
         self._tools: list[dict[str, Any]] = []
         self.task: ToolTask | None = None
@@ -173,6 +174,16 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
         self._clear_episode()
 
     # Episode state ---------------------------------------------------------------------------
+    def _current_task(self) -> ToolTask:
+        if self.task is None:
+            raise RuntimeError("call reset() first: no task is open")
+        return self.task
+
+    def _current_client(self) -> BlockingMCPClient:
+        if self._client is None:
+            raise RuntimeError("call reset() first: no MCP session is open")
+        return self._client
+
     def _clear_episode(self) -> None:
         self._actions: list[str] = []
         self._results: list[str] = []
@@ -197,9 +208,10 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
         self._clear_episode()
 
     def _observation(self) -> dict[str, str]:
-        question = self.task.question
-        if self.task.inputs:
-            question += "\n\nInputs: " + json.dumps(self.task.inputs, ensure_ascii=True)
+        task = self._current_task()
+        question = task.question
+        if task.inputs:
+            question += "\n\nInputs: " + json.dumps(task.inputs, ensure_ascii=True)
         last = self._results[-1] if self._results else ""
         return {"task": fit_text(question, self.max_text_length), "result": last}
 
@@ -222,8 +234,8 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
         else:
             index = seed % len(self.tasks) if seed is not None else self._next_task
         self._open(index)
-        return self._observation(), {"task_id": self.task.id, "answer_tool": self.answer_tool,
-                                     "server": self._client.server_name, "tools": self._tool_list()}
+        return self._observation(), {TASK_ID: self._current_task().id, "answer_tool": self.answer_tool,
+                                     "server": self._current_client().server_name, "tools": self._tool_list()}
 
     def step(self, action: str) -> tuple[dict[str, str], float, bool, bool, dict[str, Any]]:
         if self.task is None:
@@ -244,13 +256,15 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
         reward = 0.0 if well_formed else -self.invalid_action_penalty
         terminated = call.server == ENV_SERVER and not call.is_error
         truncated = not terminated and len(self._actions) >= self.max_steps
-        info: dict[str, Any] = {"task_id": self.task.id, "step": len(self._actions), "tool_call": call,
+        task = self._current_task()
+        info: dict[str, Any] = {TASK_ID: task.id, "step": len(self._actions), TOOL_CALL: call,
                                 "invalid_action": not well_formed}
         if terminated or truncated:
-            report = self.scorer.score(self.task, call.arguments["answer"] if terminated else NO_ANSWER,
+            report = self.scorer.score(task, call.arguments["answer"] if terminated else NO_ANSWER,
                                        [c for c in self.calls if c.server != ENV_SERVER])
             reward += report.score
-            info.update(score=report.score, success=report.answer_correct, privileged=report.model_dump(mode="json"))
+            info.update({"score": report.score, SUCCESS: report.answer_correct,
+                         PRIVILEGED: report.model_dump(mode="json")})
             self._done = True
         return self._observation(), float(reward), terminated, truncated, info
 
@@ -260,7 +274,8 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
         Only calls of a known server tool reach the server; a malformed action, an unknown tool or
         an answer without ``answer`` gives an error result without a round trip.
         """
-        server = self._client.server_name or "unknown"
+        client = self._current_client()
+        server = client.server_name or "unknown"
         try:
             name, arguments = parse_action(action, self.answer_tool)
         except ActionFormatError as exc:
@@ -276,7 +291,7 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
             return ToolCall(server=server, name=name, arguments=arguments, is_error=True,
                             result={"error": f"unknown tool {name!r}; the tools are {known}"}), True
         start = time.perf_counter()
-        result = self._client.call_tool(name, arguments)
+        result = client.call_tool(name, arguments)
         latency_ms = (time.perf_counter() - start) * 1e3
         return ToolCall(server=server, name=name, arguments=arguments, result=result_value(result),
                         is_error=bool(result.isError), latency_ms=latency_ms), True
