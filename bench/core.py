@@ -3,13 +3,17 @@
 Every figure is a ratio against a baseline measured in the same run (absolute times on a shared
 machine drift; ratios hold). Prints a table and writes JSON (default ``bench/results/core.json``).
 
-    gauntlet bench core [--quick] [--out PATH]
+    gauntlet bench core [--quick] [--out PATH] [--only runner,branching,bridge,run_many]
+
+``--only`` measures the named parts and keeps the other parts of the report already at ``--out``.
 
 Figures and targets:
 1. runner overhead: ``rollout`` vs a bare ``env.step`` loop on CartPole-v1, same agent and seeds,
    median over trials. Recording to disk <= 1.5x, recording off <= 1.1x. Measured on full-length
    episodes (a balancing controller, 500 steps) where per-step cost dominates, and on a random
-   agent's short episodes (about 22 steps) where the per-episode cost of the record shows.
+   agent's short episodes (about 22 steps) where the per-episode cost of the record shows. Each
+   ratio is given in wall time and in the process's CPU time (``cpu_ratio_*``), which other work
+   on a shared machine disturbs less.
 2. branching: snapshot + restore of InvertedPendulum-v5, in env steps (<= 3).
 3. MCP bridge: ``step`` round trip of ``gauntlet serve env:CartPole-v1`` over stdio and over
    streamable HTTP vs a bare FastMCP echo tool on the same transport and log level; p50 ratio
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import platform
 import shutil
@@ -41,7 +46,7 @@ import gauntlet
 from gauntlet.agent import Agent
 from gauntlet.batch import RunSpec, run_many
 from gauntlet.branching import branchable
-from gauntlet.bridges.validation import validate_once
+from gauntlet.bridges.mcp_compat import validate_once
 from gauntlet.episode import AgentSpec, EpisodeWriter
 from gauntlet.runner import rollout
 from _reporting import bench_parser, figures_table, save_report, show
@@ -79,22 +84,24 @@ def runner_overhead(trials: int, episodes_long: int, episodes_short: int, scratc
     for label, agent, n in (("full-length episodes (balancing agent, 500 steps)", BalancingAgent(), episodes_long),
                             ("short episodes (random agent)", gauntlet.make_agent("random"), episodes_short)):
         seeds = range(n)
-        ratios: dict[str, list[float]] = {"disk": [], "off": [], "memory": []}
+        ratios: dict[str, list[float]] = {}
         step_us = []
         for trial in range(trials):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             steps = _episodes(env, agent, seeds)
-            bare = time.perf_counter() - start
+            bare, bare_cpu = time.perf_counter() - start, time.process_time() - cpu_start
             step_us.append(bare / steps * 1e6)
             writer = EpisodeWriter(scratch / f"overhead-{trial}.jsonl")
+            record: str | EpisodeWriter
             for mode, record in (("disk", writer), ("off", "none"), ("memory", "memory")):
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), time.process_time()
                 for seed in seeds:
                     rollout(env, agent, seed=seed, record=record)
-                ratios[mode].append((time.perf_counter() - start) / bare)
+                ratios.setdefault(f"ratio_{mode}", []).append((time.perf_counter() - start) / bare)
+                ratios.setdefault(f"cpu_ratio_{mode}", []).append((time.process_time() - cpu_start) / bare_cpu)
             writer.close()
         results[label] = {"bare_us_per_step": statistics.median(step_us),
-                          **{f"ratio_{mode}": statistics.median(values) for mode, values in ratios.items()}}
+                          **{name: statistics.median(values) for name, values in ratios.items()}}
     return results
 
 
@@ -222,45 +229,61 @@ def run_many_scaling(n_episodes: int, scratch: Path) -> dict[str, Any]:
             "cpus": os.cpu_count()}
 
 
+PARTS = {"runner": "runner_overhead", "branching": "branching", "bridge": "mcp_bridge", "run_many": "run_many"}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = bench_parser("core", __doc__)
+    parser.add_argument("--only", default=",".join(PARTS),
+                        help=f"comma-separated parts to measure, of {', '.join(PARTS)} (default: all)")
     args = parser.parse_args(argv)
+    only = [part.strip() for part in args.only.split(",") if part.strip()]
+    unknown = [part for part in only if part not in PARTS]
+    if unknown or not only:
+        parser.error(f"--only takes parts of {', '.join(PARTS)}; got {args.only!r}")
     quick = args.quick
+    measure = {
+        "runner": lambda scratch: runner_overhead(trials=3 if quick else 7, episodes_long=2 if quick else 20,
+                                                  episodes_short=50 if quick else 500, scratch=scratch),
+        "branching": lambda scratch: branching_cost(repeats=3 if quick else 7, n=200 if quick else 2000),
+        "bridge": lambda scratch: bridge_latency(n=50 if quick else 500),
+        "run_many": lambda scratch: run_many_scaling(n_episodes=40 if quick else 2000, scratch=scratch),
+    }
+    out = Path(args.out)
+    report: dict[str, Any] = json.loads(out.read_text()) if len(only) < len(PARTS) and out.exists() else {}
+    report["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count(), "gauntlet": gauntlet.__version__}
     with tempfile.TemporaryDirectory() as tmp:
-        scratch = Path(tmp)
-        report = {
-            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                        "gauntlet": gauntlet.__version__},
-            "runner_overhead": runner_overhead(trials=3 if quick else 7, episodes_long=2 if quick else 20,
-                                               episodes_short=50 if quick else 500, scratch=scratch),
-            "branching": branching_cost(repeats=3 if quick else 7, n=200 if quick else 2000),
-            "mcp_bridge": bridge_latency(n=50 if quick else 500),
-            "run_many": run_many_scaling(n_episodes=40 if quick else 2000, scratch=scratch),
-        }
+        for part in only:
+            report[PARTS[part]] = measure[part](Path(tmp))
     _print_table(report)
-    save_report(report, args.out)
+    save_report(report, out)
     return report
 
 
 def _print_table(report: dict[str, Any]) -> None:
-    table = figures_table("gauntlet bench core (ratios vs a baseline measured in the same run)", ("figure", "measured", "baseline", "ratio", "target"))
-    for label, row in report["runner_overhead"].items():
+    table = figures_table("gauntlet bench core (ratios vs a baseline measured in the same run)",
+                          ("figure", "measured", "baseline", "ratio (wall; CPU)", "target"))
+    for label, row in report.get("runner_overhead", {}).items():
         base = f"bare loop {row['bare_us_per_step']:.1f} us/step"
         short = "500-step episodes" if label.startswith("full") else "random agent, ~22-step episodes"
-        table.add_row(f"rollout to disk ({short})", "", base, f"{row['ratio_disk']:.2f}x", "<= 1.5x")
-        table.add_row(f"rollout, recording off ({short})", "", base, f"{row['ratio_off']:.2f}x", "<= 1.1x")
-        table.add_row(f"rollout, steps in memory ({short})", "", base, f"{row['ratio_memory']:.2f}x", "(info)")
-    branch = report["branching"]
-    table.add_row("snapshot+restore InvertedPendulum-v5", f"{branch['snapshot_restore_us']:.1f} us",
-                  f"env step {branch['step_us']:.1f} us", f"{branch['ratio_steps']:.2f} steps", "<= 3 steps")
-    for transport, row in report["mcp_bridge"].items():
+        for mode, name, target in (("disk", "rollout to disk", "<= 1.5x"), ("off", "rollout, recording off", "<= 1.1x"),
+                                   ("memory", "rollout, steps in memory", "(info)")):
+            cpu = row.get(f"cpu_ratio_{mode}")
+            ratio = f"{row[f'ratio_{mode}']:.2f}x" + ("" if cpu is None else f"; {cpu:.2f}x")
+            table.add_row(f"{name} ({short})", "", base, ratio, target)
+    if "branching" in report:
+        branch = report["branching"]
+        table.add_row("snapshot+restore InvertedPendulum-v5", f"{branch['snapshot_restore_us']:.1f} us",
+                      f"env step {branch['step_us']:.1f} us", f"{branch['ratio_steps']:.2f} steps", "<= 3 steps")
+    for transport, row in report.get("mcp_bridge", {}).items():
         table.add_row(f"MCP step round trip ({transport})",
                       f"p50 {row['step_p50_ms']:.2f} ms, p99 {row['step_p99_ms']:.2f} ms",
                       f"echo p50 {row['echo_p50_ms']:.2f} ms, p99 {row['echo_p99_ms']:.2f} ms",
                       f"{row['p50_ratio']:.2f}x", "p50 <= 1.5x" if "gauntlet" in transport else "(info)")
-    many = report["run_many"]
-    table.add_row("run_many local, 2 workers", f"{many['episodes_per_s_2']:.0f} episodes/s",
-                  f"1 process {many['episodes_per_s_1']:.0f} episodes/s", f"{many['speedup']:.2f}x", ">= 1.6x")
+    if "run_many" in report:
+        many = report["run_many"]
+        table.add_row("run_many local, 2 workers", f"{many['episodes_per_s_2']:.0f} episodes/s",
+                      f"1 process {many['episodes_per_s_1']:.0f} episodes/s", f"{many['speedup']:.2f}x", ">= 1.6x")
     show(table)
 
 
