@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import socket
 import subprocess
-import sys
 
 import gymnasium as gym
 import numpy as np
@@ -18,7 +17,11 @@ from gauntlet import load_episodes
 from gauntlet.bridges.env_server import EnvServer, build_control_server, build_env_server
 from gauntlet.bridges.env_sessions import observation_json
 from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerTarget
-from gauntlet.bridges.serving import PortInUseError, resolve_server, serve, spawn_http_server
+from gauntlet.bridges.ports import PortInUseError
+from gauntlet.bridges.server_process import serve_command, spawn_http_server
+from gauntlet.bridges.serving import serve
+from gauntlet.bridges.targets import resolve_server
+from gauntlet.errors import UserError
 from gauntlet.registry import UnknownEntryError, registry
 from gauntlet.spaces import describe
 
@@ -56,7 +59,7 @@ class BeaconEnv(gym.Env):
 if BEACON not in gym.registry:
     gym.register(id=BEACON, entry_point=BeaconEnv, max_episode_steps=40)
 
-STDIO_COMMAND = (sys.executable, "-m", "gauntlet.bridges.serving", "env:CartPole-v1")
+STDIO_COMMAND = tuple(serve_command("env:CartPole-v1"))
 
 
 @pytest.fixture
@@ -295,7 +298,7 @@ def test_resolve_server_builds_env_servers_and_registered_servers():
     assert isinstance(resolve_server("env:CartPole-v1", expose_reward=True), EnvServer)
     registry.add("server", "test-cartpole", f"{__name__}:_cartpole_factory")
     assert resolve_server("test-cartpole", expose_reward=False, record=None).name == "gauntlet-env-CartPole-v1"
-    with pytest.raises(ValueError, match="does not take expose_reward"):
+    with pytest.raises(UserError, match="does not take expose_reward; it takes no options"):
         resolve_server("test-cartpole", expose_reward=True)
     with pytest.raises(UnknownEntryError, match="env:<ENV_ID>"):
         resolve_server("no-such-server")
@@ -316,7 +319,7 @@ def test_serving_http_on_a_port_in_use_raises_port_in_use_error():
                                 capture_output=True, text=True, timeout=120)
     message = f"port {port} on 127.0.0.1 is in use; pick another with --port"
     assert str(caught.value) == message and isinstance(caught.value, OSError)
-    assert result.returncode == 1 and result.stderr.strip().splitlines() == [f"error: {message}"]
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [f"error: {message}"]
 
 
 def test_stdio_round_trip_matches_stepping_cartpole_directly():
@@ -346,7 +349,8 @@ def test_two_http_clients_act_in_separate_envs(http_cartpole):
         second.open()
         first.call_tool("reset", {"seed": 1})
         second.call_tool("reset", {"seed": 2})
-        first_observations = [first.call_tool("step", {"action": a}).structuredContent["observation"] for a in ACTIONS[:3]]
+        first_observations = [first.call_tool("step", {"action": a}).structuredContent["observation"]
+                              for a in ACTIONS[:3]]
         second_observation = second.call_tool("step", {"action": 1}).structuredContent["observation"]
     finally:
         first.close()

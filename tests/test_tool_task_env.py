@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import sys
 import weakref
 
 import gymnasium as gym
@@ -18,7 +17,7 @@ from pydantic import BaseModel, Field
 
 import gauntlet
 from gauntlet.branching import BranchingError
-from gauntlet.bridges.serving import spawn_http_server
+from gauntlet.bridges.server_process import serve_command, spawn_http_server
 from gauntlet.bridges.tool_task_env import ToolTaskEnv, tool_call_action
 from gauntlet.episode import load_episodes
 from gauntlet.tasks import NO_ANSWER, EvalSpec, GoldCall, Scorer, ToolTask, save_suite
@@ -325,7 +324,7 @@ def run_gold(server) -> gauntlet.Episode:
 
 
 def test_gold_agent_scores_one_through_a_stdio_env_server():
-    episode = run_gold([sys.executable, "-m", "gauntlet.bridges.serving", "env:CartPole-v1"])
+    episode = run_gold(serve_command("env:CartPole-v1"))
     assert episode.outcome.score == 1.0
     assert episode.steps[0].tool_call.server == "gauntlet-env-CartPole-v1"
     assert not [event for step in episode.steps for event in step.events]

@@ -12,20 +12,23 @@ unless ``expose_privileged=True``. The operator sees both, three ways:
 
 * in process: ``server.control.sessions()`` (``server`` is the returned ``EnvServer``);
 * over MCP: ``build_control_server(server)``, served on its own port, which the agent is never given
-  (``python -m gauntlet.bridges.serving env:CartPole-v1 --control-port 8001``);
+  (``gauntlet serve env:CartPole-v1 --transport http --control-port 8001``);
 * on disk: with ``record=FOLDER`` every session appends its episodes, rewards and privileged state
   included, to ``FOLDER/<session_id>.jsonl`` (one episode per reset or restore).
+
+Both servers are built by the server recipe (``gauntlet.bridges.tool_server``): the agent's tools
+receive the calling client's ``AgentSession`` (its own env, made on its first call and closed with
+the session), the operator's tools the ``EnvControl``.
 """
 
-# No `from __future__ import annotations` here: the tools' annotations name per-server types
-# (the step result model, the action description), which FastMCP must be able to evaluate.
+from __future__ import annotations
 
 import os
-import weakref
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from mcp.server.fastmcp import Context, FastMCP, Image
-from mcp.server.fastmcp.exceptions import ToolError
+from gymnasium import spaces
+from mcp.server.fastmcp import Image
 from mcp.server.session import ServerSession
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
@@ -40,7 +43,8 @@ from gauntlet.bridges.env_sessions import (
     describe_spaces,
     observation_json,
 )
-from gauntlet.bridges.validation import install_server_validation_cache
+from gauntlet.bridges.tool_errors import ToolInputError
+from gauntlet.bridges.tool_server import ToolServer, ToolSet
 from gauntlet.spaces import describe
 
 
@@ -90,12 +94,78 @@ class SessionList(BaseModel):
     sessions: list[SessionSummary]
 
 
-class EnvServer(FastMCP):
-    """A FastMCP server for one env id; ``control`` is the operator's view of its sessions."""
+@dataclass
+class AgentSession:
+    """What the agent's tools act on for one client: its env session, and what the operator lets it see."""
 
-    def __init__(self, control: EnvControl, **settings: Any):
-        super().__init__(**settings)
-        self.control = control
+    env: EnvSession
+    observation_space: spaces.Space
+    expose_reward: bool
+    expose_privileged: bool
+
+    def observation(self, observation: Any) -> Any:
+        return observation_json(self.observation_space, observation)
+
+    def visible(self, info: dict[str, Any]) -> dict[str, Any]:
+        return agent_info(info, expose_reward=self.expose_reward, expose_privileged=self.expose_privileged)
+
+    def step(self, action: Any) -> tuple[dict[str, Any], float]:
+        """The fields of a step result, and the reward (for the tool that shows it)."""
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return {"observation": self.observation(observation), "terminated": terminated, "truncated": truncated,
+                "step": len(self.env.rewards), "info": self.visible(info)}, reward
+
+    def close(self) -> None:
+        self.env.close()
+
+
+# Annotations tell the truth: step/reset/restore overwrite state, snapshot only adds, render only reads.
+RESET = ToolAnnotations(title="Reset the environment", readOnlyHint=False, destructiveHint=True,
+                        idempotentHint=False, openWorldHint=False)
+STEP = ToolAnnotations(title="Take an action", readOnlyHint=False, destructiveHint=True, idempotentHint=False,
+                       openWorldHint=False)
+RENDER = ToolAnnotations(title="Render the scene", readOnlyHint=True, destructiveHint=False, idempotentHint=True,
+                         openWorldHint=False)
+SNAPSHOT = ToolAnnotations(title="Save the state", readOnlyHint=False, destructiveHint=False, idempotentHint=False,
+                           openWorldHint=False)
+RESTORE = ToolAnnotations(title="Return to a saved state", readOnlyHint=False, destructiveHint=True,
+                          idempotentHint=True, openWorldHint=False)
+READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+
+Action = Annotated[Any, Field(description="the action, as JSON (the tool description gives its space)")]
+
+
+def reset(agent: AgentSession,
+          seed: Annotated[int | None, Field(description="random seed for a reproducible episode")] = None,
+          options: Annotated[dict[str, Any] | None, Field(description="env-specific reset options")] = None,
+          ) -> ResetResult:
+    observation, info = agent.env.reset(seed, options)
+    return ResetResult(observation=agent.observation(observation), info=agent.visible(info))
+
+
+def step(agent: AgentSession, action: Action) -> StepResult:
+    fields, _ = agent.step(action)
+    return StepResult(**fields)
+
+
+def step_showing_reward(agent: AgentSession, action: Action) -> RewardedStepResult:
+    fields, reward = agent.step(action)
+    return RewardedStepResult(**fields, reward=reward)
+
+
+def render(agent: AgentSession) -> Image:
+    return Image(data=agent.env.render(), format="png")
+
+
+def snapshot(agent: AgentSession) -> SnapshotResult:
+    return SnapshotResult(snapshot_id=agent.env.snapshot(), step=len(agent.env.rewards))
+
+
+def restore(agent: AgentSession, snapshot_id: Annotated[str, Field(description="an id returned by snapshot()",
+                                                                   examples=["snap-1"])]) -> RestoreResult:
+    observation, info = agent.env.restore(snapshot_id)
+    return RestoreResult(observation=agent.observation(observation), terminated=agent.env.terminated,
+                         truncated=agent.env.truncated, step=len(agent.env.rewards), info=agent.visible(info))
 
 
 _RESET_DOC = """Start a new episode of {env_id} and return its first observation.
@@ -128,131 +198,86 @@ Everything after the snapshot is discarded; the episode continues from the saved
 the same snapshot again gives the same state again."""
 
 
-def build_env_server(env_id: str, *, env_kwargs: dict | None = None, expose_reward: bool = False,
-                     expose_privileged: bool = False, record: str | os.PathLike | None = None) -> FastMCP:
+def agent_tools(env_id: str, action_doc: str, observation_doc: str, *, expose_reward: bool) -> ToolSet[AgentSession]:
+    """The agent's five tools for one env: their descriptions (and the action's) name its spaces, and
+    ``step`` shows the reward only if ``expose_reward``."""
+    fill = {"env_id": env_id, "action": action_doc, "observation": observation_doc,
+            "reward": ", and `reward` (a number)" if expose_reward else "",
+            "max_snapshots": MAX_SNAPSHOTS_PER_SESSION}
+    tools = ToolSet[AgentSession](fixable=[EnvSessionError])
+    tools.add(reset, RESET, description=_RESET_DOC.format(**fill))
+    tools.add(step_showing_reward if expose_reward else step, STEP, name="step", description=_STEP_DOC.format(**fill),
+              argument_descriptions={"action": f"the action, as JSON: {action_doc}"})
+    tools.add(render, RENDER, description=_RENDER_DOC.format(**fill))
+    tools.add(snapshot, SNAPSHOT, description=_SNAPSHOT_DOC.format(**fill))
+    tools.add(restore, RESTORE, description=_RESTORE_DOC.format(**fill))
+    return tools
+
+
+class EnvServer(ToolServer[EnvControl]):
+    """The agent-facing server of one env id; ``control`` is the operator's view of its sessions."""
+
+    @property
+    def control(self) -> EnvControl:
+        return self.state
+
+
+def build_env_server(env_id: str, *, env_kwargs: dict[str, Any] | None = None, expose_reward: bool = False,
+                     expose_privileged: bool = False, record: str | os.PathLike[str] | None = None) -> EnvServer:
     """An MCP server exposing the Gymnasium env ``env_id`` to agents (see the module docstring).
 
     ``env_kwargs`` go to ``gymnasium.make``; ``expose_reward`` adds the reward to step results;
     ``expose_privileged`` leaves ``info['privileged']`` in results; ``record`` names a folder that
-    receives one Episode JSONL per client session. Returns an ``EnvServer`` (a FastMCP subclass)
-    whose ``control`` attribute is the operator's view.
+    receives one Episode JSONL per client session. ``server.control`` is the operator's view.
     """
-    install_server_validation_cache()
     action_space, observation_space = describe_spaces(env_id, env_kwargs)
     action_doc, observation_doc = describe(action_space), describe(observation_space)
     control = EnvControl(env_id, env_kwargs, record=record)
-    server = EnvServer(control, name=f"gauntlet-env-{env_id}", log_level="WARNING", instructions=(
-        f"This server runs the reinforcement-learning environment {env_id}. Call reset, then step "
-        f"with actions ({action_doc}). Observations: {observation_doc}. "
-        + ("step returns the reward. " if expose_reward else "Rewards are not shown. ")
-        + "snapshot/restore let you try actions and come back."))
-    sessions: weakref.WeakKeyDictionary[ServerSession, EnvSession] = weakref.WeakKeyDictionary()
-    fill = {"env_id": env_id, "action": action_doc, "observation": observation_doc,
-            "reward": ", and `reward` (a number)" if expose_reward else "",
-            "max_snapshots": MAX_SNAPSHOTS_PER_SESSION}
 
-    def session_of(ctx: Context) -> EnvSession:
+    def open_agent_session(session: ServerSession) -> AgentSession:
         # One env per MCP session (not per process), so concurrent HTTP clients never share state.
-        key = ctx.session
-        session = sessions.get(key)
-        if session is None:
-            session = control.open_session(client=_client_name(key))
-            sessions[key] = session
-            weakref.finalize(key, session.close)
-        return session
+        return AgentSession(control.open_session(client=_client_name(session)), observation_space,
+                            expose_reward, expose_privileged)
 
-    def visible(info: dict[str, Any]) -> dict[str, Any]:
-        return agent_info(info, expose_reward=expose_reward, expose_privileged=expose_privileged)
-
-    step_model = RewardedStepResult if expose_reward else StepResult
-
-    def reset(ctx: Context,
-              seed: Annotated[int | None, Field(description="random seed for a reproducible episode")] = None,
-              options: Annotated[dict[str, Any] | None, Field(description="env-specific reset options")] = None,
-              ) -> ResetResult:
-        session = session_of(ctx)
-        observation, info = _client_call(session.reset, seed, options)
-        return ResetResult(observation=observation_json(observation_space, observation), info=visible(info))
-
-    def step(action: Annotated[Any, Field(description=f"the action, as JSON: {action_doc}")],
-             ctx: Context) -> step_model:
-        session = session_of(ctx)
-        observation, reward, terminated, truncated, info = _client_call(session.step, action)
-        fields = {"observation": observation_json(observation_space, observation), "terminated": terminated,
-                  "truncated": truncated, "step": len(session.rewards), "info": visible(info)}
-        if expose_reward:
-            fields["reward"] = reward
-        return step_model(**fields)
-
-    def render(ctx: Context) -> Image:
-        return Image(data=_client_call(session_of(ctx).render), format="png")
-
-    def snapshot(ctx: Context) -> SnapshotResult:
-        session = session_of(ctx)
-        snapshot_id = _client_call(session.snapshot)
-        return SnapshotResult(snapshot_id=snapshot_id, step=len(session.rewards))
-
-    def restore(snapshot_id: Annotated[str, Field(description="an id returned by snapshot()")],
-                ctx: Context) -> RestoreResult:
-        session = session_of(ctx)
-        observation, info = _client_call(session.restore, snapshot_id)
-        return RestoreResult(observation=observation_json(observation_space, observation),
-                             terminated=session.terminated, truncated=session.truncated,
-                             step=len(session.rewards), info=visible(info))
-
-    # Annotations tell the truth: step/reset/restore overwrite state, snapshot only adds, render only reads.
-    tools = [
-        (reset, _RESET_DOC, ToolAnnotations(title="Reset the environment", readOnlyHint=False,
-                                            destructiveHint=True, idempotentHint=False, openWorldHint=False)),
-        (step, _STEP_DOC, ToolAnnotations(title="Take an action", readOnlyHint=False, destructiveHint=True,
-                                          idempotentHint=False, openWorldHint=False)),
-        (render, _RENDER_DOC, ToolAnnotations(title="Render the scene", readOnlyHint=True, destructiveHint=False,
-                                              idempotentHint=True, openWorldHint=False)),
-        (snapshot, _SNAPSHOT_DOC, ToolAnnotations(title="Save the state", readOnlyHint=False,
-                                                  destructiveHint=False, idempotentHint=False, openWorldHint=False)),
-        (restore, _RESTORE_DOC, ToolAnnotations(title="Return to a saved state", readOnlyHint=False,
-                                                destructiveHint=True, idempotentHint=True, openWorldHint=False)),
-    ]
-    for function, doc, annotations in tools:
-        server.add_tool(function, description=doc.format(**fill), annotations=annotations)
-    return server
+    instructions = (f"This server runs the reinforcement-learning environment {env_id}. Call reset, then step "
+                    f"with actions ({action_doc}). Observations: {observation_doc}. "
+                    + ("step returns the reward. " if expose_reward else "Rewards are not shown. ")
+                    + "snapshot/restore let you try actions and come back.")
+    return EnvServer(agent_tools(env_id, action_doc, observation_doc, expose_reward=expose_reward), control,
+                     name=f"gauntlet-env-{env_id}", instructions=instructions, session_state=open_agent_session)
 
 
-def build_control_server(env_server: EnvServer | EnvControl, *, name: str | None = None) -> FastMCP:
+CONTROL_TOOLS = ToolSet[EnvControl]()
+
+
+@CONTROL_TOOLS.tool(READ_ONLY)
+def list_sessions(control: EnvControl) -> SessionList:
+    """Every client session of the env server, oldest first: per-step rewards of the current
+    episode, its total, termination flags, the last privileged state, and finished episodes."""
+    return SessionList(sessions=control.sessions())
+
+
+@CONTROL_TOOLS.tool(READ_ONLY)
+def session_summary(control: EnvControl, session_id: Annotated[str, Field(description="e.g. 'session-001'",
+                                                                          examples=["session-001"])]
+                    ) -> SessionSummary:
+    """One client session of the env server (see list_sessions for the fields)."""
+    try:
+        return control.summary(session_id)
+    except KeyError as exc:  # EnvControl names the known sessions in its KeyError
+        raise ToolInputError(str(exc.args[0])) from None
+
+
+def build_control_server(env_server: EnvServer | EnvControl, *, name: str | None = None) -> ToolServer[EnvControl]:
     """The operator's MCP server for an env server: sessions, rewards, privileged state, episodes.
 
     Serve it where only the operator can reach it (another port); it shares no tools with the
     agent-facing server. Both tools are read-only.
     """
     control = env_server.control if isinstance(env_server, EnvServer) else env_server
-    server = FastMCP(name or f"gauntlet-control-{control.env_id}", log_level="WARNING", instructions=(
+    return ToolServer(CONTROL_TOOLS, control, name=name or f"gauntlet-control-{control.env_id}", instructions=(
         f"Operator view of the {control.env_id} env server: rewards, privileged state and episode "
         "summaries of every client session. Not for agents."))
-    read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-
-    @server.tool(annotations=read_only)
-    def list_sessions() -> SessionList:
-        """Every client session of the env server, oldest first: per-step rewards of the current
-        episode, its total, termination flags, the last privileged state, and finished episodes."""
-        return SessionList(sessions=control.sessions())
-
-    @server.tool(annotations=read_only)
-    def session_summary(session_id: Annotated[str, Field(description="e.g. 'session-001'")]) -> SessionSummary:
-        """One client session of the env server (see list_sessions for the fields)."""
-        try:
-            return control.summary(session_id)
-        except KeyError as exc:
-            raise ToolError(str(exc.args[0])) from None
-
-    return server
-
-
-def _client_call(function: Any, *args: Any) -> Any:
-    """Run a session method, turning the errors a client can fix into tool errors."""
-    try:
-        return function(*args)
-    except EnvSessionError as exc:
-        raise ToolError(str(exc)) from None
 
 
 def _client_name(session: ServerSession) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 from mcp import ClientSession, types
 from mcp.server.fastmcp import FastMCP
 
-from gauntlet.bridges.validation import validate_once
+from gauntlet.bridges.mcp_compat import validate_once
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class ServerTarget:
         """Read a server spec: a ServerTarget; a FastMCP factory (or a FastMCP, reused by every
         session: state it keeps per session starts afresh, state it keeps globally does not); an
         ``http(s)://`` URL; a command list (stdio); or a name that
-        ``gauntlet.bridges.serving.resolve_server`` knows (``env:<ENV_ID>`` or a registered server),
+        ``gauntlet.bridges.targets.resolve_server`` knows (``env:<ENV_ID>`` or a registered server),
         served in memory."""
         if isinstance(spec, ServerTarget):
             return spec
@@ -85,7 +85,7 @@ class _NamedFactory:
     name: str
 
     def __call__(self) -> FastMCP:
-        from gauntlet.bridges.serving import resolve_server
+        from gauntlet.bridges.targets import resolve_server
 
         return resolve_server(self.name)
 
@@ -121,6 +121,8 @@ async def open_session(target: ServerTarget) -> AsyncIterator[tuple[ClientSessio
         return
     from mcp.client.streamable_http import streamable_http_client
 
+    if target.url is None:
+        raise ValueError("a ServerTarget needs exactly one of factory, command or url (got none)")
     async with streamable_http_client(target.url) as (read, write, _), ClientSession(read, write) as session:
         result = await session.initialize()
         yield validate_once(session), result.serverInfo.name

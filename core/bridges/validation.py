@@ -3,12 +3,10 @@
 The MCP 1.x SDK checks tool arguments (server side), tool results (server side) and tool results
 again (client side) with one-shot ``jsonschema.validate``, which re-validates the *schema* against
 the JSON Schema meta-schema on every call: about 0.2 ms per property, several times per call, more
-than an env step costs. Both fixes here keep every check — arguments and results that do not match
-their schema are still errors — but compile each schema's validator once:
-
-* ``validate_once(session)`` for a client session (every client Gauntlet opens uses it);
-* ``install_server_validation_cache()`` for the SDK's low-level server, which every Gauntlet server
-  calls when it is built.
+than an env step costs. The caches here keep every check (arguments and results that do not match
+their schema are still errors) but compile each schema's validator once. They know nothing of the
+SDK; ``gauntlet.bridges.mcp_compat`` wires them in (``install_server_validation_cache``,
+``validate_once``).
 """
 
 from __future__ import annotations
@@ -19,42 +17,10 @@ from collections import OrderedDict
 from typing import Any
 
 import jsonschema
-from mcp import ClientSession
-from mcp import types as mcp_types
 from referencing import Registry
 
 
-async def _validate_tool_result(self: ClientSession, name: str, result: mcp_types.CallToolResult) -> None:
-    if name not in self._tool_output_schemas:
-        await self.list_tools()  # refreshes the session's schema cache, as the SDK does
-    schema = self._tool_output_schemas.get(name)
-    if schema is None:
-        return
-    if result.structuredContent is None:
-        raise RuntimeError(f"Tool {name} has an output schema but did not return structured content")
-    cache: dict[str, tuple[dict[str, Any], Any]] = self.__dict__.setdefault("_gauntlet_validators", {})
-    cached = cache.get(name)
-    if cached is None or cached[0] is not schema:  # a re-listed tool brings a new schema object
-        validator_class = jsonschema.validators.validator_for(schema)
-        try:
-            validator_class.check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            raise RuntimeError(f"Invalid schema for tool {name}: {exc}") from None
-        cached = cache[name] = (schema, validator_class(schema, registry=Registry()))
-    try:
-        cached[1].validate(result.structuredContent)
-    except jsonschema.ValidationError as exc:
-        raise RuntimeError(f"Invalid structured content returned by tool {name}: {exc}") from None
-
-
-def validate_once(session: ClientSession) -> ClientSession:
-    """Make ``session`` compile each tool's output-schema validator once (see the module docstring)."""
-    if hasattr(session, "_tool_output_schemas") and hasattr(session, "_validate_tool_result"):
-        session._validate_tool_result = types.MethodType(_validate_tool_result, session)
-    return session
-
-
-class _CompiledValidators:
+class CompiledValidators:
     """Validators by schema object: the SDK keeps each tool's schema dicts for the server's life."""
 
     def __init__(self, capacity: int = 1024):
@@ -63,6 +29,7 @@ class _CompiledValidators:
         self._lock = threading.Lock()
 
     def get(self, schema: dict[str, Any]) -> Any:
+        """The compiled validator of ``schema``; ``SchemaError`` if the schema itself is invalid."""
         key = id(schema)
         with self._lock:
             cached = self._by_id.get(key)
@@ -71,7 +38,8 @@ class _CompiledValidators:
                 return cached[1]
         validator_class = jsonschema.validators.validator_for(schema)
         validator_class.check_schema(schema)  # raises SchemaError, as one-shot validate does
-        validator = validator_class(schema)
+        # An empty registry: a tool schema's $refs point into its own $defs, never to the network.
+        validator = validator_class(schema, registry=Registry())
         with self._lock:
             self._by_id[key] = (schema, validator)  # holding the schema keeps its id from being reused
             if len(self._by_id) > self._capacity:
@@ -79,26 +47,35 @@ class _CompiledValidators:
         return validator
 
 
-class _JsonschemaWithCompiledValidate(types.ModuleType):
-    """The ``jsonschema`` module as the SDK's server sees it, with ``validate`` compiled once per schema."""
+class JsonschemaWithCompiledValidate(types.ModuleType):
+    """The ``jsonschema`` module as a caller sees it, with ``validate`` compiled once per schema."""
 
     def __init__(self) -> None:
         super().__init__("jsonschema")
-        self._validators = _CompiledValidators()
+        self.validators_by_schema = CompiledValidators()
 
     def validate(self, instance: Any, schema: dict[str, Any], *args: Any, **kwargs: Any) -> None:
-        if args or kwargs:  # a call shape this cache was not written for: do exactly what the SDK asked
+        if args or kwargs:  # a call shape this cache was not written for: do exactly what was asked
             jsonschema.validate(instance, schema, *args, **kwargs)
             return
-        self._validators.get(schema).validate(instance)
+        self.validators_by_schema.get(schema).validate(instance)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(jsonschema, name)
 
 
-def install_server_validation_cache() -> None:
-    """Make the SDK's low-level server compile each tool schema's validator once (idempotent)."""
-    from mcp.server.lowlevel import server as lowlevel
-
-    if not isinstance(lowlevel.jsonschema, _JsonschemaWithCompiledValidate):
-        lowlevel.jsonschema = _JsonschemaWithCompiledValidate()
+def check_structured_content(tool: str, schema: dict[str, Any] | None, structured: Any,
+                             validators: CompiledValidators) -> None:
+    """Raise ``RuntimeError`` (the SDK client's error for this) if a tool result breaks its output schema."""
+    if schema is None:
+        return
+    if structured is None:
+        raise RuntimeError(f"Tool {tool} has an output schema but did not return structured content")
+    try:
+        validator = validators.get(schema)
+    except jsonschema.SchemaError as exc:
+        raise RuntimeError(f"Invalid schema for tool {tool}: {exc}") from None
+    try:
+        validator.validate(structured)
+    except jsonschema.ValidationError as exc:
+        raise RuntimeError(f"Invalid structured content returned by tool {tool}: {exc}") from None

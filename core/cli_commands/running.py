@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from enum import Enum, StrEnum
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -38,7 +38,7 @@ RayAddressOption = Annotated[str | None, typer.Option(help="Address of a Ray clu
 TABLE_ROWS = 40
 
 
-class Transport(str, Enum):
+class Transport(StrEnum):
     stdio = "stdio"
     http = "http"
 
@@ -123,6 +123,13 @@ def _run_summary(result: RunResult) -> Table:
     return table
 
 
+class LogLevel(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
 def serve(
     target: Annotated[str, typer.Argument(help="env:<ENV_ID> to serve an env, or a registered server name.")],
     transport: Annotated[Transport, typer.Option(
@@ -130,6 +137,9 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface for --transport http.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port for --transport http (0: any free one).")] = 8000,
     env_kwargs: EnvKwargsOption = None,
+    server_kwargs: Annotated[str | None, typer.Option(help=(
+        "A registered server's options as a JSON object, e.g. '{\"families\": [\"calc\"]}' for disaster or "
+        "'{\"db_path\": \"catalogue.sqlite\"}' for chem."))] = None,
     expose_reward: Annotated[bool, typer.Option(
         "--expose-reward", help="Show the reward to the agent (hidden by default).")] = False,
     expose_privileged: Annotated[bool, typer.Option(
@@ -139,17 +149,41 @@ def serve(
     control_port: Annotated[int | None, typer.Option(min=0, max=65535, help=(
         "env:... targets: also serve the operator's control server (rewards, sessions) over HTTP "
         "on this port."))] = None,
+    log_level: Annotated[LogLevel, typer.Option(help=(
+        "Least severe records logged: refused tool calls are info, bugs (with traceback and the incident "
+        "id the agent saw) error."))] = LogLevel.warning,
+    log_file: Annotated[Path | None, typer.Option(help=(
+        "Append the log to this file instead of stderr (never stdout: over stdio it carries the protocol)."))] = None,
+    list_tools: Annotated[bool, typer.Option(
+        "--list-tools", help="Print the server's tools as a Markdown table and exit.")] = False,
 ) -> None:
     """Serve an env (env:<ENV_ID>) or a registered tool server over MCP."""
     try:
-        from gauntlet.bridges import serving
+        from gauntlet.bridges import server_logging, serving, targets
     except ModuleNotFoundError as exc:
         raise UserError(f"serving over MCP needs {exc.name}, which is not installed; reinstall gauntlet") from None
     # Options left at their defaults are not passed, so a named tool server never sees env-only ones.
     options = {"env_kwargs": parse_json_object("--env-kwargs", env_kwargs) or None, "expose_reward": expose_reward,
-               "expose_privileged": expose_privileged, "record": str(record) if record is not None else None}
+               "expose_privileged": expose_privileged, "record": str(record) if record is not None else None,
+               **parse_json_object("--server-kwargs", server_kwargs)}
+    server_logging.configure_server_logging(log_level.value, log_file)
+    if list_tools:
+        print(_tools_table(targets.resolve_server(target, **options)))
+        return
     serving.run_target(target, transport=transport.value, host=host, port=port, control_port=control_port,
                        **{key: value for key, value in options.items() if value})
+
+
+def _tools_table(server: Any) -> str:
+    """The server's tools as Markdown: name, whether it only reads, the first paragraph of its description."""
+    import anyio
+
+    lines = ["| tool | read-only | what it does |", "|---|---|---|"]
+    for tool in anyio.run(server.list_tools):
+        first = (tool.description or "").split("\n\n")[0].replace("\n", " ").replace("|", "\\|")
+        read_only = tool.annotations is not None and tool.annotations.readOnlyHint
+        lines.append(f"| `{tool.name}` | {'yes' if read_only else 'no'} | {first} |")
+    return "\n".join(lines)
 
 
 def eval_suite(
