@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import gauntlet
-from gauntlet.bridges.validation import validate_once
+from gauntlet.bridges.mcp_compat import validate_once
 from _reporting import bench_parser, figures_table, save_report, show
 
 HERE = Path(__file__).resolve().parent
@@ -69,8 +69,12 @@ def grounding(catalogue, limit: int | None) -> dict[str, Any]:
 
 
 def _server_command(database: Path, reactions: Path) -> list[str]:
-    return [sys.executable, "-m", "gauntlet.mcp_servers.chem.server", "--db", str(database),
-            "--reactions", str(reactions)]
+    import json
+
+    from gauntlet.bridges.server_process import serve_command
+
+    return serve_command("chem", "--server-kwargs", json.dumps({"db_path": str(database),
+                                                                 "reactions_dir": str(reactions)}))
 
 
 def _echo_command() -> list[str]:

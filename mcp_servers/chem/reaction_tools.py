@@ -1,16 +1,21 @@
 """The task-access tools of the pricing server: ``list_reactions``, ``get_reaction`` (single steps) and
-``list_routes``, ``get_route`` (multi-step routes)."""
+``list_routes``, ``get_route`` (multi-step routes), declared for any state that has the reactions
+(the server's ``Chem`` state has)."""
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, Protocol
 
-from mcp.server.fastmcp import FastMCP
-from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
+
+from gauntlet.bridges.tool_errors import ToolInputError
+from gauntlet.bridges.tool_server import ToolSet
+
+if TYPE_CHECKING:
+    from gauntlet.mcp_servers.chem.reaction_data import ReactionSet
 
 # Every tool of the server only reads: the catalogue and the reactions are frozen, and nothing is kept per call.
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
@@ -82,74 +87,82 @@ class ReactionList(BaseModel):
 
 
 @functools.lru_cache(maxsize=4)
-def open_reaction_set(folder: Path):
+def open_reaction_set(folder: Path) -> ReactionSet:
     """The reaction set in ``folder``, shared by every server built in this process (it is read-only)."""
     from gauntlet.mcp_servers.chem.reaction_data import ReactionSet
 
     return ReactionSet(folder)
 
 
-def add_reaction_tools(server: FastMCP, reactions_dir: str | Path | None) -> None:
-    """Add the reaction tools; the reaction set loads on the first call (default: the full set)."""
+class HasReactions(Protocol):
+    """The state the reaction tools read: the reaction set, loaded on first use."""
 
-    def reaction_set():
-        from gauntlet.mcp_servers.chem.reaction_data import reactions_dir as default_dir
+    def reactions(self) -> ReactionSet: ...
 
-        return open_reaction_set(Path(reactions_dir or default_dir()).resolve())
 
-    @server.tool(annotations=READ_ONLY)
-    def list_reactions(view: Annotated[View, Field(description="which rendering of the reactions")] = "clean",
-                       offset: Annotated[int, Field(ge=0, description="index of the first reaction")] = 0,
-                       limit: Annotated[int, Field(ge=1, le=200, description="most reactions to list")] = 50
-                       ) -> ReactionList:
-        """List the reactions available for pricing (id, class, product SMILES), in id order."""
-        records = reaction_set().view(view)
-        ids = list(records)[offset:offset + limit]
-        return ReactionList(view=view, total=len(records), reactions=[
-            ReactionSummary(reaction_id=i, reaction_class=records[i]["reaction_class"],
-                            product_smiles=records[i]["product_smiles"]) for i in ids])
+TOOLS = ToolSet[HasReactions]()
+ReactionView = Annotated[View, Field(description="which rendering of the reactions")]
 
-    @server.tool(annotations=READ_ONLY)
-    def get_reaction(reaction_id: Annotated[str, Field(description="e.g. RXN-0001", max_length=40)],
-                     view: Annotated[View, Field(description="which rendering of the reaction")] = "clean"
-                     ) -> ReactionRecord:
-        """One reaction to price: its components (name as written, role, equivalents or amount text,
-        solvent volume per mmol), product SMILES and molar mass, stated yield and procedure text. Price
-        it on a 1 mmol basis of the limiting reagent: buy each non-solvent component's need with
-        select_pack and divide the total by the grams of product at the stated yield."""
-        records = reaction_set().view(view)
-        if reaction_id not in records:
-            ids = list(records)
-            raise ToolError(f"no reaction {reaction_id!r}; ids run from {ids[0]} to {ids[-1]} (see list_reactions)")
-        return ReactionRecord(**records[reaction_id])
 
-    @server.tool(annotations=READ_ONLY)
-    def list_routes(offset: Annotated[int, Field(ge=0, description="index of the first route")] = 0,
-                    limit: Annotated[int, Field(ge=1, le=200, description="most routes to list")] = 50) -> RouteList:
-        """List the multi-step routes available for pricing (id, number of steps, classes, final product)."""
-        routes = reaction_set().view(ROUTE_VIEW)
-        ids = list(routes)[offset:offset + limit]
-        return RouteList(total=len(routes), routes=[
-            RouteSummary(route_id=i, n_steps=routes[i]["n_steps"], product_smiles=routes[i]["product_smiles"],
-                         reaction_classes=[step["reaction_class"] for step in routes[i]["steps"]]) for i in ids])
+@TOOLS.tool(READ_ONLY)
+def list_reactions(source: HasReactions, view: ReactionView = "clean",
+                   offset: Annotated[int, Field(ge=0, description="index of the first reaction")] = 0,
+                   limit: Annotated[int, Field(ge=1, le=200, description="most reactions to list")] = 50
+                   ) -> ReactionList:
+    """List the reactions available for pricing (id, class, product SMILES), in id order."""
+    records = source.reactions().view(view)
+    ids = list(records)[offset:offset + limit]
+    return ReactionList(view=view, total=len(records), reactions=[
+        ReactionSummary(reaction_id=i, reaction_class=records[i]["reaction_class"],
+                        product_smiles=records[i]["product_smiles"]) for i in ids])
 
-    @server.tool(annotations=READ_ONLY)
-    def get_route(route_id: Annotated[str, Field(description="e.g. ROUTE-0001", max_length=40)],
-                  view: Annotated[RouteView, Field(description="'routes' (clean) or a noisy view of the routes: "
-                                                               "names, amounts and fields perturbed, same price")]
-                  = "routes") -> RouteRecord:
-        """One multi-step route to price: its steps in order, each a reaction record whose 'intermediate'
-        component is the product of the step before (made, not bought: never price it). Step 1 runs on
-        1 mmol of its limiting reagent; step k runs on scale_k = scale_(k-1) x yield_(k-1) / 100 mmol.
-        Buy each bought component of step k for equiv x scale_k mmol with select_pack, add every step's
-        costs, and divide by the grams of final product: scale_n x yield_n / 100 x molar mass / 1000.
-        In a noisy view an amount written as mg, uL or mmol is already the step's own amount."""
-        try:
-            routes = reaction_set().view(view)
-        except FileNotFoundError:
-            raise ToolError(f"this reaction set has no {view!r} view of the routes; use view='routes'") from None
-        if route_id not in routes:
-            ids = list(routes)
-            span = f"ids run from {ids[0]} to {ids[-1]}" if ids else "there are no routes"
-            raise ToolError(f"no route {route_id!r}; {span} (see list_routes)")
-        return RouteRecord(**routes[route_id])
+
+@TOOLS.tool(READ_ONLY)
+def get_reaction(source: HasReactions,
+                 reaction_id: Annotated[str, Field(description="e.g. RXN-0001", max_length=40,
+                                                   examples=["RXN-0001"])],
+                 view: ReactionView = "clean") -> ReactionRecord:
+    """One reaction to price: its components (name as written, role, equivalents or amount text,
+    solvent volume per mmol), product SMILES and molar mass, stated yield and procedure text. Price
+    it on a 1 mmol basis of the limiting reagent: buy each non-solvent component's need with
+    select_pack and divide the total by the grams of product at the stated yield."""
+    records = source.reactions().view(view)
+    if reaction_id not in records:
+        ids = list(records)
+        raise ToolInputError(f"no reaction {reaction_id!r}; ids run from {ids[0]} to {ids[-1]} (see list_reactions)")
+    return ReactionRecord(**records[reaction_id])
+
+
+@TOOLS.tool(READ_ONLY)
+def list_routes(source: HasReactions,
+                offset: Annotated[int, Field(ge=0, description="index of the first route")] = 0,
+                limit: Annotated[int, Field(ge=1, le=200, description="most routes to list")] = 50) -> RouteList:
+    """List the multi-step routes available for pricing (id, number of steps, classes, final product)."""
+    routes = source.reactions().view(ROUTE_VIEW)
+    ids = list(routes)[offset:offset + limit]
+    return RouteList(total=len(routes), routes=[
+        RouteSummary(route_id=i, n_steps=routes[i]["n_steps"], product_smiles=routes[i]["product_smiles"],
+                     reaction_classes=[step["reaction_class"] for step in routes[i]["steps"]]) for i in ids])
+
+
+@TOOLS.tool(READ_ONLY)
+def get_route(source: HasReactions,
+              route_id: Annotated[str, Field(description="e.g. ROUTE-0001", max_length=40, examples=["ROUTE-0001"])],
+              view: Annotated[RouteView, Field(description="'routes' (clean) or a noisy view of the routes: "
+                                                           "names, amounts and fields perturbed, same price")]
+              = "routes") -> RouteRecord:
+    """One multi-step route to price: its steps in order, each a reaction record whose 'intermediate'
+    component is the product of the step before (made, not bought: never price it). Step 1 runs on
+    1 mmol of its limiting reagent; step k runs on scale_k = scale_(k-1) x yield_(k-1) / 100 mmol.
+    Buy each bought component of step k for equiv x scale_k mmol with select_pack, add every step's
+    costs, and divide by the grams of final product: scale_n x yield_n / 100 x molar mass / 1000.
+    In a noisy view an amount written as mg, uL or mmol is already the step's own amount."""
+    try:
+        routes = source.reactions().view(view)
+    except FileNotFoundError:
+        raise ToolInputError(f"this reaction set has no {view!r} view of the routes; use view='routes'") from None
+    if route_id not in routes:
+        ids = list(routes)
+        span = f"ids run from {ids[0]} to {ids[-1]}" if ids else "there are no routes"
+        raise ToolInputError(f"no route {route_id!r}; {span} (see list_routes)")
+    return RouteRecord(**routes[route_id])

@@ -1,42 +1,41 @@
 """The chemical procurement pricing MCP server: ground chemicals, read supplier quotes, buy packs.
 
-    python -m gauntlet.mcp_servers.chem.server                      # stdio
-    python -m gauntlet.mcp_servers.chem.server --transport http --port 8000
+    gauntlet serve chem                                              # stdio
+    gauntlet serve chem --transport http --port 8000
+    gauntlet serve chem --server-kwargs '{"db_path": "catalogue.sqlite", "reactions_dir": "reactions"}'
 
-Tools are thin: each parses its input, calls a domain module (grounding, procurement, quantities,
-chemistry, calculator, reactions) and returns a pydantic model. Anything the caller can fix comes
-back as a ``ToolError`` that says how. The catalogue database is opened read-only.
+Built by the server recipe (``gauntlet.bridges.tool_server``): every tool is a function of the
+``Chem`` state (the catalogue, its indexes and the reaction set) and the agent's arguments. Tools
+are thin: each calls a domain module (grounding, procurement, quantities, chemistry, calculator,
+reactions) and returns a pydantic model. The domain errors in ``DOMAIN_ERRORS`` are the agent's to
+fix (their messages say how); anything else is a bug, logged on the server. The catalogue database
+is opened read-only.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import functools
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
-from mcp.server.fastmcp import FastMCP
-from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from gauntlet.bridges.tool_server import ToolServer, ToolSet
 from gauntlet.mcp_servers.chem import calculator, chemistry, grounding, procurement, quantities, store
-from gauntlet.mcp_servers.chem.reaction_tools import READ_ONLY, add_reaction_tools
+from gauntlet.mcp_servers.chem import reaction_tools
+from gauntlet.mcp_servers.chem.pricing import Quote
+from gauntlet.mcp_servers.chem.reaction_tools import READ_ONLY, open_reaction_set
 from gauntlet.mcp_servers.chem.similarity import SimilarityIndex
 
+if TYPE_CHECKING:
+    from gauntlet.mcp_servers.chem.reaction_data import ReactionSet
+
 MAX_QUOTES = 200
+# The domain's "cannot serve this request as asked" errors; their messages say what to change.
 DOMAIN_ERRORS = (grounding.GroundingError, chemistry.ChemistryInputError, quantities.QuantityError,
                  procurement.ProcurementError, calculator.CalculationError, store.UnknownChemicalError)
-
-
-@contextlib.contextmanager
-def agent_fixable() -> Iterator[None]:
-    """Turn a domain error into a ToolError with the domain's message (which says what to do)."""
-    try:
-        yield
-    except DOMAIN_ERRORS as exc:
-        raise ToolError(str(exc)) from None
+PhysicalState = Literal["solid", "liquid"]
 
 
 # Results -----------------------------------------------------------------------------------------
@@ -63,7 +62,7 @@ class ChemicalInfo(BaseModel):
     formula: str
     molar_mass_g_mol: float = Field(description="average molar mass in g/mol, for weighing reagents")
     density_g_ml: float | None = Field(description="density of the liquid at 20-25 °C in g/mL; null for solids")
-    physical_state: Literal["solid", "liquid"]
+    physical_state: PhysicalState
     cas: str | None
     category: str = Field(description="solvent, base, catalyst, ligand, coupling_reagent, fine, commodity, ...")
     pubchem_cid: int | None
@@ -144,13 +143,13 @@ class CalculationResult(BaseModel):
     value: float
 
 
-def _pack_fields(quote, suppliers: dict[int, str]) -> dict:
+def _pack_fields(quote: Quote, suppliers: dict[int, str]) -> dict[str, Any]:
     return {"quote_id": quote.quote_id, "supplier": suppliers[quote.supplier_id],
             "catalog_number": quote.catalog_number, "pack_amount": quote.pack_amount, "pack_unit": quote.pack_unit,
             "pack_mass_g": quote.pack_mass_g, "price_usd": quote.price_usd}
 
 
-def _quote_out(quote, suppliers: dict[int, str]) -> QuoteOut:
+def _quote_out(quote: Quote, suppliers: dict[int, str]) -> QuoteOut:
     return QuoteOut(**_pack_fields(quote, suppliers), purity_pct=quote.purity_pct, grade=quote.grade,
                     price_usd_per_g=round(quote.price_usd / quote.pack_mass_g, 6), valid=quote.is_valid,
                     lead_time_days=quote.lead_time_days)
@@ -164,173 +163,179 @@ def open_catalogue(path: Path) -> tuple[store.CatalogueStore, grounding.Grounder
     return catalogue, grounding.Grounder(catalogue), SimilarityIndex(catalogue)
 
 
-def build_server(db_path: str | Path | None = None, reactions_dir: str | Path | None = None) -> FastMCP:
-    """The pricing server over the catalogue at ``db_path`` (default: the full catalogue, built on first
-    use) and the reaction set in ``reactions_dir`` (default: the full set)."""
-    from gauntlet.bridges.validation import install_server_validation_cache
-    from gauntlet.mcp_servers.chem.build import catalogue_path
+@dataclass(frozen=True)
+class Chem:
+    """The state every chem tool reads: the catalogue with its indexes, and where the reactions are."""
 
-    install_server_validation_cache()
-    catalogue, grounder, similarity = open_catalogue(Path(db_path or catalogue_path()).resolve())
-    suppliers = catalogue.supplier_names()
-    server = FastMCP("chem-pricing", log_level="WARNING",
-                     instructions="Price chemical reactions: ground each chemical with search_chemical, read "
-                                  "get_chemical for molar mass and density, buy with select_pack, add up with "
-                                  "calculate. Catalogue snapshot " + str(catalogue.snapshot.get("snapshot_date")))
+    catalogue: store.CatalogueStore
+    grounder: grounding.Grounder
+    similarity: SimilarityIndex
+    suppliers: dict[int, str]
+    reactions_dir: Path | None = None
 
-    @server.tool(annotations=READ_ONLY)
-    def search_chemical(
-            query: Annotated[str, Field(description="a name, abbreviation (THF, HATU), CAS number, SMILES or "
-                                                    "InChIKey", max_length=300)],
-            limit: Annotated[int, Field(ge=1, le=20, description="most candidates to return")] = 5) -> SearchResult:
-        """Find catalogue chemicals matching a name, abbreviation, CAS number, SMILES or InChIKey.
+    def reactions(self) -> ReactionSet:
+        """The reaction set, loaded on first use (default: the full set) and shared by the process."""
+        from gauntlet.mcp_servers.chem.reaction_data import reactions_dir as default_dir
 
-        Works offline over the frozen catalogue. Returns ranked candidates with a confidence: 1.0 is an
-        exact identity match; a lower confidence means a skeleton match (stereo or isomer lost), a name
-        with a stereo prefix removed, or a similar spelling, so check the SMILES before you buy. Use
-        this first for every chemical of a reaction; the chemical_id it returns feeds the other tools.
-        """
-        with agent_fixable():
-            found = grounder.search(query, limit)
-        return SearchResult(query=query, candidates=[
-            Candidate(chemical_id=c.chemical_id, name=c.name, smiles=catalogue.chemical(c.chemical_id).smiles,
-                      cas=catalogue.chemical(c.chemical_id).cas,
-                      molar_mass_g_mol=catalogue.chemical(c.chemical_id).molar_mass_g_mol,
-                      confidence=c.confidence, matched_on=c.matched_on) for c in found])
+        return open_reaction_set(Path(self.reactions_dir or default_dir()).resolve())
 
-    @server.tool(annotations=READ_ONLY)
-    def get_chemical(chemical_id: Annotated[int, Field(description="catalogue id from search_chemical")]
-                     ) -> ChemicalInfo:
-        """Full record of one catalogue chemical: structure, formula, average molar mass (g/mol), density
-        (g/mL, liquids only), category and other names. Use it for the molar mass and density you need to
-        turn equivalents into grams or millilitres."""
-        with agent_fixable():
-            record = catalogue.chemical(chemical_id)
-        names = [name for name, _kind in catalogue.names_of(chemical_id) if name != record.name][:15]
-        return ChemicalInfo(chemical_id=record.chemical_id, name=record.name, smiles=record.smiles,
-                            inchikey=record.inchikey, formula=record.formula,
-                            molar_mass_g_mol=record.molar_mass_g_mol, density_g_ml=record.density_g_ml,
-                            physical_state=record.physical_state, cas=record.cas, category=record.category,
-                            pubchem_cid=record.pubchem_cid, names=names, note=record.note)
 
-    @server.tool(annotations=READ_ONLY)
-    def get_supplier_quotes(
-            chemical_id: Annotated[int, Field(description="catalogue id from search_chemical")],
-            valid_only: Annotated[bool, Field(description="drop labelled, reference-standard and < 95 % rows")] = False,
-            limit: Annotated[int, Field(ge=1, le=MAX_QUOTES, description="most quotes to return")] = 50
-    ) -> QuotesResult:
-        """Supplier quotes for one chemical, cheapest pack first: supplier, catalogue number, pack size
-        (mg/g/kg, or mL/L for liquids, with the pack's mass in grams), price in USD, price per gram,
-        purity, grade and whether the row is valid for synthesis. Isotope-labelled, reference-standard
-        and technical (< 95 %) rows are listed but marked invalid: do not buy them."""
-        with agent_fixable():
-            quotes = catalogue.quotes(chemical_id)
-        if valid_only:
-            quotes = [quote for quote in quotes if quote.is_valid]
-        return QuotesResult(chemical_id=chemical_id, name=catalogue.chemical(chemical_id).name, n_quotes=len(quotes),
-                            quotes=[_quote_out(quote, suppliers) for quote in quotes[:limit]])
+TOOLS = ToolSet[Chem](fixable=DOMAIN_ERRORS, includes=[reaction_tools.TOOLS])
 
-    @server.tool(annotations=READ_ONLY)
-    def select_pack(
-            chemical_id: Annotated[int, Field(description="catalogue id from search_chemical")],
-            required_amount: Annotated[float, Field(gt=0, description="how much you need")],
-            unit: Annotated[Literal["mg", "g", "kg", "mL", "L", "uL", "umol", "mmol", "mol"],
-                            Field(description="unit of required_amount")] = "g") -> PackSelection:
-        """The cheapest valid purchase covering a need: the cheapest single valid pack holding at least
-        the required amount, or, when no pack is big enough, whole multiples of the largest valid pack.
-        Amounts in mmol/mol are converted with the chemical's molar mass, volumes with its density.
-        Returns the pack, how many to buy and the total in USD."""
-        with agent_fixable():
-            record = catalogue.chemical(chemical_id)
-            required_g = quantities.convert_quantity(required_amount, unit, "g", record.molar_mass_g_mol,
-                                                     record.density_g_ml)
-            choice = procurement.select_pack_in_store(catalogue, chemical_id, required_g)
-        return PackSelection(**_pack_fields(choice.quote, suppliers), chemical_id=chemical_id, name=record.name,
-                             required_g=required_g, n_packs=choice.n_packs, total_usd=choice.total_usd)
+ChemicalId = Annotated[int, Field(description="catalogue id from search_chemical", examples=[1])]
+Smiles = Annotated[str, Field(description="SMILES of the compound (salts as dot-separated fragments)",
+                              max_length=2000, examples=["CCO"])]
+Unit = Annotated[str, Field(description="mg, g, kg, umol, mmol, mol, uL, mL or L", examples=["g"])]
 
-    @server.tool(annotations=READ_ONLY)
-    def convert_quantity(
-            value: Annotated[float, Field(ge=0, description="the quantity to convert")],
-            from_unit: Annotated[str, Field(description="mg, g, kg, umol, mmol, mol, uL, mL or L")],
-            to_unit: Annotated[str, Field(description="mg, g, kg, umol, mmol, mol, uL, mL or L")],
-            chemical_id: Annotated[int | None, Field(description="take molar mass and density from this "
-                                                                 "catalogue chemical")] = None,
-            molar_mass_g_mol: Annotated[float | None, Field(gt=0, description="molar mass, g/mol")] = None,
-            density_g_ml: Annotated[float | None, Field(gt=0, description="density, g/mL")] = None
-    ) -> ConvertedQuantity:
-        """Convert between mass, amount of substance and volume. Mass <-> moles needs a molar mass,
-        mass <-> volume a density; give them directly or name a catalogue chemical to take them from."""
-        with agent_fixable():
-            if chemical_id is not None:
-                record = catalogue.chemical(chemical_id)
-                molar_mass_g_mol = molar_mass_g_mol or record.molar_mass_g_mol
-                density_g_ml = density_g_ml or record.density_g_ml
-            value_out = quantities.convert_quantity(value, from_unit, to_unit, molar_mass_g_mol, density_g_ml)
-        return ConvertedQuantity(value=value_out, unit=to_unit, molar_mass_g_mol=molar_mass_g_mol,
-                                 density_g_ml=density_g_ml)
 
-    @server.tool(annotations=READ_ONLY)
-    def compute_molar_mass(smiles: Annotated[str, Field(description="SMILES of the compound (salts as "
-                                                                    "dot-separated fragments)", max_length=2000)]
-                           ) -> StructureInfo:
-        """Average molar mass (g/mol, IUPAC atomic weights) and Hill formula from a SMILES string. This is
-        the mass for stoichiometry; the monoisotopic mass is returned too but is for mass spectra only."""
-        return _structure(smiles)
+@TOOLS.tool(READ_ONLY)
+def search_chemical(
+        chem: Chem,
+        query: Annotated[str, Field(description="a name, abbreviation (THF, HATU), CAS number, SMILES or InChIKey",
+                                    max_length=300, examples=["HATU"])],
+        limit: Annotated[int, Field(ge=1, le=20, description="most candidates to return")] = 5) -> SearchResult:
+    """Find catalogue chemicals matching a name, abbreviation, CAS number, SMILES or InChIKey.
 
-    @server.tool(annotations=READ_ONLY)
-    def canonicalize_smiles(smiles: Annotated[str, Field(description="any valid SMILES", max_length=2000)]
-                            ) -> StructureInfo:
-        """RDKit canonical SMILES and InChIKey of a structure, to compare two structures or to search the
-        catalogue by an exact identity. Also returns formula and masses."""
-        return _structure(smiles)
+    Works offline over the frozen catalogue. Returns ranked candidates with a confidence: 1.0 is an
+    exact identity match; a lower confidence means a skeleton match (stereo or isomer lost), a name
+    with a stereo prefix removed, or a similar spelling, so check the SMILES before you buy. Use
+    this first for every chemical of a reaction; the chemical_id it returns feeds the other tools.
+    """
+    candidates = []
+    for found in chem.grounder.search(query, limit):
+        record = chem.catalogue.chemical(found.chemical_id)
+        candidates.append(Candidate(chemical_id=found.chemical_id, name=found.name, smiles=record.smiles,
+                                    cas=record.cas, molar_mass_g_mol=record.molar_mass_g_mol,
+                                    confidence=found.confidence, matched_on=found.matched_on))
+    return SearchResult(query=query, candidates=candidates)
 
-    @server.tool(annotations=READ_ONLY)
-    def similar_chemicals(
-            smiles: Annotated[str, Field(description="SMILES of the query structure", max_length=2000)],
-            limit: Annotated[int, Field(ge=1, le=20, description="most matches to return")] = 5) -> SimilarResult:
-        """Catalogue chemicals most similar in structure to a SMILES (Morgan fingerprint Tanimoto), most
-        similar first. Use it when a structure is not sold as such, to find the nearest purchasable
-        analogue or an isomer whose name was written differently."""
-        with agent_fixable():
-            canonical = chemistry.identity_of(smiles).smiles
-            matches = similarity.most_similar(canonical, limit)
-        return SimilarResult(query_smiles=canonical, matches=[
-            SimilarChemical(chemical_id=chemical_id, name=catalogue.chemical(chemical_id).name,
-                            smiles=catalogue.chemical(chemical_id).smiles, tanimoto=round(score, 4))
-            for chemical_id, score in matches])
 
-    @server.tool(annotations=READ_ONLY)
-    def calculate(expression: Annotated[str, Field(description="arithmetic, e.g. '(12.5 + 3.2) / 0.85'",
-                                                   max_length=500)]) -> CalculationResult:
-        """Evaluate arithmetic exactly as written: numbers, + - * / // % ** (or ^), parentheses and min,
-        max, abs, round, sqrt, log, log10, exp, ceil, floor. Use it for every sum and ratio of a price."""
-        with agent_fixable():
-            value = calculator.calculate(expression)
-        return CalculationResult(expression=expression, value=value)
+@TOOLS.tool(READ_ONLY)
+def get_chemical(chem: Chem, chemical_id: ChemicalId) -> ChemicalInfo:
+    """Full record of one catalogue chemical: structure, formula, average molar mass (g/mol), density
+    (g/mL, liquids only), category and other names. Use it for the molar mass and density you need to
+    turn equivalents into grams or millilitres."""
+    record = chem.catalogue.chemical(chemical_id)
+    names = [name for name, _kind in chem.catalogue.names_of(chemical_id) if name != record.name][:15]
+    return ChemicalInfo(chemical_id=record.chemical_id, name=record.name, smiles=record.smiles,
+                        inchikey=record.inchikey, formula=record.formula,
+                        molar_mass_g_mol=record.molar_mass_g_mol, density_g_ml=record.density_g_ml,
+                        physical_state=cast(PhysicalState, record.physical_state), cas=record.cas,
+                        category=record.category, pubchem_cid=record.pubchem_cid, names=names, note=record.note)
 
-    add_reaction_tools(server, reactions_dir)
-    return server
+
+@TOOLS.tool(READ_ONLY)
+def get_supplier_quotes(
+        chem: Chem, chemical_id: ChemicalId,
+        valid_only: Annotated[bool, Field(description="drop labelled, reference-standard and < 95 % rows")] = False,
+        limit: Annotated[int, Field(ge=1, le=MAX_QUOTES, description="most quotes to return")] = 50) -> QuotesResult:
+    """Supplier quotes for one chemical, cheapest pack first: supplier, catalogue number, pack size
+    (mg/g/kg, or mL/L for liquids, with the pack's mass in grams), price in USD, price per gram,
+    purity, grade and whether the row is valid for synthesis. Isotope-labelled, reference-standard
+    and technical (< 95 %) rows are listed but marked invalid: do not buy them."""
+    quotes = chem.catalogue.quotes(chemical_id)
+    if valid_only:
+        quotes = [quote for quote in quotes if quote.is_valid]
+    return QuotesResult(chemical_id=chemical_id, name=chem.catalogue.chemical(chemical_id).name,
+                        n_quotes=len(quotes), quotes=[_quote_out(quote, chem.suppliers) for quote in quotes[:limit]])
+
+
+@TOOLS.tool(READ_ONLY)
+def select_pack(
+        chem: Chem, chemical_id: ChemicalId,
+        required_amount: Annotated[float, Field(gt=0, description="how much you need")],
+        unit: Annotated[Literal["mg", "g", "kg", "mL", "L", "uL", "umol", "mmol", "mol"],
+                        Field(description="unit of required_amount")] = "g") -> PackSelection:
+    """The cheapest valid purchase covering a need: the cheapest single valid pack holding at least
+    the required amount, or, when no pack is big enough, whole multiples of the largest valid pack.
+    Amounts in mmol/mol are converted with the chemical's molar mass, volumes with its density.
+    Returns the pack, how many to buy and the total in USD."""
+    record = chem.catalogue.chemical(chemical_id)
+    required_g = quantities.convert_quantity(required_amount, unit, "g", record.molar_mass_g_mol, record.density_g_ml)
+    choice = procurement.select_pack_in_store(chem.catalogue, chemical_id, required_g)
+    return PackSelection(**_pack_fields(choice.quote, chem.suppliers), chemical_id=chemical_id, name=record.name,
+                         required_g=required_g, n_packs=choice.n_packs, total_usd=choice.total_usd)
+
+
+@TOOLS.tool(READ_ONLY)
+def convert_quantity(
+        chem: Chem,
+        value: Annotated[float, Field(ge=0, description="the quantity to convert")],
+        from_unit: Unit, to_unit: Unit,
+        chemical_id: Annotated[int | None, Field(description="take molar mass and density from this "
+                                                             "catalogue chemical")] = None,
+        molar_mass_g_mol: Annotated[float | None, Field(gt=0, description="molar mass, g/mol")] = None,
+        density_g_ml: Annotated[float | None, Field(gt=0, description="density, g/mL")] = None) -> ConvertedQuantity:
+    """Convert between mass, amount of substance and volume. Mass <-> moles needs a molar mass,
+    mass <-> volume a density; give them directly or name a catalogue chemical to take them from."""
+    if chemical_id is not None:
+        record = chem.catalogue.chemical(chemical_id)
+        molar_mass_g_mol = molar_mass_g_mol or record.molar_mass_g_mol
+        density_g_ml = density_g_ml or record.density_g_ml
+    value_out = quantities.convert_quantity(value, from_unit, to_unit, molar_mass_g_mol, density_g_ml)
+    return ConvertedQuantity(value=value_out, unit=to_unit, molar_mass_g_mol=molar_mass_g_mol,
+                             density_g_ml=density_g_ml)
+
+
+@TOOLS.tool(READ_ONLY)
+def compute_molar_mass(chem: Chem, smiles: Smiles) -> StructureInfo:
+    """Average molar mass (g/mol, IUPAC atomic weights) and Hill formula from a SMILES string. This is
+    the mass for stoichiometry; the monoisotopic mass is returned too but is for mass spectra only."""
+    return _structure(smiles)
+
+
+@TOOLS.tool(READ_ONLY)
+def canonicalize_smiles(
+        chem: Chem,
+        smiles: Annotated[str, Field(description="any valid SMILES", max_length=2000, examples=["C(O)C"])]
+) -> StructureInfo:
+    """RDKit canonical SMILES and InChIKey of a structure, to compare two structures or to search the
+    catalogue by an exact identity. Also returns formula and masses."""
+    return _structure(smiles)
+
+
+@TOOLS.tool(READ_ONLY)
+def similar_chemicals(
+        chem: Chem,
+        smiles: Annotated[str, Field(description="SMILES of the query structure", max_length=2000,
+                                     examples=["CCO"])],
+        limit: Annotated[int, Field(ge=1, le=20, description="most matches to return")] = 5) -> SimilarResult:
+    """Catalogue chemicals most similar in structure to a SMILES (Morgan fingerprint Tanimoto), most
+    similar first. Use it when a structure is not sold as such, to find the nearest purchasable
+    analogue or an isomer whose name was written differently."""
+    canonical = chemistry.identity_of(smiles).smiles
+    matches = []
+    for chemical_id, score in chem.similarity.most_similar(canonical, limit):
+        record = chem.catalogue.chemical(chemical_id)
+        matches.append(SimilarChemical(chemical_id=chemical_id, name=record.name, smiles=record.smiles,
+                                       tanimoto=round(score, 4)))
+    return SimilarResult(query_smiles=canonical, matches=matches)
+
+
+@TOOLS.tool(READ_ONLY)
+def calculate(chem: Chem, expression: Annotated[str, Field(description="arithmetic, e.g. '(12.5 + 3.2) / 0.85'",
+                                                           max_length=500, examples=["(12.5 + 3.2) / 0.85"])]
+              ) -> CalculationResult:
+    """Evaluate arithmetic exactly as written: numbers, + - * / // % ** (or ^), parentheses and min,
+    max, abs, round, sqrt, log, log10, exp, ceil, floor. Use it for every sum and ratio of a price."""
+    return CalculationResult(expression=expression, value=calculator.calculate(expression))
 
 
 def _structure(smiles: str) -> StructureInfo:
-    with agent_fixable():
-        facts = chemistry.identity_of(smiles)
+    facts = chemistry.identity_of(smiles)
     return StructureInfo(canonical_smiles=facts.smiles, inchikey=facts.inchikey, formula=facts.formula,
                          molar_mass_g_mol=facts.molar_mass_g_mol, monoisotopic_mass_da=facts.monoisotopic_mass_da)
 
 
-def main() -> None:
-    from gauntlet.bridges.serving import serve
+def build_server(db_path: str | Path | None = None, reactions_dir: str | Path | None = None) -> ToolServer[Chem]:
+    """The pricing server over the catalogue at ``db_path`` (default: the full catalogue, built on first
+    use) and the reaction set in ``reactions_dir`` (default: the full set)."""
+    from gauntlet.mcp_servers.chem.build import catalogue_path
 
-    parser = argparse.ArgumentParser(description="Serve the chemical procurement pricing tools over MCP.")
-    parser.add_argument("--transport", default="stdio", choices=["stdio", "http"])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--db", help="catalogue database (default: the full catalogue in the data cache)")
-    parser.add_argument("--reactions", help="reaction set folder (default: the full set in the data cache)")
-    args = parser.parse_args()
-    serve(build_server(args.db, args.reactions), transport=args.transport, host=args.host, port=args.port)
-
-
-if __name__ == "__main__":
-    main()
+    catalogue, grounder, similarity = open_catalogue(Path(db_path or catalogue_path()).resolve())
+    state = Chem(catalogue, grounder, similarity, catalogue.supplier_names(),
+                 Path(reactions_dir) if reactions_dir is not None else None)
+    instructions = ("Price chemical reactions: ground each chemical with search_chemical, read get_chemical for "
+                    "molar mass and density, buy with select_pack, add up with calculate. Catalogue snapshot "
+                    + str(catalogue.snapshot.get("snapshot_date")))
+    return ToolServer(TOOLS, state, name="chem-pricing", instructions=instructions)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import sys
+import json
 
 import pytest
 
 from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerTarget, result_value
+from gauntlet.bridges.server_process import serve_command, spawn_http_server
 from gauntlet.mcp_servers.chem import procurement
 from gauntlet.mcp_servers.chem.chemistry import identity_of
 
@@ -27,6 +28,16 @@ def test_every_tool_is_listed_read_only_with_input_and_output_schemas(client):
         assert tool.outputSchema and tool.inputSchema and tool.description
         assert tool.annotations.readOnlyHint and tool.annotations.idempotentHint
         assert tool.annotations.destructiveHint is False
+
+
+def test_the_served_tools_are_the_recipe_declarations_in_order(client):
+    from gauntlet.mcp_servers.chem.server import TOOLS as DECLARED
+
+    listed = client.list_tools()
+    assert [tool.name for tool in listed] == DECLARED.names()
+    for tool in listed:
+        assert (tool.description, tool.annotations) == (DECLARED[tool.name].description, DECLARED[tool.name].annotations)
+        assert "chem" not in tool.inputSchema.get("properties", {}) and "source" not in tool.inputSchema["properties"]
 
 
 def test_search_returns_ranked_candidates_with_identity(client):
@@ -94,10 +105,14 @@ def test_bad_input_is_a_tool_error_and_the_server_stays_up(client, name, argumen
     assert not is_error
 
 
+def server_options(small_data) -> tuple[str, str]:
+    return "--server-kwargs", json.dumps({"db_path": str(small_data.database),
+                                          "reactions_dir": str(small_data.reactions)})
+
+
 def test_the_server_runs_over_stdio(small_data):
-    command = [sys.executable, "-m", "gauntlet.mcp_servers.chem.server", "--db", str(small_data.database),
-               "--reactions", str(small_data.reactions)]
-    client = BlockingMCPClient(ServerTarget(command=tuple(command)), timeout_s=60)
+    client = BlockingMCPClient(ServerTarget(command=tuple(serve_command("chem", *server_options(small_data)))),
+                               timeout_s=60)
     client.open()
     try:
         result = client.call_tool("search_chemical", {"query": "HATU"})
@@ -107,39 +122,15 @@ def test_the_server_runs_over_stdio(small_data):
 
 
 def test_the_server_runs_over_streamable_http(small_data):
-    import re
-    import subprocess
-    import threading
-
-    command = [sys.executable, "-m", "gauntlet.mcp_servers.chem.server", "--db", str(small_data.database),
-               "--reactions", str(small_data.reactions), "--transport", "http", "--port", "0"]
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
-    address: list[str] = []
-    bound = threading.Event()
-
-    def read_stderr() -> None:  # drain for the child's whole life; note the address it prints
-        for line in process.stderr:
-            match = re.search(r"at (http://\S+)", line)
-            if match and not address:
-                address.append(match.group(1))
-                bound.set()
-        bound.set()
-
-    threading.Thread(target=read_stderr, daemon=True).start()
-    try:
-        assert bound.wait(60) and address, "the HTTP server did not report its address"
-        assert address[0].startswith("http://127.0.0.1:")
-        client = BlockingMCPClient(ServerTarget(url=address[0]), timeout_s=60)
+    with spawn_http_server("chem", *server_options(small_data)) as served:
+        assert served.url.startswith("http://127.0.0.1:")
+        client = BlockingMCPClient(ServerTarget(url=served.url), timeout_s=60)
         client.open()
         try:
             result = client.call_tool("calculate", {"expression": "2 * (3 + 4)"})
             assert not result.isError and result.structuredContent["value"] == 14.0
         finally:
             client.close()
-    finally:
-        process.terminate()
-        process.wait(30)
 
 
 def test_systematic_names_are_parsed_by_opsin_when_java_is_present(catalogue):
