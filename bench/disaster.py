@@ -127,7 +127,8 @@ def tool_latency(scene_root: Path, n: int) -> dict[str, Any]:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    from gauntlet.bridges.validation import validate_once
+    from gauntlet.bridges.mcp_compat import validate_once
+    from gauntlet.bridges.server_process import serve_command
     from gauntlet.mcp_servers.disaster.server import tool_specs
     from gauntlet.mcp_servers.disaster.workspace import Workspace
 
@@ -151,8 +152,8 @@ def tool_latency(scene_root: Path, n: int) -> dict[str, Any]:
 
     async def measure() -> dict[str, Any]:
         async with AsyncExitStack() as stack:
-            served = await session(stack, [sys.executable, "-m", "gauntlet.mcp_servers.disaster.server",
-                                           "--data-root", str(scene_root)])
+            served = await session(stack, serve_command("disaster", "--server-kwargs",
+                                                        json.dumps({"data_root": str(scene_root)})))
             echo = await session(stack, [sys.executable, str(HERE / "_servers.py"), "echo"])
             rows: dict[str, Any] = {}
             for name, raw in CHEAP_TOOLS + HEAVY_TOOLS:

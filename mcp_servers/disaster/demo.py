@@ -19,7 +19,7 @@ def run_demo(out_dir: Path) -> None:
     import anyio
     from mcp.shared.memory import create_connected_server_and_client_session
 
-    from gauntlet.bridges.validation import validate_once
+    from gauntlet.bridges.mcp_compat import validate_once
     from gauntlet.mcp_servers.disaster import data, scoring, tasks
     from gauntlet.mcp_servers.disaster.server import build_server
     from gauntlet.tasks import GoldCall, ToolTask
@@ -36,7 +36,7 @@ def run_demo(out_dir: Path) -> None:
     outputs: dict[str, list] = {}
 
     async def solve() -> None:
-        async with create_connected_server_and_client_session(server._mcp_server) as session:
+        async with create_connected_server_and_client_session(server) as session:
             validate_once(session)
             print(f"server 'disaster': {len((await session.list_tools()).tools)} tools")
             for dimension, category in DEMO_CATEGORIES.items():
@@ -58,7 +58,7 @@ def run_demo(out_dir: Path) -> None:
                       f"truth: {check}; trajectory in-order {report.trajectory['tool_in_order']:.2f}")
 
     anyio.run(solve)
-    path = save_map(scene_root, event["id"], server.workspace, outputs, out_dir / "disaster-map.png")
+    path = save_map(scene_root, event["id"], server.state, outputs, out_dir / "disaster-map.png")
     print(f"\nmap of the event: {path}")
 
 

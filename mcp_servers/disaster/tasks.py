@@ -343,11 +343,11 @@ def build_tasks(folder: Path, *, scene_root: Path, events: list[str] | None = No
     async def run_all() -> None:
         from mcp.shared.memory import create_connected_server_and_client_session
 
-        from gauntlet.bridges.validation import validate_once
+        from gauntlet.bridges.mcp_compat import validate_once
         from gauntlet.mcp_servers.disaster.server import build_server
 
         server = build_server(scene_root, workspace_dir=Path(folder) / ".workspace")
-        async with create_connected_server_and_client_session(server._mcp_server) as session:
+        async with create_connected_server_and_client_session(server) as session:
             validate_once(session)
             for event in chosen:
                 truth = truth_context(scene_root, event["id"])

@@ -53,8 +53,8 @@ def mask_dilate(ws: Workspace, mask: Mask, pixels: Annotated[int, Field(1, ge=1,
     from scipy import ndimage
 
     grid = _mask(ws, mask)
-    return mask_out(ws, Grid(ndimage.binary_dilation(grid.data[0] > 0, np.ones((3, 3)), pixels)[None], grid.profile),
-                    "dilate")
+    dilated = ndimage.binary_dilation(grid.data[0] > 0, np.ones((3, 3), bool), pixels)
+    return mask_out(ws, Grid(dilated[None], grid.profile), "dilate")
 
 
 @tool("mask", writes=True)
@@ -63,8 +63,8 @@ def mask_erode(ws: Workspace, mask: Mask, pixels: Annotated[int, Field(1, ge=1, 
     from scipy import ndimage
 
     grid = _mask(ws, mask)
-    return mask_out(ws, Grid(ndimage.binary_erosion(grid.data[0] > 0, np.ones((3, 3)), pixels)[None], grid.profile),
-                    "erode")
+    eroded = ndimage.binary_erosion(grid.data[0] > 0, np.ones((3, 3), bool), pixels)
+    return mask_out(ws, Grid(eroded[None], grid.profile), "erode")
 
 
 @tool("mask", writes=True)

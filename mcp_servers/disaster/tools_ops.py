@@ -1,22 +1,29 @@
-"""Calculation (calc_*), logistics (logi_*) and meta (tool_loop, tool_reduce) tools."""
+"""Calculation (calc_*), logistics (logi_*) and meta (tool_loop, tool_reduce) tools.
+
+Their input problems (a zero divisor, an empty list, records without the field asked for) are
+``CalculationError``: the agent's to fix, and nothing to do with rasters or vectors."""
 
 import math
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from gauntlet.bridges.tool_errors import ToolInputError
 from gauntlet.mcp_servers.disaster import vectors
 from gauntlet.mcp_servers.disaster.models import BoolOut, ItemsOut, ValueOut
 from gauntlet.mcp_servers.disaster.toolkit import tool
-from gauntlet.mcp_servers.disaster.vectors import VectorError
 from gauntlet.mcp_servers.disaster.workspace import Workspace
 
-Numbers = Annotated[list[float], Field(description="a list of numbers")]
+Numbers = Annotated[list[float], Field(description="a list of numbers", examples=[[1.5, 2.0, 4.0]])]
+
+
+class CalculationError(ToolInputError):
+    """Numbers a calculation cannot take (a zero divisor, an empty list); the message says which."""
 
 
 def _need(values, what="values") -> None:
     if not values:
-        raise VectorError(f"{what} must not be empty")
+        raise CalculationError(f"{what} must not be empty")
 
 
 # Calculation ----------------------------------------------------------------------------------------
@@ -42,7 +49,7 @@ def calc_multiply(ws: Workspace, a: float, b: float) -> ValueOut:
 def calc_divide(ws: Workspace, a: float, b: float) -> ValueOut:
     """Divide two numbers: returns a / b (b must not be 0)."""
     if b == 0:
-        raise VectorError("cannot divide by zero")
+        raise CalculationError("cannot divide by zero")
     return ValueOut(value=a / b)
 
 
@@ -50,7 +57,7 @@ def calc_divide(ws: Workspace, a: float, b: float) -> ValueOut:
 def calc_percentage(ws: Workspace, part: float, whole: float) -> ValueOut:
     """part as a percentage of whole: 100 x part / whole (whole must not be 0)."""
     if whole == 0:
-        raise VectorError("whole must not be 0")
+        raise CalculationError("whole must not be 0")
     return ValueOut(value=100.0 * part / whole, unit="%")
 
 
@@ -58,7 +65,7 @@ def calc_percentage(ws: Workspace, part: float, whole: float) -> ValueOut:
 def calc_percent_change(ws: Workspace, before: float, after: float) -> ValueOut:
     """Relative change from before to after, in percent."""
     if before == 0:
-        raise VectorError("before must not be 0")
+        raise CalculationError("before must not be 0")
     return ValueOut(value=100.0 * (after - before) / before, unit="%")
 
 
@@ -122,7 +129,7 @@ def calc_rank(ws: Workspace, items: Annotated[list[dict[str, Any]], Field(descri
               key: str, descending: bool = True) -> ItemsOut:
     """Sort records by a numeric field (ties keep their order) and add a 1-based 'rank'."""
     if any(not isinstance(item.get(key), (int, float)) for item in items):
-        raise VectorError(f"every item needs a numeric {key!r}")
+        raise CalculationError(f"every item needs a numeric {key!r}")
     ranked = sorted(items, key=lambda item: item[key], reverse=descending)
     out = [{**item, "rank": i + 1} for i, item in enumerate(ranked)]
     return ItemsOut(items=out, count=len(out))
@@ -133,7 +140,7 @@ def calc_distance_m(ws: Workspace, a: Annotated[list[float], Field(description="
                     b: Annotated[list[float], Field(description="[x, y]")]) -> ValueOut:
     """Straight-line distance between two projected points (m)."""
     if len(a) != 2 or len(b) != 2:
-        raise VectorError("points must be [x, y]")
+        raise CalculationError("points must be [x, y]")
     return ValueOut(value=math.dist(a, b), unit="m")
 
 
@@ -169,13 +176,12 @@ def logi_priority_scores(ws: Workspace, items: Annotated[list[dict[str, Any]], F
         description="field -> weight; score = sum(weight x value / max value of the field)")]) -> ItemsOut:
     """Weighted priority score per record (each field normalised by its maximum), highest first, with rank."""
     if not items or not weights:
-        raise VectorError("give items and weights")
+        raise CalculationError("give items and weights")
     top = {}
     for key in weights:
-        values = [item.get(key) for item in items]
-        if any(not isinstance(v, (int, float)) for v in values):
-            raise VectorError(f"every item needs a numeric {key!r}")
-        top[key] = max(max(values), 1e-12)
+        if any(not isinstance(item.get(key), (int, float)) for item in items):
+            raise CalculationError(f"every item needs a numeric {key!r}")
+        top[key] = max(max(float(item[key]) for item in items), 1e-12)
     scored = [{**item, "score": round(sum(w * item[k] / top[k] for k, w in weights.items()), 6)} for item in items]
     scored.sort(key=lambda item: -item["score"])
     return ItemsOut(items=[{**item, "rank": i + 1} for i, item in enumerate(scored)], count=len(scored))
@@ -188,7 +194,7 @@ def logi_allocate(ws: Workspace, demands: Numbers, capacities: Numbers,
     """Allocate people (demands) to shelters (capacities), nearest pairs first, never over capacity.
     Items: per demand, the people sent to each facility; the last item reports 'unmet'."""
     if len(distances_m) != len(demands) or any(len(row) != len(capacities) for row in distances_m):
-        raise VectorError("distances_m must have one row per demand and one column per facility")
+        raise CalculationError("distances_m must have one row per demand and one column per facility")
     assigned, unmet = vectors.allocate_capacity(list(demands), list(capacities), [list(r) for r in distances_m])
     items = [{"demand": i, "assigned": row} for i, row in enumerate(assigned)] + [{"unmet": unmet}]
     return ItemsOut(items=items, count=len(demands))
@@ -211,12 +217,12 @@ async def tool_loop(ws: Workspace, tool_name: Annotated[str, Field(description="
     """Call a tool once per item (item passed as item_arg, plus the fixed args); items of the result are the
     calls' results in order. Use it to map e.g. ras_area_m2 over several masks from earlier calls."""
     if tool_name not in ws.tools or tool_name in ("tool_loop", "tool_reduce"):
-        raise VectorError(f"tool_loop cannot call {tool_name!r}; give a tool of this server")
+        raise CalculationError(f"tool_loop cannot call {tool_name!r}; give a tool of this server")
     if len(items) > 1000:
-        raise VectorError("tool_loop maps over at most 1000 items")
+        raise CalculationError("tool_loop maps over at most 1000 items")
     results = []
     for item in items:
-        result = await ws.tools[tool_name].run({**args, item_arg: item}, convert_result=False)
+        result = await ws.tools[tool_name]({**args, item_arg: item})
         results.append(result.model_dump() if hasattr(result, "model_dump") else result)
     return ItemsOut(items=results, count=len(results))
 
@@ -227,11 +233,12 @@ def tool_reduce(ws: Workspace, values: Annotated[list[Any], Field(description="n
                 field: Annotated[str | None, Field(None, description="record field holding the number")] = None,
                 ) -> ValueOut:
     """Reduce a list (e.g. tool_loop's items) to one number; argmax/argmin give the 0-based index."""
-    numbers = [v.get(field) if isinstance(v, dict) and field else v for v in values]
+    found = [v.get(field) if isinstance(v, dict) and field else v for v in values]
     if op == "count":
-        return ValueOut(value=float(len(numbers)))
-    if not numbers or any(not isinstance(n, (int, float)) or isinstance(n, bool) for n in numbers):
-        raise VectorError("values must be a non-empty list of numbers (or records with a numeric 'field')")
+        return ValueOut(value=float(len(found)))
+    if not found or any(not isinstance(n, (int, float)) or isinstance(n, bool) for n in found):
+        raise CalculationError("values must be a non-empty list of numbers (or records with a numeric 'field')")
+    numbers = [float(n) for n in found if isinstance(n, (int, float))]
     table = {"sum": lambda: math.fsum(numbers), "mean": lambda: math.fsum(numbers) / len(numbers),
              "min": lambda: min(numbers), "max": lambda: max(numbers),
              "argmax": lambda: numbers.index(max(numbers)), "argmin": lambda: numbers.index(min(numbers))}

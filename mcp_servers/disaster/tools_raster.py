@@ -36,7 +36,7 @@ def mask_out(ws: Workspace, grid: Grid, stem: str) -> MaskOut:
     path = ws.write_raster(stem, mask.data, mask.profile, ["mask"])
     stats = rasters.mask_stats(mask)
     return MaskOut(path=path, crs=crs_name(grid.profile["crs"]), pixel_size_m=abs(grid.profile["transform"].a),
-                   pixel_count=stats["pixel_count"], area_m2=stats["area_m2"])
+                   pixel_count=int(stats["pixel_count"]), area_m2=stats["area_m2"])
 
 
 def _window(window):
@@ -189,7 +189,7 @@ def ras_count_pixels(ws: Workspace, mask: Mask) -> MaskOut:
     grid = _mask(ws, mask)
     stats = rasters.mask_stats(grid)
     return MaskOut(path=mask, crs=crs_name(grid.profile["crs"]), pixel_size_m=abs(grid.profile["transform"].a),
-                   pixel_count=stats["pixel_count"], area_m2=stats["area_m2"])
+                   pixel_count=int(stats["pixel_count"]), area_m2=stats["area_m2"])
 
 
 @tool("ras")
@@ -205,7 +205,7 @@ def ras_sample_points(ws: Workspace, image: Image, points: Annotated[list[list[f
     path = ws.resolve(image, suffixes=TIF)
     if not points or any(len(p) != 2 for p in points):
         raise RasterError("points must be a non-empty list of [x, y] pairs")
-    return ValuesOut(values=rasters.sample(path, [tuple(p) for p in points], rasters.band_index(path, band)))
+    return ValuesOut(values=rasters.sample(path, [(p[0], p[1]) for p in points], rasters.band_index(path, band)))
 
 
 @tool("ras")
@@ -281,7 +281,8 @@ def ras_clip(ws: Workspace, image: Image, bounds: Annotated[list[float], Field(
     """The part of a raster inside world bounds (all bands)."""
     if len(bounds) != 4:
         raise RasterError("bounds must be [min_x, min_y, max_x, max_y]")
-    return raster_out(ws, rasters.clip_to_bounds(ws.resolve(image, suffixes=TIF), tuple(bounds)), "clip")
+    box = (bounds[0], bounds[1], bounds[2], bounds[3])
+    return raster_out(ws, rasters.clip_to_bounds(ws.resolve(image, suffixes=TIF), box), "clip")
 
 
 @tool("ras", writes=True)

@@ -234,7 +234,7 @@ def vec_clip_bounds(ws: Workspace, layer: Vector, bounds: Annotated[list[float],
     if len(bounds) != 4 or bounds[0] >= bounds[2] or bounds[1] >= bounds[3]:
         raise VectorError("bounds must be [min_x, min_y, max_x, max_y] with min < max")
     features, crs = _read(ws, layer)
-    rect = box(*bounds)
+    rect = box(bounds[0], bounds[1], bounds[2], bounds[3])
     out = [vectors.feature(g.intersection(rect), f["properties"])
            for f, g in zip(features, vectors.geometries(features)) if g.intersects(rect)]
     return _write(ws, "clipped", out, crs)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import anyio
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
 
-from gauntlet.bridges.validation import validate_once
+from gauntlet.bridges.mcp_compat import validate_once
+from gauntlet.bridges.server_process import serve_command, spawn_http_server
+from gauntlet.errors import UserError
 from gauntlet.mcp_servers.disaster.server import build_server, tool_specs
 from gauntlet.mcp_servers.disaster.toolkit import FAMILIES
 
@@ -19,7 +20,7 @@ EVENT = "data/ahr-2021-flood"
 def call_all(server, calls):
     """Run (tool, args) calls in one in-memory client session; returns the CallToolResults."""
     async def run():
-        async with create_connected_server_and_client_session(server._mcp_server) as session:
+        async with create_connected_server_and_client_session(server) as session:
             validate_once(session)
             return [await session.call_tool(name, args) for name, args in calls]
 
@@ -28,7 +29,7 @@ def call_all(server, calls):
 
 def list_tools(server):
     async def run():
-        async with create_connected_server_and_client_session(server._mcp_server) as session:
+        async with create_connected_server_and_client_session(server) as session:
             return (await session.list_tools()).tools
 
     return anyio.run(run)
@@ -52,14 +53,22 @@ def test_server_offers_over_100_tools_with_output_schemas_and_truthful_annotatio
         assert tool.name.split("_")[0] in FAMILIES
         assert tool.outputSchema is not None, tool.name
         assert tool.description and len(tool.description) > 20, tool.name
-        assert tool.annotations.readOnlyHint is (not specs[tool.name].writes), tool.name
+        assert tool.annotations == specs[tool.name].annotations, tool.name
         assert tool.annotations.openWorldHint is False
+    # A tool that writes a file says so; one that only reads says that.
+    assert specs["seg_water_ndwi"].annotations.readOnlyHint is False and specs["ras_info"].annotations.readOnlyHint
+
+
+def test_the_served_tools_are_the_recipe_declarations_family_by_family(server):
+    listed = list_tools(server)
+    assert [tool.name for tool in listed] == [spec.name for spec in tool_specs()]
+    assert all("ws" not in tool.inputSchema.get("properties", {}) for tool in listed)
 
 
 def test_families_select_a_subset(scenes_root, tmp_path):
     tools = list_tools(build_server(scenes_root / "scenes", families=["calc", "logi"], workspace_dir=tmp_path))
     assert tools and {t.name.split("_")[0] for t in tools} == {"calc", "logi"}
-    with pytest.raises(ValueError, match="unknown tool families"):
+    with pytest.raises(UserError, match="unknown tool families"):
         build_server(scenes_root / "scenes", families=["nope"], workspace_dir=tmp_path)
 
 
@@ -146,8 +155,9 @@ def test_stdio_transport_serves_the_selected_families(scenes_root):
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=[
-        "-m", "gauntlet.mcp_servers.disaster.server", "--families", "calc", "--data-root", str(scenes_root / "scenes")])
+    command = serve_command("disaster", "--server-kwargs",
+                            json.dumps({"families": ["calc"], "data_root": str(scenes_root / "scenes")}))
+    params = StdioServerParameters(command=command[0], args=command[1:])
 
     async def run():
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -165,7 +175,7 @@ def test_a_workspace_the_server_made_is_removed_with_the_server(scenes_root):
     import gc
 
     server = build_server(scenes_root / "scenes", families=["seg"])
-    folder = server.workspace.workspace_dir
+    folder = server.state.workspace_dir
     call_all(server, [("seg_water_ndwi", {"image": f"{EVENT}/post_optical.tif"})])
     assert any(folder.iterdir())
     del server
@@ -174,30 +184,14 @@ def test_a_workspace_the_server_made_is_removed_with_the_server(scenes_root):
 
 
 def test_http_transport_serves_tools(scenes_root):
-    import re
-    import subprocess
-
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    process = subprocess.Popen([sys.executable, "-m", "gauntlet.mcp_servers.disaster.server", "--families", "calc",
-                                "--data-root", str(scenes_root / "scenes"), "--transport", "http", "--port", "0"],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        url = None
-        for line in process.stderr:
-            match = re.search(r"serving \S+ at (http://\S+)", line)
-            if match:
-                url = match.group(1)
-                break
-        assert url, "the server did not announce its URL"
-
+    options = json.dumps({"families": ["calc"], "data_root": str(scenes_root / "scenes")})
+    with spawn_http_server("disaster", "--server-kwargs", options) as served:
         async def run():
-            async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
+            async with streamable_http_client(served.url) as (read, write, _), ClientSession(read, write) as session:
                 await session.initialize()
                 return await session.call_tool("calc_multiply", {"a": 6, "b": 7})
 
         assert anyio.run(run).structuredContent["value"] == 42
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
