@@ -17,6 +17,7 @@ from mcp.shared.memory import create_connected_server_and_client_session as conn
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from gauntlet.bridges import mcp_compat
 from gauntlet.bridges.env_server import build_env_server
 from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerTarget
 from gauntlet.bridges.tool_errors import ToolInputError
@@ -190,6 +191,16 @@ async def test_the_state_parameter_is_not_in_the_input_schema_and_outputs_keep_t
     assert schema["properties"]["name"]["examples"] == ["THF"]
     assert tools["price_of"].outputSchema["properties"]["price_usd"]["type"] == "number"
     assert tools["price_of"].annotations == READ_ONLY
+
+
+def test_outside_the_tested_sdk_range_servers_are_refused_and_the_speed_ups_skipped(monkeypatch):
+    monkeypatch.setattr(mcp_compat, "sdk_version", lambda: (2, 0))
+    monkeypatch.setattr(mcp_compat, "_warned", set())
+    with pytest.warns(RuntimeWarning, match="outside the tested range"):
+        with pytest.raises(mcp_compat.UnsupportedSDKError, match=r"need mcp>=1.27,<2, found mcp"):
+            shop_server()
+        session = object()
+        assert mcp_compat.validate_once(session) is session  # left as the SDK made it
 
 
 # Through `gauntlet serve` over stdio -------------------------------------------------------------

@@ -33,6 +33,7 @@ that work.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import re
 import warnings
@@ -56,6 +57,7 @@ class UnsupportedSDKError(RuntimeError):
     """The installed MCP SDK is outside the range Gauntlet's servers are tested with."""
 
 
+@functools.cache
 def sdk_version() -> tuple[int, int]:
     """The installed ``mcp`` version's major and minor numbers, e.g. ``(1, 30)``."""
     found = re.match(r"(\d+)\.(\d+)", importlib.metadata.version("mcp"))
