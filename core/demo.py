@@ -70,13 +70,13 @@ def run_demo(out_dir: str | os.PathLike[str], *, console: Console | None = None)
 
 def _serve_and_step(console: Console) -> None:
     try:
-        from gauntlet.bridges.targets import resolve_server
+        from gauntlet.bridges.env_server import build_env_server
     except ImportError as exc:
         console.print(f"[yellow]skipped: the MCP serving bridge is not available here ({exc})[/yellow]")
         return
     import anyio
 
-    server = resolve_server(f"env:{ENV_ID}")
+    server = build_env_server(ENV_ID)
     try:
         anyio.run(_client_session, server, console)
     finally:
