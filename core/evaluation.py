@@ -37,7 +37,7 @@ import gymnasium as gym
 from pydantic import ValidationError
 
 from gauntlet.batch import EpisodeSummary, RunSpec, TaskPlan, episode_path, prepare_run_folder, run_many
-from gauntlet.episode import AgentSpec, Episode, read_episode_file
+from gauntlet.episode import AgentSpec, read_episode_file
 from gauntlet.errors import UserError, check_arguments
 from gauntlet.fileio import write_atomically
 from gauntlet.info_keys import PRIVILEGED
@@ -190,20 +190,7 @@ def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
     n_tasks = plan.n_tasks if limit is None else min(limit, plan.n_tasks)
     run = run_many(spec, n_tasks * repeats, out, backend=backend, workers=workers, ray_address=ray_address,
                    progress=progress, label=f"{name} with {agent}")
-    results: list[TaskResult] = []
-    reports: list[dict[str, Any]] = []
-    for summary in run.episodes:
-        task_index, repeat, _ = plan.attempt(summary.index, seed)
-        episode = _episode_at(out, summary.index)
-        final = episode.steps[-1] if episode.steps else None
-        info = final.info if final is not None else {}
-        outcome_score = episode.outcome.score if episode.outcome is not None else None
-        results.append(TaskResult(index=task_index, task_id=source.tasks[task_index].id, repeat=repeat,
-                                  seed=summary.seed, score=float(info.get(TASK_SCORE, outcome_score or 0.0)),
-                                  success=summary.success, steps=len(episode.steps)))
-        report = (final.privileged if final is not None and final.privileged is not None else info.get(PRIVILEGED))
-        if report is not None:
-            reports.append(report)
+    results, reports = _read_back(out, run.episodes, plan, seed, source.tasks)
     summarize = getattr(scorer, "summarize", None)
     run_report = summarize(reports) if callable(summarize) else None
     evaluation = Evaluation(suite=name, out_dir=str(out), run_id=run.run_id, results=results, report=run_report,
@@ -218,6 +205,27 @@ def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
     return evaluation
 
 
+def _read_back(out: Path, summaries: list[EpisodeSummary], plan: TaskPlan, seed: int, tasks: list[ToolTask]
+               ) -> tuple[list[TaskResult], list[dict[str, Any]]]:
+    """Every attempt's result and score report, read from its episode file (its last step's info)."""
+    results: list[TaskResult] = []
+    reports: list[dict[str, Any]] = []
+    for summary in summaries:
+        task_index, repeat, _ = plan.attempt(summary.index, seed)
+        # One episode per file: run_many wrote it, and summarises only complete ones.
+        episode = read_episode_file(episode_path(out, summary.index))[0]
+        final = episode.steps[-1] if episode.steps else None
+        info = final.info if final is not None else {}
+        outcome_score = episode.outcome.score if episode.outcome is not None else None
+        results.append(TaskResult(index=task_index, task_id=tasks[task_index].id, repeat=repeat, seed=summary.seed,
+                                  score=float(info.get(TASK_SCORE, outcome_score or 0.0)), success=summary.success,
+                                  steps=len(episode.steps)))
+        report = final.privileged if final is not None and final.privileged is not None else info.get(PRIVILEGED)
+        if report is not None:
+            reports.append(report)
+    return results, reports
+
+
 def _scorer(env_kwargs: dict[str, Any]) -> Any:
     """The scorer the suite's env grades with, from an env made (and closed) in this process."""
     env = gym.make(TOOL_TASK_ENV, **env_kwargs)
@@ -225,11 +233,6 @@ def _scorer(env_kwargs: dict[str, Any]) -> Any:
         return getattr(env.unwrapped, "scorer", None)
     finally:
         env.close()
-
-
-def _episode_at(out: Path, index: int) -> Episode:
-    # One episode per file: run_many wrote it, and only complete ones are summarised.
-    return read_episode_file(episode_path(out, index))[0]
 
 
 __all__ = ["Evaluation", "TaskResult", "evaluate_suite", "resolve_view"]

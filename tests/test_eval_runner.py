@@ -127,6 +127,8 @@ def test_a_larger_limit_into_the_same_folder_runs_only_the_new_tasks(toy_suite, 
     assert "ran 2, resumed 3 already complete" in capsys.readouterr().out
     assert {index: episode_path(out, index).stat().st_mtime_ns for index in range(3)} == first
     assert [task["task_id"] for task in scores_of(out)["tasks"]] == ["t-00", "t-01", "t-02", "t-03", "t-04"]
+    summary = json.loads((out / "summary.json").read_text())  # the layout of a `gauntlet run` folder
+    assert (summary["ran"], summary["skipped"], len(summary["episodes"])) == (2, 3, 5)
 
 
 def test_resuming_with_other_options_is_refused_naming_what_differs(toy_suite, tmp_path, capsys):

@@ -224,7 +224,9 @@ def eval_suite(
     evaluation = evaluate_suite(suite, agent, folder, agent_config=config, view=view, task_ids=task_ids, limit=limit,
                                 repeats=repeats, seed=seed, backend=backend.value, workers=workers,
                                 ray_address=ray_address, progress=True)
-    console.print(_evaluation_table(evaluation, f"{resolved}: agent {agent}"))
+    table = _evaluation_table(evaluation, f"{resolved}: agent {agent}")
+    if table.row_count:
+        console.print(table)
     rate = evaluation.success_rate
     tasks_run = len(evaluation.attempts())
     attempts = f" ({len(evaluation.results)} attempts)" if evaluation.repeats > 1 else ""
@@ -238,6 +240,7 @@ def eval_suite(
 
 
 def _evaluation_table(evaluation: Evaluation, title: str) -> Table:
+    """Every attempt, or when there are many, those that scored below 1 (the first ``TABLE_ROWS``)."""
     results = evaluation.results
     shown = results if len(results) <= TABLE_ROWS else [result for result in results if result.score < 1.0]
     if len(shown) < len(results):
