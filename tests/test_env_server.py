@@ -289,7 +289,7 @@ def test_large_image_observations_reach_the_client_as_a_summary():
 
 
 def test_record_must_name_a_folder_not_a_jsonl_file(tmp_path):
-    with pytest.raises(ValueError, match="record names a folder"):
+    with pytest.raises(UserError, match="record names a folder"):
         build_env_server("CartPole-v1", record=tmp_path / "episodes.jsonl")
 
 
@@ -394,3 +394,26 @@ def test_stopping_an_http_server_with_sigterm_completes_the_recorded_episode(tmp
     assert served.process.returncode == 0
     assert episode.complete and [s.action for s in episode.steps] == ACTIONS[:3]
     assert episode.outcome.metrics["ended_by"] == "close"
+
+
+class _BrokenDisplayBeacon(BeaconEnv):
+    def render(self):
+        raise RuntimeError("cannot open display :0 via /usr/lib/secret/libGL.so")
+
+
+BROKEN_RENDER = "GauntletTest/BrokenRenderBeacon-v0"
+if BROKEN_RENDER not in gym.registry:
+    gym.register(id=BROKEN_RENDER, entry_point=_BrokenDisplayBeacon, max_episode_steps=40)
+
+
+@pytest.mark.anyio
+async def test_a_render_the_server_cannot_do_tells_the_agent_so_without_internals_and_logs_why(caplog):
+    async with connect(build_env_server(BROKEN_RENDER)) as client:
+        await ok(client, "reset", {"seed": 0})
+        with caplog.at_level("WARNING", logger="gauntlet.server.env"):
+            result = await client.call_tool("render", {})
+        assert result.isError
+        assert "not available on this server" in result.content[0].text
+        assert "libGL" not in result.content[0].text and "display" not in result.content[0].text
+        assert any("cannot open display" in (record.exc_text or "") for record in caplog.records)
+        assert not (await client.call_tool("step", {"action": 1})).isError

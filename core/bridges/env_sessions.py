@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import io
 import itertools
+import logging
 import os
 import re
 import threading
@@ -31,6 +32,7 @@ from pydantic import BaseModel, Field
 
 from gauntlet.branching import Snapshot, branchable
 from gauntlet.episode import AgentSpec, EpisodeHeader, EpisodeWriter, Outcome, to_plain
+from gauntlet.errors import UserError
 from gauntlet.info_keys import PRIVILEGED, success_of
 from gauntlet.spaces import from_json, to_json
 from gauntlet.versions import versions
@@ -42,6 +44,8 @@ INLINE_OBSERVATION_MAX = 16_384
 MAX_SNAPSHOTS_PER_SESSION = 256
 # Info keys that carry the reward signal under another name (MuJoCo's reward_forward, safety cost).
 _REWARD_KEY = re.compile(r"reward|^cost$", re.IGNORECASE)
+
+_log = logging.getLogger("gauntlet.server.env")
 
 
 class EnvSessionError(ValueError):
@@ -213,8 +217,13 @@ class EnvSession:
                                       f"{self.env.render_mode!r}); observe through reset and step")
             try:
                 frame = self.env.render()
-            except Exception as exc:  # missing pygame or OpenGL: report it, keep the session alive
-                raise EnvSessionError(f"rendering {self.env_id} failed on this server: {exc}") from None
+            except Exception:
+                # Missing pygame or OpenGL is the server's limitation, not the agent's input: the agent
+                # learns rendering is unavailable (no exception text, which may hold paths); the
+                # operator gets the traceback.
+                _log.warning("rendering %s failed", self.env_id, exc_info=True)
+                raise EnvSessionError(f"rendering {self.env_id} is not available on this server; "
+                                      "observe through reset and step") from None
             return png_bytes(np.asarray(frame))
 
     def snapshot(self) -> str:
@@ -345,7 +354,7 @@ class EnvControl:
         self.env_kwargs = dict(env_kwargs or {})
         self.record = Path(record) if record is not None else None
         if self.record is not None and self.record.suffix == ".jsonl":
-            raise ValueError(f"record names a folder (one .jsonl per client session is written in it), "
+            raise UserError(f"record names a folder (one .jsonl per client session is written in it), "
                              f"not a file: got {self.record}")
         self.run_id = f"serve-{uuid.uuid4().hex[:8]}"
         self._sessions: dict[str, EnvSession] = {}
