@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def _print_table(report: dict[str, Any]) -> None:
-    table = figures_table("gauntlet bench calspi (ratios vs a baseline measured in the same run)", ("domain", "figure", "measured", "baseline", "ratio", "target"))
+    table = figures_table("gauntlet bench calspi (ratios vs a baseline measured in the same run)",
+                          ("domain", "figure", "measured", "baseline", "ratio", "target"))
     for row in report["domains"]:
         table.add_row(row["domain"], "planner decisions/s (default budget)", f"{row['decisions_per_s']:.1f}/s",
                       f"MuJoCo step {row['mujoco_step_us']:.0f} us", f"{row['decision_in_mujoco_steps']:.0f} steps",

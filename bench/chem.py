@@ -271,7 +271,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def _print_table(report: dict[str, Any]) -> None:
-    table = figures_table("gauntlet bench chem (ratios vs a baseline measured in the same run)", ("figure", "measured", "baseline", "ratio", "target"))
+    table = figures_table("gauntlet bench chem (ratios vs a baseline measured in the same run)",
+                          ("figure", "measured", "baseline", "ratio", "target"))
     g = report["grounding"]
     table.add_row(f"search_chemical direct, warm ({g['n_queries']} names)",
                   f"{g['names_per_s']:.0f} names/s, p50 {g['p50_ms']:.3f} ms, p99 {g['p99_ms']:.3f} ms",

@@ -133,7 +133,8 @@ def vector_env(sizes: tuple[int, ...], env_steps: int, trials: int) -> dict[str,
     def loop():
         for action in actions:
             for i, env in enumerate(singles):
-                _, _, terminated, _, _ = env.step({"action": action["action"][i], "prediction": action["prediction"][i]})
+                single_action = {"action": action["action"][i], "prediction": action["prediction"][i]}
+                _, _, terminated, _, _ = env.step(single_action)
                 if terminated:
                     env.reset()
 

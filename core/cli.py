@@ -41,10 +41,10 @@ app = typer.Typer(name="gauntlet", no_args_is_help=True, add_completion=False, p
 
 @app.command("list")
 def list_entries() -> None:
-    """Show what is registered: envs, tool servers, task suites, agents and data builders."""
+    """Show what is registered: envs, tool servers, task suites, agents, controllers, monitors, data, demos."""
     import gymnasium as gym
 
-    from gauntlet.registry import registry
+    from gauntlet.registry import KINDS, registry
 
     envs = Table(title="environments", caption="Any other Gymnasium id works too, e.g. CartPole-v1.")
     envs.add_column("id")
@@ -52,8 +52,10 @@ def list_entries() -> None:
     for env_id in registry.env_ids():
         envs.add_row(env_id, str(gym.registry[env_id].entry_point))
     console.print(envs)
-    titles = {"server": "tool servers", "suite": "task suites", "agent": "agents", "data": "data builders"}
-    for kind, title in titles.items():
+    titles = {"server": "tool servers", "suite": "task suites", "agent": "agents", "controller": "controllers",
+              "monitor": "monitors", "data": "data builders", "demo": "demos"}
+    for kind in KINDS:
+        title = titles.get(kind, kind)
         entries = registry.entries(kind)
         if not entries:
             console.print(f"[bold]{title}[/bold]: none registered")
@@ -62,7 +64,8 @@ def list_entries() -> None:
         for column in ("name", "description", "implementation"):
             table.add_column(column)
         for entry in entries:
-            table.add_row(entry.name, entry.description, entry.target)
+            bound = ", ".join(f"{key}={value!r}" for key, value in entry.params.items())
+            table.add_row(entry.name, entry.description, f"{entry.target}({bound})" if bound else entry.target)
         console.print(table)
 
 

@@ -40,7 +40,6 @@ from gauntlet.batch import EpisodeSummary, RunSpec, TaskPlan, episode_path, prep
 from gauntlet.episode import AgentSpec, read_episode_file
 from gauntlet.errors import UserError, check_arguments
 from gauntlet.fileio import write_atomically
-from gauntlet.info_keys import PRIVILEGED
 from gauntlet.registry import Entry, registry
 from gauntlet.tasks import ToolTask, parse_suite, suite_content
 from gauntlet.versions import versions
@@ -220,7 +219,7 @@ def _read_back(out: Path, summaries: list[EpisodeSummary], plan: TaskPlan, seed:
         results.append(TaskResult(index=task_index, task_id=tasks[task_index].id, repeat=repeat, seed=summary.seed,
                                   score=float(info.get(TASK_SCORE, outcome_score or 0.0)), success=summary.success,
                                   steps=len(episode.steps)))
-        report = final.privileged if final is not None and final.privileged is not None else info.get(PRIVILEGED)
+        report = final.privileged if final is not None else None
         if report is not None:
             reports.append(report)
     return results, reports

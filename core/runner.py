@@ -6,7 +6,7 @@ outcome only, unless ``keep_steps=True``; ``load_episodes`` reads the steps back
 keeps only the outcome. One step loop serves every mode: a step is kept, written, both or neither,
 and what is kept is what is written. The env's ``info`` is read through the keys of
 ``gauntlet.info_keys``: ``cost`` becomes ``Step.cost`` (summed into the outcome), ``tool_call`` moves
-to ``Step.tool_call``, ``privileged`` is also recorded as ``Step.privileged``, the final step's
+to ``Step.tool_call``, ``privileged`` to ``Step.privileged`` (each recorded once), the final step's
 ``success`` (or ``is_success``) is the outcome's, and the reset info's ``task_id`` the episode's.
 
 Hooks. Monitors and controllers (``gauntlet.hooks``) read the steps, so with hooks the steps are
@@ -186,12 +186,8 @@ def _run(env: gym.Env, agent: Agent, observation: Any, info: dict[str, Any], lim
                     cost = float(cost)
                     total_cost += cost
                     extra = {**extra, "cost": cost} if extra else {"cost": cost}
-                if recording:
-                    if TOOL_CALL in info:
-                        step_info, extra = _tool_call_from_info(info, extra)
-                    privileged = info.get(PRIVILEGED)
-                    if privileged is not None:
-                        extra = {**extra, "privileged": privileged} if extra else {"privileged": privileged}
+                if recording and (TOOL_CALL in info or PRIVILEGED in info):
+                    step_info, extra = _fields_from_info(info, extra)
             if keep:
                 # Validated, so a step kept in memory is one the file can hold (and pydantic-core builds
                 # it in half the time ``model_construct`` takes); ``extra`` holds Step fields by name.
@@ -226,12 +222,21 @@ def _write_step(write: Callable[..., None], step: Step, reward: SupportsFloat) -
           **step_extra(step))
 
 
-def _tool_call_from_info(info: dict[str, Any], extra: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Move a ``tool_call`` an env reports in ``info`` (ToolTaskEnv does) to the step's own field."""
-    if extra and extra.get("tool_call") is not None:
-        return info, extra
+def _fields_from_info(info: dict[str, Any], extra: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Move ``tool_call`` and ``privileged`` out of the env's ``info`` into the step's own fields.
+
+    Each is recorded once, in its field (a ``tool_call`` the agent already reported wins); ``info`` keeps
+    the rest. The env's own dict is left as it was: the agent reads it next.
+    """
     info = dict(info)
-    return info, {**(extra or {}), "tool_call": info.pop(TOOL_CALL)}
+    fields = dict(extra or {})
+    call = info.pop(TOOL_CALL, None)
+    if call is not None and fields.get("tool_call") is None:
+        fields["tool_call"] = call
+    privileged = info.pop(PRIVILEGED, None)
+    if privileged is not None:
+        fields["privileged"] = privileged
+    return info, fields
 
 
 def _timed(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:

@@ -87,9 +87,11 @@ def certificate_coverage(agent: Any, *, draws: int, calibration_size: int, test_
         threshold = calibrate(scores[calibration], prediction.state_disagreement[calibration],
                               p=certificate.p, gamma=certificate.gamma).q_hat
         coverages.append(float((test <= threshold).mean()))
-    return {"coverages": coverages, "fraction_of_draws_covering_p": float(np.mean(np.array(coverages) >= certificate.p)),
+    covering_p = float(np.mean(np.array(coverages) >= certificate.p))
+    return {"coverages": coverages, "fraction_of_draws_covering_p": covering_p,
             "coverage_of_fitted_threshold": float((test <= certificate.q_hat).mean()),
-            "p": certificate.p, "gamma": certificate.gamma, "calibration_size": calibration_size, "test_size": test_size}
+            "p": certificate.p, "gamma": certificate.gamma, "calibration_size": calibration_size,
+            "test_size": test_size}
 
 
 def search_state_coverage(agent: Any, *, max_steps: int, every: int, seed: int) -> dict[str, Any]:

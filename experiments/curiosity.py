@@ -382,7 +382,8 @@ def plot_policies(results: dict[str, Any], path: Path, plt) -> Path:
                 axis.hlines(data["optimal_expected"], -0.5, len(names) - 0.5, color=bars[0].get_facecolor(),
                             ls="--", label=f"{label}: optimal (DP)")
             axis.set_xticks(np.arange(len(names)), names)
-            axis.set(ylabel="queries to identify the rule", title=f"(iv) rule discovery, {results['iv']['n_bits']} bits")
+            axis.set(ylabel="queries to identify the rule",
+                     title=f"(iv) rule discovery, {results['iv']['n_bits']} bits")
             axis.tick_params(axis="x", labelrotation=20)
             axis.legend(fontsize=7)
         else:
@@ -416,7 +417,8 @@ def run(size_name: str, out: Path, seed: int = 0, only: list[str] | None = None,
         raise ValueError(f"results must be among {sorted(RESULTS)}; got {sorted(unknown)}")
     unknown_policies = set(policies or []) - set(LF_POLICY_NAMES + LF_EXTRA_POLICIES)
     if unknown_policies:
-        raise ValueError(f"(iii) policies must be among {list(LF_POLICY_NAMES + LF_EXTRA_POLICIES)}; got {sorted(unknown_policies)}")
+        raise ValueError(f"(iii) policies must be among {list(LF_POLICY_NAMES + LF_EXTRA_POLICIES)}; "
+                         f"got {sorted(unknown_policies)}")
     size = SIZES[size_name]
     if size_name == "medium" and set(only or RESULTS) != {"iii"}:
         raise ValueError("size 'medium' holds result (iii) only: use --size medium --only iii")
@@ -472,7 +474,8 @@ def main(argv: list[str] | None = None) -> None:
         previous = args.out / "results.json"
         results = json.loads(previous.read_text()) if previous.is_file() else {}
         if "iii" not in results or results.get("size") != args.size:
-            raise SystemExit(f"error: --belief-seeds needs result (iii) at size {args.size} in {previous}; run --only iii first")
+            raise SystemExit(f"error: --belief-seeds needs result (iii) at size {args.size} in {previous}; "
+                             "run --only iii first")
         seeds = [int(value) for value in args.belief_seeds.split(",")]
         results["iii_belief_training_seeds"] = {
             **results.get("iii_belief_training_seeds", {}),

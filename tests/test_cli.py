@@ -27,7 +27,7 @@ def gauntlet(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
     script = Path(sys.executable).with_name("gauntlet")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "gauntlet.cli"]
     env = {key: value for key, value in os.environ.items() if key != "GAUNTLET_DEBUG"}
-    env["COLUMNS"] = "200"
+    env["COLUMNS"] = "300"
     return subprocess.run([*command, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
 
 
@@ -126,6 +126,14 @@ def test_list_shows_agents_and_that_any_gymnasium_id_works():
     assert result.returncode == 0, result.stderr
     assert "random" in result.stdout and "replay" in result.stdout
     assert "Any other Gymnasium id works" in result.stdout
+
+
+def test_list_shows_every_registry_kind_and_the_params_an_entry_binds():
+    result = gauntlet("list")
+    assert result.returncode == 0, result.stderr
+    for title in ("tool servers", "task suites", "agents", "controllers", "monitors", "data builders", "demos"):
+        assert title in result.stdout
+    assert "suite_path(view='routes')" in result.stdout
 
 
 def test_data_list_shows_every_registered_builder():

@@ -130,8 +130,7 @@ def test_a_smiles_variant_is_not_a_catalogue_name_and_grounds_to_its_chemical(ca
 @pytest.mark.parametrize(("query", "meant"), [("Ac0H", "AcOH"), ("5odium tert-butoxide", "NaOtBu"),
                                               ("Pd(dppf)C12", "Pd(dppf)Cl2")])
 def test_one_ocr_like_confusion_is_read_back_at_lower_confidence(grounder, query, meant):
-    with pytest.raises(Exception):
-        grounder.store.names_with_key(query.casefold())[0]  # not a catalogue spelling itself
+    assert not grounder.store.names_with_key(query.casefold()), "the confusion is a catalogue spelling itself"
     expected = grounder.search(meant, limit=1)[0]
     found = grounder.search(query, limit=1)[0]
     assert found.chemical_id == expected.chemical_id and found.confidence < 1.0

@@ -36,7 +36,8 @@ def test_the_served_tools_are_the_recipe_declarations_in_order(client):
     listed = client.list_tools()
     assert [tool.name for tool in listed] == DECLARED.names()
     for tool in listed:
-        assert (tool.description, tool.annotations) == (DECLARED[tool.name].description, DECLARED[tool.name].annotations)
+        declared = DECLARED[tool.name]
+        assert (tool.description, tool.annotations) == (declared.description, declared.annotations)
         assert "chem" not in tool.inputSchema.get("properties", {}) and "source" not in tool.inputSchema["properties"]
 
 

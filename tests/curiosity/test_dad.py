@@ -27,7 +27,7 @@ def test_training_return_equals_the_sum_of_the_envs_icl_lp_rewards():
     rng = np.random.default_rng(0)
     rewards = [env.step(rng.uniform(-0.5, 0.5, 2).astype(np.float32))[1] for _ in range(6)]
     designs, outcomes = env.context
-    as_tensor = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
+    as_tensor = lambda a: torch.as_tensor(a, dtype=torch.float64)
     total = dad.total_icl_lp(as_tensor(particles), as_tensor(designs)[None], as_tensor(outcomes)[None],
                              as_tensor(env._probe_x)[None], as_tensor(env._probe_y)[None], SMOKE)
     np.testing.assert_allclose(float(total[0]), sum(rewards), rtol=1e-6, atol=1e-9)
@@ -47,7 +47,7 @@ def test_with_the_truth_among_the_particles_the_return_is_the_contrastive_learne
     rng = np.random.default_rng(0)
     rewards = [env.step(rng.uniform(-0.5, 0.5, 2).astype(np.float32))[1] for _ in range(6)]
     designs, outcomes = env.context
-    as_tensor = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
+    as_tensor = lambda a: torch.as_tensor(a, dtype=torch.float64)
     total = dad.total_icl_lp(as_tensor(prior), as_tensor(designs)[None], as_tensor(outcomes)[None],
                              as_tensor(env._probe_x)[None], as_tensor(env._probe_y)[None], SMOKE,
                              true_thetas=as_tensor(theta)[None])

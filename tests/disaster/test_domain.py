@@ -60,7 +60,8 @@ def test_zonal_sum_matches_numpy_over_the_same_pixels(tmp_path):
 def test_metadata_is_that_of_the_file_on_disk_even_after_a_rewrite(tmp_path):
     path = _write(tmp_path / "r.tif", np.zeros((16, 16), np.float32), names=["elevation"])
     first = rasters.metadata(path)
-    assert (first["width"], first["crs"], first["bands"], first["pixel_size_m"]) == (16, "EPSG:32632", ["elevation"], 10.0)
+    shape = (first["width"], first["crs"], first["bands"], first["pixel_size_m"])
+    assert shape == (16, "EPSG:32632", ["elevation"], 10.0)
     first["bands"].append("edited by a caller")  # a caller's copy: the next answer is unaffected
     assert rasters.metadata(path)["bands"] == ["elevation"]
     _write(path, np.zeros((2, 24, 24), np.uint16), pixel=2.5, names=["red", "nir"])

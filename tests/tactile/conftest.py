@@ -26,7 +26,8 @@ def heightfield_mesh(heights_m: np.ndarray, size_m: float, base_m: float = 0.001
     row, col = np.mgrid[0:resolution - 1, 0:resolution - 1]
     v00 = (row * resolution + col).ravel()
     v10, v01, v11 = v00 + 1, v00 + resolution, v00 + resolution + 1
-    top_faces = np.concatenate([np.stack([v00, v10, v11], 1), np.stack([v00, v11, v01], 1)])  # counter-clockwise from above
+    # Counter-clockwise seen from above.
+    top_faces = np.concatenate([np.stack([v00, v10, v11], 1), np.stack([v00, v11, v01], 1)])
     bottom_faces = top_faces[:, ::-1] + offset
     last = resolution - 1
     ring = ([(0, c) for c in range(last)] + [(r, last) for r in range(last)]

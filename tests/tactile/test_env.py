@@ -94,7 +94,8 @@ def test_vector_env_slot_i_equals_the_single_env_seeded_seed_plus_i(family):
         for i in range(num_envs):
             for key in single_obs[i]:
                 assert np.array_equal(batch_obs[key][i], single_obs[i][key]), (t, i, key)
-        batch_action = {key: np.stack([actions[i][t][key] for i in range(num_envs)]) for key in ("action", "prediction")}
+        batch_action = {key: np.stack([actions[i][t][key] for i in range(num_envs)])
+                        for key in ("action", "prediction")}
         batch_obs, rewards, terminated, truncated, info = vector.step(batch_action)
         for i, env in enumerate(singles):
             if ended[i]:  # next-step autoreset: the vector env starts a new episode, as reset() does

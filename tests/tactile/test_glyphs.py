@@ -38,7 +38,8 @@ def test_the_wrench_has_its_documented_dimensions():
     spacing = wrench.FOOTPRINT_M / 200
     columns = np.flatnonzero(mask.any(axis=0))
     # the jaw cuts the middle of the open end's rim, so the tips sit beside the slot
-    tip = wrench.LENGTH_M / 2 - wrench.OPEN_END_RADIUS_M + np.sqrt(wrench.OPEN_END_RADIUS_M ** 2 - (wrench.JAW_WIDTH_M / 2) ** 2)
+    jaw_depth = np.sqrt(wrench.OPEN_END_RADIUS_M ** 2 - (wrench.JAW_WIDTH_M / 2) ** 2)
+    tip = wrench.LENGTH_M / 2 - wrench.OPEN_END_RADIUS_M + jaw_depth
     assert abs((columns[-1] - columns[0]) * spacing - (tip + wrench.LENGTH_M / 2)) <= 2 * spacing
     centre_row = mask[100]
     ring_centre = 100 + round((-wrench.LENGTH_M / 2 + wrench.RING_END_RADIUS_M) / spacing)

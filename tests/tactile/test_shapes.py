@@ -28,7 +28,8 @@ def test_solids_have_no_overhangs_so_the_top_surface_holds_their_volume():
         parts, holes = shapes.design(rng)
         solid = shapes.mesh(parts, holes)
         assert solid.is_watertight and solid.volume > 0
-        field_volume, field_centre = heightfield.volume_and_centroid(shapes.top_surface(parts, holes, 256), shapes.FOOTPRINT_M)
+        surface = shapes.top_surface(parts, holes, 256)
+        field_volume, field_centre = heightfield.volume_and_centroid(surface, shapes.FOOTPRINT_M)
         # the sampled top surface approximates the polygonal mesh: agreement to grid resolution
         assert field_volume == pytest.approx(solid.volume, rel=0.03)
         assert np.allclose(field_centre[:2], solid.center_mass[:2], atol=5e-4)
