@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 import typer
 from rich.table import Table
 
-from gauntlet.cli_commands import episodes, resources, running
+from gauntlet.cli_commands import bench, data, demo, episodes, running
 from gauntlet.cli_commands.common import console
 from gauntlet.errors import UserError
 
@@ -71,7 +71,9 @@ def list_entries() -> None:
 
 running.register(app)
 episodes.register(app)
-resources.register(app)
+data.register(app)
+bench.register(app)
+demo.register(app)
 
 
 # Errors ------------------------------------------------------------------------------------------

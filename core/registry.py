@@ -143,6 +143,15 @@ def make_agent(name: str, **config: Any) -> Any:
     return registry.get("agent", name).load()(**config)
 
 
+def register_core() -> None:
+    """Core's own entries: the MCP task bridge env, and the agents every env supports."""
+    register_env("ToolTask-v0", "gauntlet.bridges.tool_task_env:ToolTaskEnv")
+    registry.add("agent", "random", "gauntlet.basic_agents:RandomAgent",
+                 "uniform samples from the action space, seeded per episode")
+    registry.add("agent", "replay", "gauntlet.basic_agents:ReplayAgent",
+                 "plays back the actions of a recorded episode (config: episode=PATH[, index=N])")
+
+
 _plugins_loaded = False
 
 
@@ -152,9 +161,7 @@ def load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    from gauntlet import builtin
-
-    builtin.register()
+    register_core()
     for plugin in entry_points(group="gauntlet.plugins"):
         try:
             plugin.load()()

@@ -118,7 +118,7 @@ class _RecordingRegistry(registry_module.Registry):
 
 def registration_modules() -> list[str]:
     """Every module whose ``register()`` adds registry entries: core's own and each family's."""
-    found = ["gauntlet.builtin", "gauntlet.agents"]
+    found = ["gauntlet.agents"]
     for layer in LAYERS:
         for registration in sorted((ROOT / layer).glob("*/registration.py")):
             found.append(f"gauntlet.{layer}.{registration.parent.name}.registration")
@@ -128,6 +128,10 @@ def registration_modules() -> list[str]:
 def registered_targets(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """(registering module, target module) for every entry each registration module adds."""
     pairs: list[tuple[str, str]] = []
+    monkeypatch.setattr(registry_module, "registry", _RecordingRegistry(pairs, "gauntlet.registry"))
+    monkeypatch.setattr(registry_module, "register_env", lambda name, entry_point, **kw: pairs.append(
+        ("gauntlet.registry", entry_point)))
+    registry_module.register_core()
     for module_name in registration_modules():
         module = importlib.import_module(module_name)
         monkeypatch.setattr(registry_module, "registry", _RecordingRegistry(pairs, module_name))
