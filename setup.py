@@ -6,6 +6,10 @@ mypy, import-linter); docs/architecture.md says why this mechanism was chosen. E
 lives in pyproject.toml.
 """
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, find_packages, setup
 
-setup(packages=find_packages("src"), package_dir={"": "src"})
+# gauntlet/data holds curated text files, not modules: listed as (namespace) packages so that their
+# files ship as package data.
+DATA = find_namespace_packages("src", include=["gauntlet.data", "gauntlet.data.*"])
+
+setup(packages=find_packages("src") + DATA, package_dir={"": "src"})

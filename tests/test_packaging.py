@@ -52,9 +52,11 @@ def test_built_wheel_contains_every_subpackage_and_imports(tmp_path):
         assert f"{package}/__init__.py" in names, f"{package} missing from the wheel"
     assert not any(name.startswith(("envs/", "agents/", "core/", "tests/")) for name in names)
     # Data the code reads at run time ships as package data: baselines, the curious policy's weights.
+    curated = [f"gauntlet/data/{path.relative_to(ROOT / 'data').as_posix()}"
+               for path in (ROOT / "data").rglob("*") if path.is_file()]
     for data in ("gauntlet/envs/calspi/baselines_data/Swimmer.json", "gauntlet/agents/curiosity/belief_default.json",
-                 "gauntlet/data/LICENSES.md", "gauntlet/data/disaster/events.csv", "gauntlet/data/chem/aliases.json"):
-        assert data in names, f"{data} missing from the wheel"
+                 *curated):
+        assert data in names, f"{data} missing from the wheel (new data/ folders go in pyproject's package-data)"
 
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(target),
