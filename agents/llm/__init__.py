@@ -1,0 +1,1 @@
+"""gauntlet.agents.llm: LangGraph tool-calling agents that drive Gauntlet's tool servers and envs."""
