@@ -60,7 +60,7 @@ from gauntlet.agents.curiosity.dad import train_and_save
 from gauntlet.agents.curiosity.data_versions import BELIEF_POLICY as DATA_NAME
 from gauntlet.agents.curiosity.data_versions import BELIEF_POLICY_VERSION as DATA_VERSION
 from gauntlet.datacache import ensure_built
-from gauntlet.envs.curiosity.location_finding_model import DESIGN_BOUND, LocationFindingModel
+from gauntlet.envs.curiosity.location_finding_model import DESIGN_BOUND, LocationFindingModel, observed_history
 from gauntlet.envs.curiosity.location_finding_model import intensity_torch as intensity  # μ(ξ, θ), every ξ and θ
 from gauntlet.envs.curiosity.location_finding_model import paired_intensity_torch as own_intensity  # μ(ξ_b, θ_b)
 from gauntlet.fileio import write_atomically
@@ -261,12 +261,7 @@ class CuriousBeliefAgent(Agent):
         return {"config": self.config_name}
 
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> np.ndarray:
-        designs = np.asarray(observation["designs"], dtype=np.float64)
-        outcomes = np.asarray(observation["outcomes"], dtype=np.float64)
-        if designs.ndim != 2 or designs.shape[1] != 2 or outcomes.shape != designs.shape[:1]:
-            raise ValueError(f"the observation must hold designs (T, 2) and outcomes (T,) of LocationFinding-v0; "
-                             f"got {designs.shape} and {outcomes.shape}")
-        steps = int(observation["steps"])
+        designs, outcomes, steps = observed_history(observation, np.float64)
         history_x, history_y = torch.as_tensor(designs[:steps]), torch.as_tensor(outcomes[:steps])
         with torch.no_grad():
             log_lik = -0.5 * (history_y[:, None] - intensity(history_x, self.particles, self.settings)) ** 2

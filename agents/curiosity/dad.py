@@ -55,7 +55,7 @@ from gauntlet.agents.curiosity.data_versions import DAD_POLICY as DATA_NAME
 from gauntlet.agents.curiosity.data_versions import DAD_POLICY_VERSION as DATA_VERSION
 from gauntlet.datacache import ensure_built
 from gauntlet.envs.curiosity.location_finding_model import (DESIGN_BOUND, LocationFindingModel, intensity_torch,
-                                                            paired_intensity_torch)
+                                                            observed_history, paired_intensity_torch)
 
 
 @dataclass(frozen=True)
@@ -251,12 +251,8 @@ class CuriousDADAgent(Agent):
         return {"config": self.config_name}
 
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> np.ndarray:
-        designs = np.asarray(observation["designs"], dtype=np.float32)
-        outcomes = np.asarray(observation["outcomes"], dtype=np.float32)
-        if designs.ndim != 2 or designs.shape[1] != 2 or outcomes.shape != designs.shape[:1]:
-            raise ValueError(f"the observation must hold designs (T, 2) and outcomes (T,) of LocationFinding-v0; "
-                             f"got {designs.shape} and {outcomes.shape}")
-        mask = np.arange(len(outcomes)) < int(observation["steps"])
+        designs, outcomes, steps = observed_history(observation, np.float32)
+        mask = np.arange(len(outcomes)) < steps
         with torch.no_grad():
             design = self.network(torch.as_tensor(designs)[None], torch.as_tensor(outcomes)[None],
                                   torch.as_tensor(mask, dtype=torch.float32)[None])[0]

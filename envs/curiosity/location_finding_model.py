@@ -12,7 +12,7 @@ all three. torch is imported only when a torch function runs: the env does not n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -84,3 +84,18 @@ def paired_intensity_torch(designs: torch.Tensor, thetas: torch.Tensor, model: L
     # the shipped and cached weights were trained with exactly these sums.
     squared = ((designs[..., None, :] - thetas.reshape(shape)) ** 2).sum(-1)
     return torch.log(model.background + (1.0 / (model.max_signal + squared)).sum(-1))
+
+
+def observed_history(observation: dict[str, Any], dtype: type[np.floating[Any]] = np.float64
+                     ) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(designs (T, 2), outcomes (T,), steps taken)`` of a LocationFinding-v0 observation, as ``dtype``.
+
+    The arrays are the observation's full buffers (rows past ``steps`` are padding). A policy that
+    reads the history calls this, so a malformed observation fails with the same message everywhere.
+    """
+    designs = np.asarray(observation["designs"], dtype=dtype)
+    outcomes = np.asarray(observation["outcomes"], dtype=dtype)
+    if designs.ndim != 2 or designs.shape[1] != 2 or outcomes.shape != designs.shape[:1]:
+        raise ValueError(f"the observation must hold designs (T, 2) and outcomes (T,) of LocationFinding-v0; "
+                         f"got {designs.shape} and {outcomes.shape}")
+    return designs, outcomes, int(observation["steps"])
