@@ -297,9 +297,10 @@ def test_record_must_name_a_folder_not_a_jsonl_file(tmp_path):
 def test_resolve_server_builds_env_servers_and_registered_servers():
     assert isinstance(resolve_server("env:CartPole-v1", expose_reward=True), EnvServer)
     registry.add("server", "test-cartpole", f"{__name__}:_cartpole_factory")
-    assert resolve_server("test-cartpole", expose_reward=False, record=None).name == "gauntlet-env-CartPole-v1"
-    with pytest.raises(UserError, match="does not take expose_reward; it takes no options"):
-        resolve_server("test-cartpole", expose_reward=True)
+    assert resolve_server("test-cartpole", record=None).name == "gauntlet-env-CartPole-v1"
+    for value in (True, False):  # false is an option given, not one left unset
+        with pytest.raises(UserError, match="does not take expose_reward; it takes no options"):
+            resolve_server("test-cartpole", expose_reward=value)
     with pytest.raises(UnknownEntryError, match="env:<ENV_ID>"):
         resolve_server("no-such-server")
 

@@ -23,11 +23,11 @@ def resolve_server(target: str, **options: Any) -> FastMCP:
 
     ``options`` go to the server's factory: for ``env:`` targets ``build_env_server``'s keyword
     arguments (``env_kwargs``, ``expose_reward``, ``expose_privileged``, ``record``), for a registered
-    server its factory's own (chem's ``db_path``, disaster's ``families``, ...). Options left unset
-    (None, False, empty) are ignored; an option the factory does not take, or an empty env id, is a
-    ``UserError`` naming what to write instead.
+    server its factory's own (chem's ``db_path``, disaster's ``families``, ...). Options given as None
+    are ignored (false, 0 and empty values are passed on); an option the factory does not take, or an
+    empty env id, is a ``UserError`` naming what to write instead.
     """
-    requested = {key: value for key, value in options.items() if value}
+    requested = {key: value for key, value in options.items() if value is not None}
     if target.startswith(ENV_PREFIX):
         from gauntlet.bridges.env_server import build_env_server
 

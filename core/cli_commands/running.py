@@ -162,9 +162,11 @@ def serve(
         from gauntlet.bridges import server_logging, serving, targets
     except ModuleNotFoundError as exc:
         raise UserError(f"serving over MCP needs {exc.name}, which is not installed; reinstall gauntlet") from None
-    # Options left at their defaults are not passed, so a named tool server never sees env-only ones.
-    options = {"env_kwargs": parse_json_object("--env-kwargs", env_kwargs) or None, "expose_reward": expose_reward,
-               "expose_privileged": expose_privileged, "record": str(record) if record is not None else None,
+    # Env-bridge flags left at their defaults are not passed, so a named tool server never sees them;
+    # --server-kwargs are passed as written (false, 0 and [] included).
+    flags = {"env_kwargs": parse_json_object("--env-kwargs", env_kwargs) or None, "expose_reward": expose_reward,
+             "expose_privileged": expose_privileged, "record": str(record) if record is not None else None}
+    options = {**{key: value for key, value in flags.items() if value},
                **parse_json_object("--server-kwargs", server_kwargs)}
     server_logging.configure_server_logging(log_level.value, log_file)
     if list_tools:
