@@ -96,6 +96,7 @@ def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: i
         writer, owns_writer = EpisodeWriter(record), True
     keep = bool(hooks) or (keep_steps if keep_steps is not None else record == "memory")
 
+    started = time.perf_counter()
     observation, info = env.reset(seed=seed)
     agent.reset(seed=seed, observation_space=env.observation_space, action_space=env.action_space)
     task_id = info.get(TASK_ID) if info else None
@@ -111,7 +112,9 @@ def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: i
             writer.begin(header)
         run = _run(env, agent, observation, info, max_steps if max_steps is not None else -1,
                    writer.step if writer is not None else None, keep, monitors, controllers, seed)
-        metrics: dict[str, Any] = {"return": run.total_reward, "length": run.length, "cost": run.total_cost}
+        # Wall time from reset to the end: what an evaluation reports as the seconds a task took.
+        metrics: dict[str, Any] = {"return": run.total_reward, "length": run.length, "cost": run.total_cost,
+                                   "wall_s": time.perf_counter() - started}
         if run.halt_events:
             metrics["truncated"] = True
         outcome = Outcome(score=run.total_reward, success=success_of(run.info), metrics=metrics,

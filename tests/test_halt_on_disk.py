@@ -80,6 +80,7 @@ def test_halt_before_the_first_step_is_recorded_in_the_outcome_on_disk_as_in_mem
     in_memory, on_disk = _record_and_read_back(tmp_path, [_HaltAt(0)])
     _same_record(in_memory, on_disk)
     assert on_disk.steps == [] and on_disk.complete
+    assert on_disk.outcome.metrics.pop("wall_s") >= 0
     assert on_disk.outcome.metrics == {"return": 0.0, "length": 0, "cost": 0.0, "truncated": True}
     assert _kinds(on_disk.outcome.events) == [("halt-at", "decision", "halt"), ("halt-at", "intervention", "halt")]
     assert on_disk.outcome.events[0].data["reason"] == "stop before step 0"
