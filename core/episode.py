@@ -65,10 +65,14 @@ class Message(BaseModel):
 
 
 class Event(BaseModel):
-    """Something a monitor or controller said about a step, and what it cost to say it."""
+    """Something a monitor or controller said about a step, and what it cost to say it.
+
+    An agent reports its own events too: ``model_call`` (one call of a language model: tokens in
+    and out, latency, model, cost when priced) and ``note``.
+    """
 
     source: str
-    kind: Literal["monitor", "decision", "intervention", "note"]
+    kind: Literal["monitor", "decision", "intervention", "note", "model_call"]
     data: dict[str, Any] = Field(default_factory=dict)
     cost_ms: float = 0.0
 
