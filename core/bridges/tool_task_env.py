@@ -26,6 +26,8 @@ _CHARSET_SET = frozenset(CHARSET)
 ACTION_FORMAT = '{"name": "<tool>", "arguments": {...}} or {"answer": <final answer>}'
 # The answer tool is handled by the env itself, never sent to the server; this is its ToolCall.server.
 ENV_SERVER = "gauntlet"
+# The ToolCall.name of a stop action; not a valid MCP tool name, so no server tool can take it.
+STOP = "<stop>"
 # Room for a JSON result header and the truncation marker.
 MIN_TEXT_LENGTH = 64
 
@@ -39,14 +41,22 @@ def tool_call_action(name: str, arguments: dict[str, Any] | None = None) -> str:
     return json.dumps({"name": name, "arguments": arguments or {}}, ensure_ascii=True)
 
 
+def stop_action(reason: str) -> str:
+    """The action that ends the task unanswered and truncated, saying why (an agent whose budget is spent)."""
+    return json.dumps({"stop": reason}, ensure_ascii=True)
+
+
 def parse_action(action: str, answer_tool: str) -> tuple[str, dict[str, Any]]:
-    """``(tool name, arguments)`` of an action; ``{"answer": x}`` reads as a call of ``answer_tool``."""
+    """``(tool name, arguments)`` of an action; ``{"answer": x}`` reads as a call of ``answer_tool``,
+    ``{"stop": reason}`` as a call of ``STOP``."""
     try:
         data = json.loads(action)
     except ValueError as exc:
         raise ActionFormatError(f"the action is not JSON ({exc}); expected {ACTION_FORMAT}") from None
     if isinstance(data, dict) and set(data) == {"answer"}:
         return answer_tool, {"answer": data["answer"]}
+    if isinstance(data, dict) and set(data) == {"stop"}:
+        return STOP, {"reason": str(data["stop"])}
     if not isinstance(data, dict) or not isinstance(data.get("name"), str) or set(data) - {"name", "arguments"}:
         raise ActionFormatError(f"expected {ACTION_FORMAT}; got {_short(action)}")
     arguments = data.get("arguments") or {}
@@ -96,9 +106,11 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
     ``Text(max_text_length)`` over printable ASCII: one JSON tool call,
     ``{"name": "<tool>", "arguments": {...}}``, or ``{"answer": <final answer>}``. Calling the
     answer tool (``answer_tool``, default ``submit_answer``, with argument ``answer``) is the same
-    as ``{"answer": ...}``; the env handles it and does not forward it to the server. Write JSON
-    with ``ensure_ascii`` (``tool_call_action`` does). A non-string, or one outside the space, raises
-    ``ValueError``; a string in the space that is not a valid call is a step with an error result.
+    as ``{"answer": ...}``; the env handles it and does not forward it to the server.
+    ``{"stop": "<reason>"}`` (``stop_action``) ends the task without an answer, truncated: an agent
+    that has spent its own budget. Write JSON with ``ensure_ascii`` (``tool_call_action`` does). A
+    non-string, or one outside the space, raises ``ValueError``; a string in the space that is not
+    a valid call is a step with an error result.
 
     ## Observation Space
     ``Dict(task=Text, result=Text)``: ``task`` is the question (with the task's inputs, if any);
@@ -117,10 +129,11 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
     the answer tool included).
 
     ## Episode End
-    Terminates when an answer is submitted; truncates after ``max_steps`` steps (scored with no
-    answer). Every step's ``info['tool_call']`` is a ``gauntlet.ToolCall`` (server, name, arguments,
-    result, is_error, latency_ms); the last step's info has ``score``, ``success`` and the scorer's
-    report under ``privileged``.
+    Terminates when an answer is submitted; truncates after ``max_steps`` steps or on a stop action
+    (scored with no answer). A call that outlives ``call_timeout_s`` is a step with an error result
+    (the server may still be working on it). Every step's ``info['tool_call']`` is a
+    ``gauntlet.ToolCall`` (server, name, arguments, result, is_error, latency_ms); the last step's
+    info has ``score``, ``success`` and the scorer's report under ``privileged``.
 
     ## Arguments
     * ``tasks``: a suite path, a list of ``ToolTask`` (or dicts), or one task.
@@ -254,8 +267,9 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
         self._results.append(fit_text(json.dumps({"tool": call.name, "is_error": call.is_error,
                                                   "result": call.result}, ensure_ascii=True), self.max_text_length))
         reward = 0.0 if well_formed else -self.invalid_action_penalty
-        terminated = call.server == ENV_SERVER and not call.is_error
-        truncated = not terminated and len(self._actions) >= self.max_steps
+        stopped = call.server == ENV_SERVER and call.name == STOP
+        terminated = call.server == ENV_SERVER and not call.is_error and not stopped
+        truncated = not terminated and (stopped or len(self._actions) >= self.max_steps)
         task = self._current_task()
         info: dict[str, Any] = {TASK_ID: task.id, "step": len(self._actions), TOOL_CALL: call,
                                 "invalid_action": not well_formed}
@@ -281,6 +295,8 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
         except ActionFormatError as exc:
             return ToolCall(server=server, name="", arguments={"raw": action[:200]}, result={"error": str(exc)},
                             is_error=True), False
+        if name == STOP:
+            return ToolCall(server=ENV_SERVER, name=STOP, arguments=arguments, result={"stopped": True}), True
         if name == self.answer_tool:
             if "answer" not in arguments:
                 return ToolCall(server=ENV_SERVER, name=name, arguments=arguments, is_error=True,
@@ -291,7 +307,12 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
             return ToolCall(server=server, name=name, arguments=arguments, is_error=True,
                             result={"error": f"unknown tool {name!r}; the tools are {known}"}), True
         start = time.perf_counter()
-        result = client.call_tool(name, arguments)
+        try:
+            result = client.call_tool(name, arguments)
+        except TimeoutError:  # the agent sees a hung call as a failed one, and the episode goes on
+            return ToolCall(server=server, name=name, arguments=arguments, is_error=True,
+                            result={"error": f"the call did not finish within {self.call_timeout_s:g} s"},
+                            latency_ms=(time.perf_counter() - start) * 1e3), True
         latency_ms = (time.perf_counter() - start) * 1e3
         return ToolCall(server=server, name=name, arguments=arguments, result=result_value(result),
                         is_error=bool(result.isError), latency_ms=latency_ms), True
