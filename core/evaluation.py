@@ -16,6 +16,13 @@ episode file (the last step's ``info``), the mean, and, when the env's scorer ha
 a list of tasks is saved to ``<out>/suite.jsonl`` first. ``gauntlet replay`` and ``gauntlet report``
 read an evaluation like any run.
 
+Attempts. Each attempt's row also says what it cost: its wall time (the outcome's ``wall_s``) and the
+tokens (and, for priced models, dollars) of the model calls an LLM agent records as ``model_call``
+events. ``scores.json``'s ``pass_k`` section holds, per task, how many of its n attempts succeeded (c)
+and their mean tokens and seconds, and the suite's pass@k and pass^k for k = 1..n with bootstrap CIs
+over tasks (``gauntlet.pass_k``). An attempt that reports no success (an episode that ended in an
+error) counts as a failure; a suite whose env reports success for no attempt has no pass@k table.
+
 Views: a suite entry may list its family's views in its metadata, ``views={"clean": "chem",
 "noisy-high": "chem-noisy-high", ...}`` (view name -> registered suite name); ``evaluate_suite(...,
 view="noisy-high")`` (``gauntlet eval chem --view noisy-high``) then runs the suite registered for that
@@ -30,6 +37,7 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from statistics import fmean
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +45,10 @@ import gymnasium as gym
 from pydantic import ValidationError
 
 from gauntlet.batch import EpisodeSummary, RunSpec, TaskPlan, episode_path, prepare_run_folder, run_many
-from gauntlet.episode import AgentSpec, read_episode_file
+from gauntlet.episode import AgentSpec, Episode, read_episode_file
 from gauntlet.errors import UserError, check_arguments
 from gauntlet.fileio import write_atomically
+from gauntlet.pass_k import PassK, pass_k_table
 from gauntlet.registry import Entry, registry
 from gauntlet.tasks import ToolTask, parse_suite, suite_content
 from gauntlet.versions import versions
@@ -48,6 +57,9 @@ TOOL_TASK_ENV = "gauntlet/ToolTask-v0"
 # ToolTaskEnv's last step reports the task's score under this info key (the episode's return may
 # differ by invalid-action penalties).
 TASK_SCORE = "score"
+# The event kind an LLM agent records each model call as (data: input_tokens, output_tokens, latency_ms,
+# cost_usd for priced models).
+MODEL_CALL = "model_call"
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,28 @@ class TaskResult:
     score: float
     success: bool | None
     steps: int
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    # Differs between any two runs of the same attempt, so results compare without it.
+    wall_s: float | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class TaskTally:
+    """One task's attempts: how many there were (n), how many succeeded (c), and their mean cost."""
+
+    index: int
+    task_id: str
+    attempts: int
+    successes: int
+    mean_score: float
+    mean_tokens: float
+    mean_input_tokens: float
+    mean_output_tokens: float
+    mean_cost_usd: float | None
+    mean_seconds: float | None
 
 
 @dataclass
@@ -91,6 +125,32 @@ class Evaluation:
         for result in self.results:
             by_task.setdefault(result.task_id, []).append(result)
         return by_task
+
+    def tallies(self) -> list[TaskTally]:
+        """Every task's successes out of its attempts, and what an attempt cost on average, in suite order."""
+        return [_tally(attempts) for attempts in self.attempts().values()]
+
+    def pass_k(self) -> list[PassK]:
+        """The suite's pass@k and pass^k for k = 1..n with 95% bootstrap CIs over tasks (``gauntlet.pass_k``);
+        empty when no attempt reported success or failure."""
+        if self.success_rate is None:
+            return []
+        tallies = self.tallies()
+        return pass_k_table([tally.attempts for tally in tallies], [tally.successes for tally in tallies])
+
+
+def _tally(attempts: list[TaskResult]) -> TaskTally:
+    first = attempts[0]
+    costs = [attempt.cost_usd for attempt in attempts if attempt.cost_usd is not None]
+    seconds = [attempt.wall_s for attempt in attempts if attempt.wall_s is not None]
+    return TaskTally(index=first.index, task_id=first.task_id, attempts=len(attempts),
+                     successes=sum(attempt.success is True for attempt in attempts),
+                     mean_score=fmean(attempt.score for attempt in attempts),
+                     mean_tokens=fmean(attempt.input_tokens + attempt.output_tokens for attempt in attempts),
+                     mean_input_tokens=fmean(attempt.input_tokens for attempt in attempts),
+                     mean_output_tokens=fmean(attempt.output_tokens for attempt in attempts),
+                     mean_cost_usd=sum(costs) / len(attempts) if costs else None,
+                     mean_seconds=fmean(seconds) if seconds else None)
 
 
 @dataclass(frozen=True)
@@ -197,11 +257,36 @@ def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
     scores = {"suite": name, "view": view, "suite_file": str(source.path), "agent": {"name": agent, "config": config},
               "run_id": run.run_id, "versions": versions(), "repeats": repeats, "seed": seed,
               "mean_score": evaluation.mean_score, "success_rate": evaluation.success_rate,
-              "tasks": [asdict(result) for result in results]}
+              "tasks": [asdict(result) for result in results], "pass_k": _pass_k_section(evaluation)}
     if run_report is not None:
         scores["report"] = run_report
     write_atomically(out / "scores.json", json.dumps(scores, indent=2, default=str))
     return evaluation
+
+
+def _pass_k_section(evaluation: Evaluation) -> dict[str, Any]:
+    """scores.json's ``pass_k``: per task c of n with mean tokens and seconds; per k pass@k and pass^k."""
+    tallies = evaluation.tallies()
+    seconds = [tally.mean_seconds for tally in tallies if tally.mean_seconds is not None]
+    return {"estimators": "pass@k = mean over tasks of 1 - C(n-c, k)/C(n, k); "
+                          "pass^k = mean over tasks of C(c, k)/C(n, k)",
+            "ci": "95% percentile bootstrap over tasks",
+            "k": [asdict(row) for row in evaluation.pass_k()],
+            "mean_tokens_per_attempt": fmean(tally.mean_tokens for tally in tallies),
+            "mean_seconds_per_attempt": fmean(seconds) if seconds else None,
+            "tasks": [asdict(tally) for tally in tallies]}
+
+
+def _usage(episode: Episode) -> dict[str, Any]:
+    """The attempt's model calls, tokens and dollars (from its ``model_call`` events) and wall time."""
+    outcome_events = episode.outcome.events if episode.outcome is not None else []
+    calls = [event.data for event in [*(e for step in episode.steps for e in step.events), *outcome_events]
+             if event.kind == MODEL_CALL]
+    costs = [float(call["cost_usd"]) for call in calls if call.get("cost_usd") is not None]
+    wall_s = episode.outcome.metrics.get("wall_s") if episode.outcome is not None else None
+    return {"model_calls": len(calls), "input_tokens": sum(int(call.get("input_tokens") or 0) for call in calls),
+            "output_tokens": sum(int(call.get("output_tokens") or 0) for call in calls),
+            "cost_usd": sum(costs) if costs else None, "wall_s": None if wall_s is None else float(wall_s)}
 
 
 def _read_back(out: Path, summaries: list[EpisodeSummary], plan: TaskPlan, seed: int, tasks: list[ToolTask]
@@ -218,7 +303,7 @@ def _read_back(out: Path, summaries: list[EpisodeSummary], plan: TaskPlan, seed:
         outcome_score = episode.outcome.score if episode.outcome is not None else None
         results.append(TaskResult(index=task_index, task_id=tasks[task_index].id, repeat=repeat, seed=summary.seed,
                                   score=float(info.get(TASK_SCORE, outcome_score or 0.0)), success=summary.success,
-                                  steps=len(episode.steps)))
+                                  steps=len(episode.steps), **_usage(episode)))
         report = final.privileged if final is not None else None
         if report is not None:
             reports.append(report)
@@ -234,4 +319,4 @@ def _scorer(env_kwargs: dict[str, Any]) -> Any:
         env.close()
 
 
-__all__ = ["Evaluation", "TaskResult", "evaluate_suite", "resolve_view"]
+__all__ = ["MODEL_CALL", "Evaluation", "TaskResult", "TaskTally", "evaluate_suite", "resolve_view"]

@@ -1,5 +1,5 @@
-"""`gauntlet eval` on the runner's machinery: workers, task selection, repeats, and resuming a run
-folder, including one whose process was killed half-way."""
+"""`gauntlet eval` on the runner's machinery: workers, task selection, repeats with pass@k and pass^k, and
+resuming a run folder, including one whose process was killed half-way."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import gymnasium as gym
 import pytest
 
 from gauntlet.agents.tool import GoldAgent
+from gauntlet.bridges.tool_task_env import tool_call_action
 from gauntlet.batch import episode_path, is_complete
 from gauntlet.cli import main
 from gauntlet.episode import read_episode_file
@@ -58,6 +59,37 @@ def half_wrong_answers(tmp_path) -> Path:
     return write_suite(tmp_path / "half-wrong.jsonl", tasks)
 
 
+class FlakyGoldAgent(GoldAgent):
+    """The gold agent, except at the attempts ``fail`` lists for a task id: there it submits a wrong answer."""
+
+    name = "flaky-gold"
+
+    def __init__(self, suite, fail):
+        super().__init__(suite)
+        self.fail = {task_id: set(attempts) for task_id, attempts in fail.items()}
+        self.attempt = 0
+
+    def config(self):
+        return {**super().config(), "fail": {task_id: sorted(attempts) for task_id, attempts in self.fail.items()}}
+
+    def reset(self, *, seed, observation_space, action_space):
+        super().reset(seed=seed, observation_space=observation_space, action_space=action_space)
+        self.attempt = seed // len(self._tasks)  # TaskPlan: attempt r at task t is seeded t + r * suite size
+
+    def act(self, observation, info):
+        output = super().act(observation, info)
+        if self._cursor > len(self._task.gold_trajectory) and self.attempt in self.fail.get(self._task.id, ()):
+            output.action = tool_call_action("submit_answer", {"answer": -1})
+        return output
+
+
+@pytest.fixture
+def flaky_agent(monkeypatch) -> str:
+    monkeypatch.setitem(registry._entries["agent"], "flaky-gold",
+                        Entry("agent", "flaky-gold", f"{__name__}:FlakyGoldAgent"))
+    return "flaky-gold"
+
+
 def eval_cli(*args: str) -> int:
     with pytest.raises(SystemExit) as exit_info:
         main(["eval", *args])
@@ -88,6 +120,9 @@ def test_eval_on_two_workers_records_what_one_worker_records(toy_suite, half_wro
         assert eval_cli("toy", "--agent", "gold", "--agent-config", config, "--workers", workers,
                         "--out", str(tmp_path / workers)) == 0
     one, two = scores_of(tmp_path / "1"), scores_of(tmp_path / "2")
+    for scores in (one, two):
+        for task in scores["tasks"]:
+            assert task.pop("wall_s") > 0  # the one field two runs of an attempt never share
     assert one["tasks"] == two["tasks"] and one["mean_score"] == two["mean_score"] == 0.5
     for index in range(N_TASKS):
         a, b = (read_episode_file(episode_path(tmp_path / w, index))[0] for w in ("1", "2"))
@@ -109,6 +144,46 @@ def test_repeats_give_every_task_k_attempts_with_distinct_recorded_seeds(toy_sui
     assert [(task["task_id"], task["repeat"]) for task in scores_of(out)["tasks"]] == [
         (r.task_id, r.repeat) for r in evaluation.results]
     assert scores_of(out)["repeats"] == 3
+
+
+# Successes c of n attempts per task: t-00 always, t-01 at its first attempt only, t-02 never.
+FAIL = {"t-01": [1, 2], "t-02": [0, 1, 2]}
+
+
+def test_repeats_give_each_task_its_successes_out_of_n_and_the_suite_pass_at_k_and_pass_hat_k(
+        toy_suite, flaky_agent, tmp_path):
+    evaluation = evaluate_suite("toy", flaky_agent, tmp_path / "eval", agent_config={"fail": FAIL}, repeats=3,
+                                limit=3, workers=1)
+    assert [(r.task_id, r.repeat, r.success) for r in evaluation.results] == [
+        ("t-00", 0, True), ("t-00", 1, True), ("t-00", 2, True), ("t-01", 0, True), ("t-01", 1, False),
+        ("t-01", 2, False), ("t-02", 0, False), ("t-02", 1, False), ("t-02", 2, False)]
+    section = scores_of(tmp_path / "eval")["pass_k"]
+    assert [(t["task_id"], t["successes"], t["attempts"]) for t in section["tasks"]] == [
+        ("t-00", 3, 3), ("t-01", 1, 3), ("t-02", 0, 3)]
+    # pass@k = mean of 1 - C(3 - c, k)/C(3, k); pass^k = mean of C(c, k)/C(3, k), for c = 3, 1, 0.
+    assert [row["k"] for row in section["k"]] == [1, 2, 3]
+    assert [row["pass_at_k"] for row in section["k"]] == pytest.approx([4 / 9, 5 / 9, 2 / 3])
+    assert [row["pass_hat_k"] for row in section["k"]] == pytest.approx([4 / 9, 1 / 3, 1 / 3])
+    assert section["k"][0]["pass_hat_k"] == pytest.approx(evaluation.success_rate)
+    for row in section["k"]:
+        for name in ("pass_at_k", "pass_hat_k"):
+            low, high = row[f"{name}_ci"]
+            assert 0.0 <= low <= row[name] <= high <= 1.0
+    assert all(task["mean_seconds"] > 0 and task["mean_tokens"] == 0 for task in section["tasks"])
+    assert section["mean_seconds_per_attempt"] > 0
+
+
+def test_eval_with_repeats_prints_each_task_c_of_n_and_the_pass_k_table(toy_suite, flaky_agent, tmp_path, capsys):
+    assert eval_cli("toy", "--agent", flaky_agent, "--agent-config", json.dumps({"fail": FAIL}), "--repeats", "3",
+                    "--limit", "3", "--workers", "1", "--out", str(tmp_path / "eval")) == 0
+    lines = [" ".join(line.replace("│", " ").split()) for line in capsys.readouterr().out.splitlines()]
+    assert any(line.startswith("0 t-00 3 / 3 1.000 0 ") for line in lines)
+    assert any(line.startswith("1 t-01 1 / 3 0.333 0 ") for line in lines)
+    assert any(line.startswith("2 t-02 0 / 3 0.000 0 ") for line in lines)
+    rows = {line.split()[0]: line.split() for line in lines if line[:2] in ("1 ", "2 ", "3 ") and "[" in line}
+    assert {k: (row[1], row[4]) for k, row in rows.items()} == {
+        "1": ("0.444", "0.444"), "2": ("0.556", "0.333"), "3": ("0.667", "0.333")}
+    assert any("s per attempt" in line for line in lines)
 
 
 def test_tasks_picks_tasks_by_id_and_limit_keeps_the_first(toy_suite, tmp_path):

@@ -226,14 +226,19 @@ def eval_suite(
     evaluation = evaluate_suite(suite, agent, folder, agent_config=config, view=view, task_ids=task_ids, limit=limit,
                                 repeats=repeats, seed=seed, backend=backend.value, workers=workers,
                                 ray_address=ray_address, progress=True)
-    table = _evaluation_table(evaluation, f"{resolved}: agent {agent}")
-    if table.row_count:
-        console.print(table)
+    title = f"{resolved}: agent {agent}"
+    # With several attempts per task, what matters is each task's c of n and the suite's pass@k / pass^k.
+    tables = [_evaluation_table(evaluation, title)] if evaluation.repeats == 1 else [
+        _tally_table(evaluation, title), _pass_k_table(evaluation)]
+    for table in tables:
+        if table.row_count:
+            console.print(table)
     rate = evaluation.success_rate
     tasks_run = len(evaluation.attempts())
     attempts = f" ({len(evaluation.results)} attempts)" if evaluation.repeats > 1 else ""
     console.print(f"mean score {evaluation.mean_score:.3f} over {tasks_run} tasks{attempts}"
                   + ("" if rate is None else f", success rate {rate:.3f}"))
+    console.print(_cost_line(evaluation))
     if evaluation.report is not None:
         console.print(f"scorer report (also in scores.json): {json.dumps(evaluation.report, default=str)}")
     console.print(f"run folder: [bold]{evaluation.out_dir}[/bold]  (ran {evaluation.ran}, "
@@ -257,6 +262,51 @@ def _evaluation_table(evaluation: Evaluation, title: str) -> Table:
         table.add_row(str(result.index), result.task_id, *attempt, f"{result.score:.3f}",
                       "" if result.success is None else str(result.success).lower(), str(result.steps))
     return table
+
+
+def _tally_table(evaluation: Evaluation, title: str) -> Table:
+    """Each task's successes c of its n attempts, mean score, tokens and seconds per attempt; when there are
+    many tasks, those that did not succeed every time (the first ``TABLE_ROWS``)."""
+    tallies = evaluation.tallies()
+    shown = tallies if len(tallies) <= TABLE_ROWS else [t for t in tallies if t.successes < t.attempts]
+    if len(shown) < len(tallies):
+        title += f" ({len(shown)} of {len(tallies)} tasks failed at least once"
+        title += f"; the first {TABLE_ROWS} shown)" if len(shown) > TABLE_ROWS else ")"
+    table = Table(title=title)
+    for column in ("#", "task", "c / n", "mean score", "tokens / attempt", "s / attempt"):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    for tally in shown[:TABLE_ROWS]:
+        table.add_row(str(tally.index), tally.task_id, f"{tally.successes} / {tally.attempts}",
+                      f"{tally.mean_score:.3f}", f"{tally.mean_tokens:.0f}",
+                      "" if tally.mean_seconds is None else f"{tally.mean_seconds:.2f}")
+    return table
+
+
+def _pass_k_table(evaluation: Evaluation) -> Table:
+    """pass@k (at least one of k attempts succeeds) and pass^k (all k do) with their bootstrap CIs."""
+    table = Table(title=f"pass@k and pass^k over {len(evaluation.attempts())} tasks (95% bootstrap CI over tasks)")
+    for column in ("k", "pass@k", "95% CI", "pass^k", "95% CI"):
+        table.add_column(column, justify="right")
+    for row in evaluation.pass_k():
+        table.add_row(str(row.k), f"{row.pass_at_k:.3f}", f"[{row.pass_at_k_ci[0]:.3f}, {row.pass_at_k_ci[1]:.3f}]",
+                      f"{row.pass_hat_k:.3f}", f"[{row.pass_hat_k_ci[0]:.3f}, {row.pass_hat_k_ci[1]:.3f}]")
+    return table
+
+
+def _cost_line(evaluation: Evaluation) -> str:
+    """Mean seconds per attempt, and the model's tokens (and dollars) when the agent recorded model calls."""
+    results = evaluation.results
+    seconds = [result.wall_s for result in results if result.wall_s is not None]
+    parts = [f"{sum(seconds) / len(seconds):.2f} s per attempt" if seconds else "no wall time recorded"]
+    if any(result.model_calls for result in results):
+        calls = sum(result.model_calls for result in results) / len(results)
+        tokens_in = sum(result.input_tokens for result in results) / len(results)
+        tokens_out = sum(result.output_tokens for result in results) / len(results)
+        parts.append(f"{calls:.1f} model calls, {tokens_in:.0f} input + {tokens_out:.0f} output tokens per attempt")
+        costs = [result.cost_usd for result in results if result.cost_usd is not None]
+        if costs:
+            parts.append(f"${sum(costs):.4f} in all")
+    return "; ".join(parts)
 
 
 def register(app: typer.Typer) -> None:
