@@ -37,6 +37,12 @@ from gauntlet.spaces import from_json
 from gauntlet.versions import versions
 
 
+BRANCHED_FROM = "branched_from"
+"""The header config key of a branched episode: ``{"episode_id": parent id, "at": step index}``, the
+episode it shares its first ``at`` steps with. Known before the first step, so a viewer can link a
+branch to its parent even when the branch was cut short."""
+
+
 class ReplayDivergedError(UserError):
     """The env no longer reproduces a recording (a different env version, or a non-deterministic env)."""
 
@@ -272,6 +278,7 @@ def branch_episode(episode: Episode, at: int, *, action: Any = None, agent: Agen
     and ``agent`` (default: ``default_branch_agent``) acts from then on. ``max_steps`` caps the
     branch's total length, prefix included. ``record`` is a file the branched episode is written
     to (replacing any file there). Raises ``ReplayDivergedError`` if the prefix does not reproduce.
+    The branch's header config names its parent and branch point under ``BRANCHED_FROM``.
     """
     if not 0 <= at < len(episode.steps):
         raise UserError(f"cannot branch at step {at}: episode {episode.episode_id} has steps 0 to "
@@ -299,7 +306,8 @@ def branch_episode(episode: Episode, at: int, *, action: Any = None, agent: Agen
     run_id = new_run_id()
     branched = Episode(
         run_id=run_id, episode_id=f"{episode.episode_id}-branch{at}-{uuid.uuid4().hex[:6]}",
-        env_id=episode.env_id, seed=episode.seed, agent=actor.spec(), config=dict(episode.config),
+        env_id=episode.env_id, seed=episode.seed, agent=actor.spec(),
+        config={**episode.config, BRANCHED_FROM: {"episode_id": episode.episode_id, "at": at}},
         versions=versions(), initial_observation=initial, reset_info=dict(episode.reset_info), steps=steps,
         outcome=Outcome(score=total_reward,
                         success=continuation.outcome.success if continuation.outcome is not None else None,
@@ -342,5 +350,5 @@ def _write_replacing(path: Path, episode: Episode) -> None:
         writer.write_episode(episode)
 
 
-__all__ = ["EpisodeStart", "ReplayCheck", "ReplayDivergedError", "branch_episode", "default_branch_agent",
-           "episode_start", "make_env", "replay_episode", "replay_episodes", "rollout_from"]
+__all__ = ["BRANCHED_FROM", "EpisodeStart", "ReplayCheck", "ReplayDivergedError", "branch_episode",
+           "default_branch_agent", "episode_start", "make_env", "replay_episode", "replay_episodes", "rollout_from"]
