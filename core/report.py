@@ -1,10 +1,12 @@
 """The run report: one self-contained HTML file summarising a run folder or some episode files.
 
-The file has no external assets (plots are inline PNGs, styles are inline), so it can be mailed,
-archived or opened offline. It holds the run's metadata (spec and versions), a summary table
-(episode counts, return statistics with a 95% bootstrap confidence interval, mean length, success
-rate, total safety cost, monitor and controller events with the time they cost), four plots, and a
-table of every episode. Numbers are shown with three decimals.
+The file has no external assets and no script (plots are inline PNGs and SVG, styles are inline),
+so it can be mailed, archived or opened offline. It holds the run's metadata (spec and versions), a
+summary table (episode counts, return statistics with a 95% bootstrap confidence interval, mean
+length, success rate, total safety cost, monitor and controller events with the time they cost),
+four plots, a table of every episode, and each episode's trace (``gauntlet.trace_view``: the
+conversation, tool calls, monitor timeline, controller decisions and branch links), reached from
+the table. Numbers are shown with three decimals.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 from gauntlet.episode import Episode, load_episodes
 from gauntlet.errors import UserError
 from gauntlet.fileio import write_atomically
+from gauntlet.trace_view import TRACE_STYLE, episode_anchor, render_traces, traced
 
 BOOTSTRAP_RESAMPLES = 10_000
 EPISODE_TABLE_MAX_ROWS = 2_000
@@ -249,8 +252,12 @@ figcaption { font-size: 0.85rem; color: #555; max-width: 36rem; }
 """
 
 
+class _Html(str):
+    """A table cell that is HTML already (built here from escaped parts), inserted as it is."""
+
+
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    return value if isinstance(value, _Html) else html.escape(str(value), quote=True)
 
 
 def _num(value: float | None) -> str:
@@ -284,12 +291,13 @@ def _summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
 
 def _episode_rows(episodes: Sequence[Episode], indices: list[int]) -> list[list[str]]:
     rows = []
-    for episode, index in zip(episodes[:EPISODE_TABLE_MAX_ROWS], indices, strict=False):
+    for position, (episode, index) in enumerate(zip(episodes[:EPISODE_TABLE_MAX_ROWS], indices, strict=False)):
         known = episode.outcome.success if episode.outcome is not None else None
         success = "" if known is None else str(known).lower()
         rows.append([str(index), episode.episode_id, "" if episode.seed is None else str(episode.seed),
                      str(len(episode.steps)), _num(episode.total_reward), success,
-                     _num(sum(step.cost for step in episode.steps)), "yes" if episode.complete else "no"])
+                     _num(sum(step.cost for step in episode.steps)), "yes" if episode.complete else "no",
+                     _Html(f'<a href="#{episode_anchor(position)}">trace</a>') if traced(position) else ""])
     return rows
 
 
@@ -298,9 +306,11 @@ def render_report(episodes: Sequence[Episode], metadata: list[tuple[str, str]], 
     summary = summarize(episodes)
     indices = [_episode_index(episode, position) for position, episode in enumerate(episodes)]
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>",
-             f"<style>{_STYLE}</style></head><body><h1>{_e(title)}</h1>",
+             f"<style>{_STYLE}{TRACE_STYLE}</style></head><body><h1>{_e(title)}</h1>",
+             '<p class="nav"><a href="#summary">summary</a> · <a href="#plots">plots</a> · '
+             '<a href="#episodes">episodes</a> · <a href="#traces">traces</a></p>',
              "<h2>Run</h2>", _table(("field", "value"), metadata),
-             "<h2>Summary</h2>", _table(("statistic", "value"), _summary_rows(summary), numeric={1})]
+             "<h2 id=\"summary\">Summary</h2>", _table(("statistic", "value"), _summary_rows(summary), numeric={1})]
     if summary.complete < summary.episodes:
         parts.append(f'<p class="note">Return statistics use the {summary.complete} complete episodes; '
                      "an incomplete episode was cut short before its outcome was written.</p>")
@@ -312,15 +322,16 @@ def render_report(episodes: Sequence[Episode], metadata: list[tuple[str, str]], 
                             numeric={2, 3, 4}))
     else:
         parts.append('<p class="note">No monitor or controller events were recorded.</p>')
-    parts.append("<h2>Plots</h2>")
+    parts.append('<h2 id="plots">Plots</h2>')
     for caption, png in _plots(episodes, indices):
         parts.append(f'<figure><img alt="{_e(caption)}" src="data:image/png;base64,{png}">'
                      f"<figcaption>{_e(caption)}</figcaption></figure>")
-    parts.append("<h2>Episodes</h2>")
+    parts.append('<h2 id="episodes">Episodes</h2>')
     if len(episodes) > EPISODE_TABLE_MAX_ROWS:
         parts.append(f'<p class="note">The first {EPISODE_TABLE_MAX_ROWS} of {len(episodes)} episodes.</p>')
-    parts.append(_table(("#", "episode id", "seed", "steps", "return", "success", "cost", "complete"),
+    parts.append(_table(("#", "episode id", "seed", "steps", "return", "success", "cost", "complete", "trace"),
                         _episode_rows(episodes, indices), numeric={0, 2, 3, 4, 6}))
+    parts += ['<h2 id="traces">Episode traces</h2>', render_traces(episodes, indices)]
     parts.append("</body></html>\n")
     return "".join(parts)
 

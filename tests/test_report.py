@@ -12,6 +12,7 @@ import pytest
 from gauntlet.batch import RunSpec, run_many
 from gauntlet.episode import AgentSpec, EpisodeHeader, EpisodeWriter, Event, Outcome, load_episodes
 from gauntlet.errors import UserError
+from gauntlet import trace_view
 from gauntlet.report import bootstrap_ci, return_stats, summarize, write_report
 
 
@@ -153,3 +154,20 @@ def test_summarize_uses_complete_episodes_for_returns(tmp_path):
     summary = summarize(load_episodes(crafted))
     assert summary.returns.n == 2 and summary.incomplete == 1
     assert summary.mean_length == pytest.approx((2 + 3 + 1) / 3)
+
+
+def test_every_episode_in_the_table_links_to_its_trace(run_dir, tmp_path):
+    page = write_report(run_dir, tmp_path / "report.html").read_text()
+    anchors = set(re.findall(r'\sid="([^"]+)"', page))
+    links = re.findall(r'href="#([^"]+)"', page)
+    assert links and [link for link in links if link not in anchors] == []
+    for position in range(len(load_episodes(run_dir))):
+        assert f'<a href="#ep-{position}">trace</a>' in page
+
+
+def test_a_large_run_traces_its_first_episodes_and_says_so(run_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(trace_view, "TRACE_MAX_EPISODES", 5)
+    page = write_report(run_dir, tmp_path / "report.html").read_text()
+    assert re.findall(r'<section class="trace" id="(ep-\d+)"', page) == [f"ep-{i}" for i in range(5)]
+    assert '<a href="#ep-5">' not in page
+    assert "Traces of the first 5 of 12 episodes" in page
