@@ -19,7 +19,7 @@ from gauntlet.agents.tool import GoldAgent
 from gauntlet.bridges.tool_task_env import tool_call_action
 from gauntlet.batch import episode_path, is_complete
 from gauntlet.cli import main
-from gauntlet.episode import read_episode_file
+from gauntlet.episode import Event, read_episode_file
 from gauntlet.evaluation import TOOL_TASK_ENV, evaluate_suite
 from gauntlet.registry import Entry, registry
 from gauntlet.runner import rollout
@@ -60,7 +60,8 @@ def half_wrong_answers(tmp_path) -> Path:
 
 
 class FlakyGoldAgent(GoldAgent):
-    """The gold agent, except at the attempts ``fail`` lists for a task id: there it submits a wrong answer."""
+    """The gold agent, except at the attempts ``fail`` lists for a task id: there it submits a wrong answer.
+    Every action comes with a ``model_call`` event, as an LLM agent's would: 100 tokens in, 7 out, $0.002."""
 
     name = "flaky-gold"
 
@@ -80,6 +81,7 @@ class FlakyGoldAgent(GoldAgent):
         output = super().act(observation, info)
         if self._cursor > len(self._task.gold_trajectory) and self.attempt in self.fail.get(self._task.id, ()):
             output.action = tool_call_action("submit_answer", {"answer": -1})
+        output.events.append(Event(source=self.name, kind="model_call", data=MODEL_CALL))
         return output
 
 
@@ -146,6 +148,7 @@ def test_repeats_give_every_task_k_attempts_with_distinct_recorded_seeds(toy_sui
     assert scores_of(out)["repeats"] == 3
 
 
+MODEL_CALL = {"input_tokens": 100, "output_tokens": 7, "latency_ms": 3.0, "cost_usd": 0.002}
 # Successes c of n attempts per task: t-00 always, t-01 at its first attempt only, t-02 never.
 FAIL = {"t-01": [1, 2], "t-02": [0, 1, 2]}
 
@@ -169,21 +172,27 @@ def test_repeats_give_each_task_its_successes_out_of_n_and_the_suite_pass_at_k_a
         for name in ("pass_at_k", "pass_hat_k"):
             low, high = row[f"{name}_ci"]
             assert 0.0 <= low <= row[name] <= high <= 1.0
-    assert all(task["mean_seconds"] > 0 and task["mean_tokens"] == 0 for task in section["tasks"])
-    assert section["mean_seconds_per_attempt"] > 0
+    # Every attempt is two steps (a reset call, then the answer), each with one model call.
+    assert {(r.steps, r.model_calls, r.input_tokens, r.output_tokens) for r in evaluation.results} == {(2, 2, 200, 14)}
+    assert all(r.cost_usd == pytest.approx(0.004) and r.wall_s > 0 for r in evaluation.results)
+    assert all(task["mean_tokens"] == 214 and task["mean_cost_usd"] == pytest.approx(0.004)
+               and task["mean_seconds"] > 0 for task in section["tasks"])
+    assert section["mean_tokens_per_attempt"] == 214 and section["mean_seconds_per_attempt"] > 0
 
 
 def test_eval_with_repeats_prints_each_task_c_of_n_and_the_pass_k_table(toy_suite, flaky_agent, tmp_path, capsys):
     assert eval_cli("toy", "--agent", flaky_agent, "--agent-config", json.dumps({"fail": FAIL}), "--repeats", "3",
                     "--limit", "3", "--workers", "1", "--out", str(tmp_path / "eval")) == 0
-    lines = [" ".join(line.replace("│", " ").split()) for line in capsys.readouterr().out.splitlines()]
-    assert any(line.startswith("0 t-00 3 / 3 1.000 0 ") for line in lines)
-    assert any(line.startswith("1 t-01 1 / 3 0.333 0 ") for line in lines)
-    assert any(line.startswith("2 t-02 0 / 3 0.000 0 ") for line in lines)
+    out = capsys.readouterr().out
+    lines = [" ".join(line.replace("│", " ").split()) for line in out.splitlines()]
+    assert any(line.startswith("0 t-00 3 / 3 1.000 214 ") for line in lines)
+    assert any(line.startswith("1 t-01 1 / 3 0.333 214 ") for line in lines)
+    assert any(line.startswith("2 t-02 0 / 3 0.000 214 ") for line in lines)
     rows = {line.split()[0]: line.split() for line in lines if line[:2] in ("1 ", "2 ", "3 ") and "[" in line}
     assert {k: (row[1], row[4]) for k, row in rows.items()} == {
         "1": ("0.444", "0.444"), "2": ("0.556", "0.333"), "3": ("0.667", "0.333")}
-    assert any("s per attempt" in line for line in lines)
+    assert "s per attempt; 2.0 model calls, 200 input + 14 output tokens per attempt; $0.0360 in all" in " ".join(
+        out.split())
 
 
 def test_tasks_picks_tasks_by_id_and_limit_keeps_the_first(toy_suite, tmp_path):

@@ -284,7 +284,7 @@ def _tally_table(evaluation: Evaluation, title: str) -> Table:
 
 def _pass_k_table(evaluation: Evaluation) -> Table:
     """pass@k (at least one of k attempts succeeds) and pass^k (all k do) with their bootstrap CIs."""
-    table = Table(title=f"pass@k and pass^k over {len(evaluation.attempts())} tasks (95% bootstrap CI over tasks)")
+    table = Table(title=f"pass@k and pass^k, {len(evaluation.attempts())} tasks (95% CI: bootstrap over tasks)")
     for column in ("k", "pass@k", "95% CI", "pass^k", "95% CI"):
         table.add_column(column, justify="right")
     for row in evaluation.pass_k():
