@@ -136,18 +136,23 @@ def _short(value: object, limit: int = 40) -> str:
 
 
 def report(
-    source: Annotated[Path, typer.Argument(help="A run folder or an episode .jsonl file.")],
-    out: Annotated[Path | None, typer.Option(help="HTML file to write (default: report.html in the run "
-                                                  "folder, or <episode file>.html beside it).")] = None,
+    sources: Annotated[list[Path], typer.Argument(help=(
+        "A run folder or episode .jsonl file; several are reported together (a recording and its branches "
+        "link to each other)."))],
+    out: Annotated[Path | None, typer.Option(help="HTML file to write (default: report.html in the first run "
+                                                  "folder, or <first episode file>.html beside it).")] = None,
 ) -> None:
-    """Write one self-contained HTML report of a run: summary, plots and every episode."""
+    """Write one self-contained HTML report of a run: summary, plots, and every episode's trace
+    (conversation, tool calls, monitor timeline, controller decisions, branch links)."""
     from gauntlet.report import write_report
 
-    if not source.exists():
-        raise FileNotFoundError(f"no run folder or episode file at {source}")
-    target = out if out is not None else (source / "report.html" if source.is_dir() else source.with_suffix(".html"))
+    for source in sources:
+        if not source.exists():
+            raise FileNotFoundError(f"no run folder or episode file at {source}")
+    first = sources[0]
+    target = out if out is not None else (first / "report.html" if first.is_dir() else first.with_suffix(".html"))
     with console.status("writing the report"):
-        written = write_report(source, target)
+        written = write_report(sources, target)
     console.print(f"report written to [bold]{written}[/bold]")
 
 
