@@ -1,0 +1,318 @@
+"""LLMAgent: the LangGraph agent in the runner's loop, one tool call per step of a ``ToolTaskEnv``.
+
+The runner owns the tool-call boundary. The agent's graph (``gauntlet.agents.llm.graph``) pauses
+before ``run_tools``; each well-formed call the model proposes becomes one step's action
+(``{"name", "arguments"}``), which controllers see and may replace or halt on; the env runs it; the
+next ``act`` writes the result (``info['tool_call']``, else ``observation['result']``) into the
+graph as ``run_tools``'s message and resumes the graph to the next call. Malformed calls are
+answered inside the graph and never become actions. A reply without a call ends the task with
+``{"answer": ...}`` (read by the mode's ``final_answer``).
+
+A replaced call: the model's own call stays in the conversation, and its tool message says which
+call ran instead and what it gave. A spent budget (``max_steps`` model calls, ``max_tokens``,
+``wall_time_s`` since reset) ends the task with a stop action: the env truncates the episode,
+unanswered, and the step carries a ``note`` event ``{"budget": <which>}``; an answer too long
+for one action stops it the same way (``{"budget": "action_length"}``).
+
+Recorded per step: ``messages`` (the turns since the step before, ``gauntlet.agents.llm.records``),
+a ``model_call`` event per model call, and a ``note`` event ``{"malformed_calls": [...]}`` for a
+reply with malformed calls. ``config()`` (the episode header's agent config) holds the model spec,
+mode, effective system prompt and budgets.
+
+Branching: the agent's state is its LangGraph checkpoint plus the calls of the current reply still
+to run; ``snapshot()`` copies both, ``restore()`` writes the copy into a fresh thread and
+``fork()`` gives an independent agent (same model object, its own checkpointer) standing there.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from gymnasium import spaces
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
+from langgraph.graph.state import CompiledStateGraph
+
+from gauntlet.agent import Agent, AgentOutput
+from gauntlet.agents.llm.calls import (
+    CheckedCall,
+    ToolResult,
+    ToolSpec,
+    call_text,
+    check_calls,
+    rejection,
+    tool_message,
+)
+from gauntlet.agents.llm.graph import (
+    AgentState,
+    Budget,
+    LoopSettings,
+    build_graph,
+    initial_state,
+    last_reply,
+    make_checkpointer,
+    run_config,
+)
+from gauntlet.agents.llm.modes import final_answer, get_mode, user_prompt
+from gauntlet.agents.llm.records import ModelCallRecorder, records
+from gauntlet.bridges.tool_task_env import stop_action
+from gauntlet.episode import Event, ToolCall
+from gauntlet.info_keys import TASK_ID, TOOL_CALL
+from gauntlet.tasks import ToolTask, load_suite
+
+
+@dataclass(frozen=True)
+class LLMAgentSnapshot:
+    """A point in an LLM agent's episode: its graph checkpoint and the current reply's calls."""
+
+    checkpoint: Checkpoint | None
+    metadata: CheckpointMetadata | None
+    tools: tuple[ToolSpec, ...]
+    max_call_chars: int | None
+    reply_calls: tuple[CheckedCall, ...]
+    pending: tuple[CheckedCall, ...]
+    proposed: CheckedCall | None
+    results: tuple[tuple[str, ToolMessage], ...]
+    emitted: int
+    elapsed_s: float
+
+
+class LLMAgent(Agent):
+    """A LangGraph tool-calling agent for ``ToolTaskEnv`` (see the module docstring).
+
+    ``model``: a model spec (``gauntlet.agents.llm.models.make_chat_model``: ``openai:``,
+    ``anthropic:``, ``hf:``, ``scripted:<file>``, ``offline``) or a chat model; loaded at the first
+    step. ``mode``: ``autonomous``, ``instruction`` or ``chemcost`` (``gauntlet.agents.llm.modes``);
+    ``system_prompt`` overrides the mode's. ``suite``: the task suite, for modes that read a task's
+    metadata (its tool plan, its answer format). ``price_usd_per_mtok``: ``[input, output]`` US
+    dollars per million tokens, for ``cost_usd``. ``checkpointer``: ``memory`` or ``sqlite:PATH``.
+    """
+
+    name = "llm"
+
+    def __init__(self, model: str | BaseChatModel = "offline", mode: str = "autonomous",
+                 system_prompt: str | None = None, max_steps: int = 30, max_tokens: int | None = None,
+                 wall_time_s: float | None = None, model_retries: int = 2,
+                 price_usd_per_mtok: Sequence[float] | None = None, checkpointer: str = "memory",
+                 suite: str | None = None):
+        self._mode = get_mode(mode)
+        if price_usd_per_mtok is not None and len(price_usd_per_mtok) != 2:
+            raise ValueError("price_usd_per_mtok is [input, output] US dollars per million tokens")
+        self._kwargs: dict[str, Any] = dict(
+            model=model, mode=mode, system_prompt=system_prompt, max_steps=max_steps, max_tokens=max_tokens,
+            wall_time_s=wall_time_s, model_retries=model_retries, price_usd_per_mtok=price_usd_per_mtok,
+            checkpointer=checkpointer, suite=suite)
+        self._model: BaseChatModel | None = model if isinstance(model, BaseChatModel) else None
+        self._system_prompt = system_prompt if system_prompt is not None else self._mode.system_prompt
+        self._budget = Budget(max_steps=max_steps, max_tokens=max_tokens, wall_time_s=wall_time_s)
+        self._model_retries = model_retries
+        self._saver = make_checkpointer(checkpointer)
+        self._tasks = {task.id: task for task in load_suite(suite)} if suite is not None else {}
+        self._recorder = ModelCallRecorder(self.name, price_usd_per_mtok)
+        self._graphs: dict[str, CompiledStateGraph] = {}
+        self._thread: str | None = None
+        self._max_call_chars: int | None = None
+        self._clear_episode()
+
+    def config(self) -> dict[str, Any]:
+        model = self._kwargs["model"]
+        return {**self._kwargs, "model": model if isinstance(model, str) else _describe(model),
+                "system_prompt": self._system_prompt}
+
+    def _chat_model(self) -> BaseChatModel:
+        if self._model is None:
+            from gauntlet.agents.llm.models import make_chat_model
+
+            self._model = make_chat_model(self._kwargs["model"])
+        return self._model
+
+    # Episode state -------------------------------------------------------------------------------
+    def _clear_episode(self) -> None:
+        if self._thread is not None:
+            self._saver.delete_thread(self._thread)
+        self._thread = None
+        self._tools: tuple[ToolSpec, ...] = ()
+        self._reply_calls: list[CheckedCall] = []
+        self._pending: list[CheckedCall] = []
+        self._proposed: CheckedCall | None = None
+        self._results: dict[str, ToolMessage] = {}
+        self._emitted = 0
+        self._events: list[Event] = []
+        self._started_at = time.monotonic()
+
+    def reset(self, *, seed: int | None, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        self._clear_episode()
+        self._max_call_chars = action_space.max_length if isinstance(action_space, spaces.Text) else None
+
+    def _settings(self) -> LoopSettings:
+        return LoopSettings(budget=self._budget, model_retries=self._model_retries,
+                            max_call_chars=self._max_call_chars)
+
+    def _graph(self) -> CompiledStateGraph:
+        key = json.dumps([[spec.name, spec.description, spec.input_schema] for spec in self._tools]) + \
+            f"|{self._max_call_chars}"
+        if key not in self._graphs:
+            self._graphs[key] = build_graph(self._chat_model(), self._tools, self._settings(),
+                                            checkpointer=self._saver, pause_before_tools=True)
+        return self._graphs[key]
+
+    def _config(self) -> RunnableConfig:
+        if self._thread is None:
+            raise RuntimeError("the agent has not started an episode; call act() after reset()")
+        config = run_config(self._thread, self._settings(), started_at=self._started_at)
+        config["callbacks"] = [self._recorder]
+        return config
+
+    def _state(self) -> AgentState:
+        return cast(AgentState, self._graph().get_state(self._config()).values)
+
+    # Acting --------------------------------------------------------------------------------------
+    def act(self, observation: Any, info: dict[str, Any]) -> AgentOutput:
+        if self._thread is None:
+            action = self._begin(observation, info)
+        else:
+            action = self._receive(observation, info)
+        events = self._recorder.drain() + self._events
+        self._events = []
+        return AgentOutput(action=action, messages=records(self._new_messages()), events=events)
+
+    def _begin(self, observation: Any, info: dict[str, Any]) -> str:
+        self._tools = tuple(ToolSpec.of(tool) for tool in info.get("tools", [])
+                            if tool["name"] != info.get("answer_tool"))
+        task = self._tasks.get(str(info.get(TASK_ID)))
+        text = observation["task"] if isinstance(observation, dict) else str(observation)
+        messages: list[AnyMessage] = [SystemMessage(self._system_prompt),
+                                      HumanMessage(user_prompt(self._mode, text, _metadata(task)))]
+        self._thread = uuid.uuid4().hex
+        return self._advance(initial_state(messages))
+
+    def _receive(self, observation: Any, info: dict[str, Any]) -> str:
+        proposed = self._proposed
+        if proposed is None:
+            raise RuntimeError("act() was called again after the agent's final action; reset() starts a new task")
+        self._results[proposed.id] = _result_message(proposed, observation, info)
+        if self._pending:
+            return self._propose(self._pending.pop(0))
+        return self._advance(None, run_tools=[cast(ToolMessage, self._answer(call)) for call in self._reply_calls])
+
+    def _advance(self, start: AgentState | None, run_tools: list[ToolMessage] | None = None) -> str:
+        """Run the graph to its next pause (a reply with calls) or its end; the action that follows."""
+        graph, config = self._graph(), self._config()
+        while True:
+            if run_tools is not None:
+                graph.update_state(config, {"messages": run_tools}, as_node="run_tools")
+                self._reply_calls, self._pending, self._results, self._proposed = [], [], {}, None
+            graph.invoke(start, config)
+            start = None
+            snapshot = graph.get_state(config)
+            state = cast(AgentState, snapshot.values)
+            if not snapshot.next:
+                return self._final_action(state)
+            self._reply_calls = check_calls(last_reply(state), self._spec_map(), max_call_chars=self._max_call_chars)
+            malformed = [{"name": call.name, "problem": call.problem} for call in self._reply_calls if call.problem]
+            if malformed:
+                self._events.append(Event(source=self.name, kind="note", data={"malformed_calls": malformed}))
+            self._pending = [call for call in self._reply_calls if call.problem is None]
+            if self._pending:
+                return self._propose(self._pending.pop(0))
+            run_tools = [rejection(call, self._spec_map()) for call in self._reply_calls]
+
+    def _propose(self, call: CheckedCall) -> str:
+        self._proposed = call
+        return call_text(call.name, call.arguments)
+
+    def _final_action(self, state: AgentState) -> str:
+        self._proposed = None
+        reason = state["stop_reason"]
+        if reason is None:
+            action = json.dumps({"answer": final_answer(self._mode, last_reply(state).text)}, ensure_ascii=True)
+            if self._max_call_chars is None or len(action) <= self._max_call_chars:
+                return action
+            reason = "action_length"
+        self._events.append(Event(source=self.name, kind="note", data={"budget": reason}))
+        return stop_action(reason)
+
+    def _spec_map(self) -> dict[str, ToolSpec]:
+        return {spec.name: spec for spec in self._tools}
+
+    def _answer(self, call: CheckedCall) -> ToolMessage | None:
+        """The tool message answering a call of the current reply, once known."""
+        return rejection(call, self._spec_map()) if call.problem is not None else self._results.get(call.id)
+
+    def _new_messages(self) -> list[AnyMessage]:
+        """The turns that joined the conversation since the last step: the graph's messages, then
+        the current reply's tool messages known so far, in call order."""
+        conversation = list(self._state()["messages"])
+        for call in self._reply_calls:
+            message = self._answer(call)
+            if message is None:
+                break
+            conversation.append(message)
+        new, self._emitted = conversation[self._emitted:], len(conversation)
+        return new
+
+    # Branching -----------------------------------------------------------------------------------
+    def snapshot(self) -> LLMAgentSnapshot:
+        """This point of the episode (see Branching in the module docstring)."""
+        found = self._saver.get_tuple(self._config()) if self._thread is not None else None
+        return LLMAgentSnapshot(
+            checkpoint=copy.deepcopy(found.checkpoint) if found else None,
+            metadata=copy.deepcopy(found.metadata) if found else None, tools=self._tools,
+            max_call_chars=self._max_call_chars, reply_calls=tuple(self._reply_calls), pending=tuple(self._pending),
+            proposed=self._proposed, results=tuple(copy.deepcopy(self._results).items()), emitted=self._emitted,
+            elapsed_s=time.monotonic() - self._started_at)
+
+    def restore(self, snapshot: LLMAgentSnapshot) -> None:
+        """Stand at ``snapshot``: its checkpoint copied into a fresh thread of this agent's checkpointer."""
+        self._clear_episode()
+        self._tools, self._max_call_chars = snapshot.tools, snapshot.max_call_chars
+        self._reply_calls, self._pending = list(snapshot.reply_calls), list(snapshot.pending)
+        self._proposed, self._results = snapshot.proposed, copy.deepcopy(dict(snapshot.results))
+        self._emitted, self._started_at = snapshot.emitted, time.monotonic() - snapshot.elapsed_s
+        if snapshot.checkpoint is not None and snapshot.metadata is not None:
+            self._thread = uuid.uuid4().hex
+            checkpoint = copy.deepcopy(snapshot.checkpoint)
+            self._saver.put({"configurable": {"thread_id": self._thread, "checkpoint_ns": ""}}, checkpoint,
+                            copy.deepcopy(snapshot.metadata), checkpoint["channel_versions"])
+
+    def fork(self, snapshot: LLMAgentSnapshot) -> LLMAgent:
+        """An independent agent standing at ``snapshot`` (same configuration and model object)."""
+        twin = type(self)(**{**self._kwargs, "model": self._model or self._kwargs["model"]})
+        twin._kwargs = dict(self._kwargs)
+        twin.restore(snapshot)
+        return twin
+
+
+def _metadata(task: ToolTask | None) -> dict[str, Any]:
+    return task.metadata if task is not None else {}
+
+
+def _describe(model: BaseChatModel) -> str:
+    source = getattr(model, "source", None)
+    return f"{model._llm_type}:{source}" if source else model._llm_type
+
+
+def _result_message(proposed: CheckedCall, observation: Any, info: dict[str, Any]) -> ToolMessage:
+    """The tool message for ``proposed`` from what the env ran (``info['tool_call']``, else the
+    observation's ``result`` JSON); when a controller replaced the call, the message says so."""
+    call = info.get(TOOL_CALL)
+    arguments: dict[str, Any] | None
+    if isinstance(call, ToolCall):
+        result, name, arguments = ToolResult(call.result, call.is_error), call.name, call.arguments
+    else:
+        reported = json.loads(observation["result"])
+        result = ToolResult(reported.get("result"), bool(reported.get("is_error")))
+        name, arguments = str(reported.get("tool") or ""), None
+    message = tool_message(proposed, result)
+    if name != proposed.name or (arguments is not None and arguments != proposed.arguments):
+        what = call_text(name, arguments or {}) if name else "an action that is not a tool call"
+        message.content = f"Your call was replaced before it ran by {what}. Its result: {message.content}"
+    return message

@@ -1,0 +1,172 @@
+"""The tool-call boundary: what a proposed call is checked against, and how a result goes back.
+
+Both ways of running the agent share this module, so they tell the model the same things: the
+plain LangGraph graph (its ``run_tools`` node runs the calls on MCP tools) and the runner (the env
+runs them, one per step). A call is malformed when the parser could not read it, names no tool
+the model was given, has arguments that violate the tool's input schema (checked with
+``jsonschema``), or would not fit in one env action; a malformed call never reaches a server, and
+the model gets an error message naming the problem (and the tool's schema, when the tool is known).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import validators
+from jsonschema.exceptions import best_match
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+CALL_FORMAT = '{"name": "<tool>", "arguments": {...}}'
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the model is told of it: name, description and JSON input schema."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+    @classmethod
+    def of(cls, tool: BaseTool | ToolSpec | Mapping[str, Any]) -> ToolSpec:
+        """The spec of a LangChain tool (an MCP tool keeps its server's schema as is), or of a tool
+        listed in ``ToolTaskEnv``'s reset info (``name``, ``description``, ``input_schema``)."""
+        if isinstance(tool, ToolSpec):
+            return tool
+        if isinstance(tool, BaseTool):
+            schema = tool.args_schema if isinstance(tool.args_schema, dict) else \
+                convert_to_openai_tool(tool)["function"]["parameters"]
+            return cls(tool.name, tool.description, dict(schema))
+        return cls(str(tool["name"]), str(tool.get("description") or ""), dict(tool["input_schema"]))
+
+    def as_openai(self) -> dict[str, Any]:
+        """The OpenAI function format every LangChain chat model's ``bind_tools`` reads."""
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.input_schema}}
+
+    def argument_problem(self, arguments: dict[str, Any]) -> str | None:
+        """What is wrong with ``arguments`` against the input schema, or None."""
+        error = best_match(_validator(json.dumps(self.input_schema, sort_keys=True)).iter_errors(arguments))
+        if error is None:
+            return None
+        where = "/".join(str(part) for part in error.absolute_path)
+        return f"the arguments of {self.name} do not match its input schema: {error.message}" + \
+            (f" (at {where})" if where else "")
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
+    """A validator per schema, shared (a spec stays plain data: snapshots holding it pickle)."""
+    schema = json.loads(schema_json)
+    return validators.validator_for(schema)(schema)
+
+
+@dataclass(frozen=True)
+class CheckedCall:
+    """One call a reply proposes, with what is wrong with it (None: well formed)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    problem: str | None = None
+
+
+def check_calls(reply: AIMessage, tools: Mapping[str, ToolSpec], *,
+                max_call_chars: int | None = None) -> list[CheckedCall]:
+    """Every call of ``reply``, structured calls first, then those the parser could not read."""
+    checked = []
+    for index, call in enumerate(reply.tool_calls):
+        call_id = call.get("id") or f"call_{index}"
+        spec = tools.get(call["name"])
+        problem = None
+        if spec is None:
+            problem = f"unknown tool {call['name']!r}; the tools are {', '.join(tools)}"
+        else:
+            problem = spec.argument_problem(call["args"])
+            if problem is None and max_call_chars is not None and \
+                    len(call_text(call["name"], call["args"])) > max_call_chars:
+                problem = f"the call is longer than {max_call_chars} characters; pass shorter arguments"
+        checked.append(CheckedCall(call_id, call["name"], call["args"], problem))
+    for index, invalid in enumerate(reply.invalid_tool_calls, start=len(checked)):
+        checked.append(CheckedCall(invalid.get("id") or f"call_{index}", invalid.get("name") or "", {},
+                                   invalid.get("error") or f"a tool call that is not {CALL_FORMAT}"))
+    return checked
+
+
+def call_text(name: str, arguments: dict[str, Any]) -> str:
+    """The call as the JSON text of one ``ToolTaskEnv`` action."""
+    return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=True)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a call gave, as plain JSON data: the structured content, else the content blocks."""
+
+    value: Any
+    is_error: bool = False
+
+    @classmethod
+    def of_message(cls, message: ToolMessage) -> ToolResult:
+        """The result a LangChain tool returned (``langchain-mcp-adapters`` puts an MCP result's
+        structured content in the message's artifact, and its content blocks in the content)."""
+        artifact = message.artifact
+        if isinstance(artifact, dict) and "structured_content" in artifact:
+            value = artifact["structured_content"]
+        else:
+            value = _blocks_value(message.content)
+        return cls(value, message.status == "error")
+
+    def text(self) -> str:
+        """The result as the model reads it; an error starts with ``Error:``."""
+        text = self.value if isinstance(self.value, str) else json.dumps(self.value, ensure_ascii=False)
+        return "Error: " + text if self.is_error else text
+
+
+def _blocks_value(content: str | Sequence[Any]) -> Any:
+    """Content blocks as ``gauntlet.bridges.mcp_client.result_value`` gives them: text decoded as
+    JSON where it is JSON, binaries summarised; one block is the value itself."""
+    if isinstance(content, str):
+        return _decoded(content)
+    values = []
+    for block in content:
+        if isinstance(block, str):
+            values.append(_decoded(block))
+        elif block.get("type") == "text":
+            values.append(_decoded(block["text"]))
+        else:
+            values.append({"type": block.get("type"), "mimeType": block.get("mime_type"),
+                           "base64_chars": len(block.get("base64") or "")})
+    return values[0] if len(values) == 1 else values
+
+
+def _decoded(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def tool_message(call: CheckedCall, result: ToolResult) -> ToolMessage:
+    """The message that answers ``call`` with ``result``."""
+    return ToolMessage(content=result.text(), tool_call_id=call.id, name=call.name,
+                       status="error" if result.is_error else "success")
+
+
+def rejection(call: CheckedCall, tools: Mapping[str, ToolSpec]) -> ToolMessage:
+    """The message that answers a malformed call: the problem, that nothing ran, and how to call."""
+    spec = tools.get(call.name)
+    how = (f"{spec.name} takes arguments matching this JSON schema: {json.dumps(spec.input_schema)}"
+           if spec is not None else f"Write a call as {CALL_FORMAT} to one of: {', '.join(tools)}")
+    return ToolMessage(content=f"Error: {call.problem}. Nothing was run. {how}", tool_call_id=call.id,
+                       name=call.name, status="error")
+
+
+def timeout_result(timeout_s: float) -> ToolResult:
+    """What a call that outlived its timeout gives the model."""
+    return ToolResult({"error": f"the call did not finish within {timeout_s:g} s"}, is_error=True)

@@ -1,0 +1,125 @@
+"""How an LLM agent's episode is recorded: its messages as ``Message`` records, its model calls as events.
+
+Each step's ``messages`` are the turns that joined the conversation since the step before (the
+first step's start with the system prompt and the task), so the steps' messages, concatenated, are
+the whole conversation up to the last model reply: ``conversation(episode)`` rebuilds it as
+LangChain messages. A record is ``{"role", "content"}`` plus, for an assistant turn, its
+``tool_calls`` (``id``, ``name``, ``arguments``) and ``invalid_tool_calls`` (``id``, ``name``,
+``args``, ``error``), and for a tool turn its ``tool_call_id``, ``name`` and ``status``.
+
+``ModelCallRecorder`` is a LangChain callback handler: every call of the chat model becomes a
+``model_call`` event with ``input_tokens``, ``output_tokens`` (as the model reports them),
+``latency_ms``, ``model`` and, for a priced model, ``cost_usd``; a call that failed (and may be
+retried) has ``error`` instead of tokens.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    InvalidToolCall,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
+from langchain_core.outputs import LLMResult
+
+from gauntlet.episode import Episode, Event, Message
+
+_ROLES = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage, "tool": ToolMessage}
+
+
+def message_record(message: BaseMessage) -> Message:
+    """``message`` as an episode's ``Message`` record (see the module docstring)."""
+    if isinstance(message, AIMessage):
+        fields: dict[str, Any] = {}
+        if message.tool_calls:
+            fields["tool_calls"] = [{"id": call["id"], "name": call["name"], "arguments": call["args"]}
+                                    for call in message.tool_calls]
+        if message.invalid_tool_calls:
+            fields["invalid_tool_calls"] = [{key: call.get(key) for key in ("id", "name", "args", "error")}
+                                            for call in message.invalid_tool_calls]
+        return Message(role="assistant", content=message.content, **fields)
+    if isinstance(message, ToolMessage):
+        return Message(role="tool", content=message.content, tool_call_id=message.tool_call_id, name=message.name,
+                       status=message.status)
+    if isinstance(message, SystemMessage):
+        return Message(role="system", content=message.content)
+    if isinstance(message, HumanMessage):
+        return Message(role="user", content=message.content)
+    raise TypeError(f"cannot record a {type(message).__name__}; the agent's conversation holds system, user, "
+                    "assistant and tool turns")
+
+
+def message_of(record: Message | dict[str, Any]) -> AnyMessage:
+    """The LangChain message a record holds (the inverse of ``message_record``)."""
+    data = record.model_dump() if isinstance(record, Message) else dict(record)
+    role, content = data.pop("role"), data.pop("content")
+    if role not in _ROLES:
+        raise ValueError(f"a message record's role is one of {', '.join(_ROLES)}, not {role!r}")
+    if role == "assistant":
+        calls = [ToolCall(id=call["id"], name=call["name"], args=call["arguments"], type="tool_call")
+                 for call in data.get("tool_calls", [])]
+        invalid = [InvalidToolCall(type="invalid_tool_call", id=call.get("id"), name=call.get("name"),
+                                   args=call.get("args"), error=call.get("error"))
+                   for call in data.get("invalid_tool_calls", [])]
+        return AIMessage(content=content, tool_calls=calls, invalid_tool_calls=invalid)
+    if role == "tool":
+        return ToolMessage(content=content, tool_call_id=data["tool_call_id"], name=data.get("name"),
+                           status=data.get("status", "success"))
+    return SystemMessage(content=content) if role == "system" else HumanMessage(content=content)
+
+
+def records(messages: Iterable[BaseMessage]) -> list[Message]:
+    return [message_record(message) for message in messages]
+
+
+def conversation(episode: Episode) -> list[AnyMessage]:
+    """The conversation of an LLM agent's episode, rebuilt from its steps' messages."""
+    return [message_of(record) for step in episode.steps for record in step.messages]
+
+
+class ModelCallRecorder(BaseCallbackHandler):
+    """Turns each chat-model call into a ``model_call`` event (see the module docstring); ``drain``
+    hands over the events recorded since it was last called."""
+
+    def __init__(self, source: str, price_usd_per_mtok: Sequence[float] | None = None):
+        self.source = source
+        self.price_usd_per_mtok = tuple(price_usd_per_mtok) if price_usd_per_mtok else None
+        self._started: dict[UUID, tuple[float, str | None]] = {}
+        self._events: list[Event] = []
+
+    def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID,
+                            metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        self._started[run_id] = (time.perf_counter(), (metadata or {}).get("ls_model_name"))
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        started, model = self._started.pop(run_id, (time.perf_counter(), None))
+        message = getattr(response.generations[0][0], "message", None) if response.generations else None
+        usage = getattr(message, "usage_metadata", None) or {}
+        model = (getattr(message, "response_metadata", {}) or {}).get("model_name") or model
+        data: dict[str, Any] = {"input_tokens": usage.get("input_tokens", 0),
+                                "output_tokens": usage.get("output_tokens", 0),
+                                "latency_ms": (time.perf_counter() - started) * 1e3, "model": model}
+        if self.price_usd_per_mtok is not None:
+            input_price, output_price = self.price_usd_per_mtok
+            data["cost_usd"] = (data["input_tokens"] * input_price + data["output_tokens"] * output_price) / 1e6
+        self._events.append(Event(source=self.source, kind="model_call", data=data))
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        started, model = self._started.pop(run_id, (time.perf_counter(), None))
+        self._events.append(Event(source=self.source, kind="model_call", data={
+            "error": type(error).__name__, "latency_ms": (time.perf_counter() - started) * 1e3, "model": model}))
+
+    def drain(self) -> list[Event]:
+        events, self._events = self._events, []
+        return events

@@ -1,0 +1,83 @@
+"""Small chem and disaster data for the LLM agent's tests (built once per test session), and scripts."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SMALL_CATALOGUE = {"n_chemicals": 600, "n_suppliers": 30}
+SMALL_REACTIONS = {"n_reactions": 24, "n_routes": 8, "catalogue": SMALL_CATALOGUE}
+DISASTER_EVENT = "ahr-2021-flood"
+
+
+def pytest_configure(config):
+    # rasterio's own window and transform helpers use an affine operator affine now deprecates.
+    config.addinivalue_line("filterwarnings", "ignore:Use `@` matmul:PendingDeprecationWarning:rasterio.*")
+
+
+@dataclass(frozen=True)
+class ChemData:
+    database: Path
+    reactions: Path
+    suite: Path
+
+    def server_kwargs(self) -> str:
+        return json.dumps({"db_path": str(self.database), "reactions_dir": str(self.reactions)})
+
+    def server_factory(self) -> Callable[[], Any]:
+        from gauntlet.mcp_servers.chem.server import build_server
+
+        return functools.partial(build_server, self.database, self.reactions)
+
+
+@dataclass(frozen=True)
+class DisasterData:
+    scenes: Path
+    suite: Path
+
+    def server_kwargs(self) -> str:
+        return json.dumps({"data_root": str(self.scenes)})
+
+
+@pytest.fixture(scope="session")
+def chem_data(tmp_path_factory) -> ChemData:
+    home = tmp_path_factory.mktemp("chem-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GAUNTLET_HOME", str(home))
+        from gauntlet.mcp_servers.chem.build import catalogue_path
+        from gauntlet.mcp_servers.chem.reaction_data import reactions_dir
+        from gauntlet.mcp_servers.chem.suite import suite_path
+
+        return ChemData(catalogue_path(**SMALL_CATALOGUE), reactions_dir(**SMALL_REACTIONS),
+                        suite_path("clean", **SMALL_REACTIONS))
+
+
+@pytest.fixture(scope="session")
+def disaster_data(tmp_path_factory) -> DisasterData:
+    from gauntlet.mcp_servers.disaster.scenes import build_scenes
+    from gauntlet.mcp_servers.disaster.tasks import SUITE_FILE, build_tasks
+
+    scenes = tmp_path_factory.mktemp("disaster-scenes")
+    build_scenes(scenes, events=[DISASTER_EVENT], size_px=64, seed=0)
+    folder = tmp_path_factory.mktemp("disaster-suite")
+    build_tasks(folder, scene_root=scenes / "scenes", events=[DISASTER_EVENT])
+    return DisasterData(scenes / "scenes", folder / SUITE_FILE)
+
+
+@pytest.fixture
+def write_script(tmp_path) -> Callable[[list[dict[str, Any]]], Path]:
+    """``write_script(turns)``: the path of a script file holding ``turns``."""
+
+    def write(turns: list[dict[str, Any]]) -> Path:
+        path = tmp_path / f"script-{len(list(tmp_path.glob('script-*.json')))}.json"
+        path.write_text(json.dumps(turns))
+        return path
+
+    return write
+
