@@ -134,7 +134,8 @@ def _mark_svg(mark: Mark, x: float, href: str | None) -> str:
 def timeline_svg(timeline: Timeline, steps: int, step_href: Callable[[int], str | None]) -> str:
     """The chart of ``timeline`` over ``steps`` steps, as an SVG element; ``step_href`` links a step."""
     xs = [float(x) for points in timeline.series.values() for x, _ in points] + [m.x for m in timeline.marks]
-    x0, x1 = min([0.0, *xs]), max([float(max(steps - 1, 1)), *xs])
+    x0, x1 = min([0.0, *xs]), max([float(max(steps - 1, 0)), *xs])
+    x1 = max(x1, x0 + 1.0)  # a scale even for one step, or none
     values = [v for points in timeline.series.values() for _, v in points]
     y0, y1 = (min(values), max(values)) if values else (0.0, 1.0)
     if y1 - y0 < 1e-12:

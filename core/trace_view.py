@@ -57,7 +57,7 @@ details.shared > summary { cursor: pointer; color: #3f6fd8; margin: 0.5rem 0; }
 .chat { display: flex; flex-direction: column; gap: 0.35rem; }
 .msg { border-radius: 10px; padding: 0.35rem 0.7rem; max-width: 85%; }
 .msg .text { white-space: pre-wrap; word-break: break-word; }
-.msg .role { display: block; font-size: 0.72rem; font-weight: 600; color: #555; text-transform: uppercase; }
+.msg .role { display: block; font-size: 0.75rem; font-weight: 600; color: #555; }
 .msg.system { background: #efefef; max-width: 100%; font-size: 0.85rem; }
 .msg.user { background: #e3efff; align-self: flex-start; }
 .msg.assistant { background: #e5f5e5; align-self: flex-end; }
@@ -345,7 +345,8 @@ def _totals(episode: Episode) -> list[tuple[str, str]]:
     if any(step.cost for step in episode.steps):
         rows.append(("safety cost", f"{sum(step.cost for step in episode.steps):.3f}"))
     if calls:
-        rows.append(("tool calls", f"{len(calls)} ({sum(call.is_error for call in calls)} errors, "
+        errors = sum(call.is_error for call in calls)
+        rows.append(("tool calls", f"{len(calls)} ({errors} error{'' if errors == 1 else 's'}, "
                                    f"{sum(call.latency_ms for call in calls):.1f} ms)"))
     if malformed:
         rows.append(("malformed calls proposed", str(malformed)))
@@ -386,8 +387,10 @@ def _header_rows(episode: Episode) -> list[tuple[str, str]]:
     config = {key: value for key, value in episode.config.items() if key != BRANCHED_FROM}
     if config:
         rows.append(("config", _pre(config)))
-    if episode.initial_observation is not None:
-        rows.append(("initial observation", _pre(episode.initial_observation)))
+    observation = episode.initial_observation
+    if observation is not None:
+        rows.append(("initial observation", _pre(observation) if isinstance(observation, str)
+                     else _inline(observation, TEXT_MAX_CHARS)))
     rows.append(("versions", _e(", ".join(f"{name} {version}" for name, version in sorted(episode.versions.items())))))
     rows.append(("created", _e(episode.created_at)))
     return rows
@@ -409,10 +412,11 @@ def _step_html(step: Step, position: int, conversation: list[dict[str, Any]], br
         body.append(f'<div class="chat">{"".join(_message_html(message) for message in new)}</div>')
     if step.tool_call is not None:
         body.append(_tool_call_html(step.tool_call))
-    else:
+    elif step.messages:
         body.append(f'<div><span class="label">action</span> {_inline(step.action)}</div>')
-    if not step.messages and step.tool_call is None:
-        body.append(f'<div><span class="label">observation</span> {_inline(step.observation)}</div>')
+    else:  # a plain env step: what the agent did and what it saw, on one line
+        body.append(f'<div><span class="label">action</span> {_inline(step.action)} · '
+                    f'<span class="label">observation</span> {_inline(step.observation)}</div>')
     body += [_event_html(event, step) for event in step.events]
     return (f'<div class="{" ".join(css)}" id="{step_anchor(position, step.index)}">'
             f'<div class="step-head">{head}</div>{"".join(body)}</div>')
@@ -423,7 +427,7 @@ def _outcome_html(episode: Episode) -> str:
     if outcome is None:
         return '<p class="note">No outcome: the episode was cut short before it ended.</p>'
     rows = [("score", _e("" if outcome.score is None else f"{outcome.score:.3f}")),
-            ("success", _e("" if outcome.success is None else str(outcome.success).lower()))]
+            ("success", _e("not known" if outcome.success is None else str(outcome.success).lower()))]
     if outcome.metrics:
         rows.append(("metrics", _pre(outcome.metrics)))
     events = "".join(_event_html(event, None) for event in outcome.events)
@@ -449,6 +453,8 @@ def _episode_section(episode: Episode, position: int, label: str, episodes: Sequ
             return f"#{step_anchor(position, index)}" if index < len(shown) else None
         parts += [timeline_svg(timeline, len(episode.steps), href), legend_html(timeline)]
     parts.append("<h4>Steps</h4>")
+    if not episode.steps:
+        parts.append('<p class="note">No step was taken.</p>')
     conversation: list[dict[str, Any]] = []
     steps = [_step_html(step, position, conversation, branch_at) for step in shown]
     if branch_at is not None and 0 < branch_at <= len(steps) and origin is not None:
