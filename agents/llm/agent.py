@@ -92,7 +92,9 @@ class LLMAgent(Agent):
     ``anthropic:``, ``hf:``, ``scripted:<file>``, ``offline``) or a chat model; loaded at the first
     step. ``mode``: ``autonomous``, ``instruction`` or ``chemcost`` (``gauntlet.agents.llm.modes``);
     ``system_prompt`` overrides the mode's. ``suite``: the task suite, for modes that read a task's
-    metadata (its tool plan, its answer format). ``price_usd_per_mtok``: ``[input, output]`` US
+    metadata (its tool plan, its answer format). ``model_retries``: how often a model call that
+    timed out or was rate-limited is retried, the first wait ``retry_backoff_s`` seconds, doubling
+    up to 30 s. ``price_usd_per_mtok``: ``[input, output]`` US
     dollars per million tokens, for ``cost_usd``. ``checkpointer``: ``memory`` or ``sqlite:PATH``.
     """
 
@@ -100,7 +102,7 @@ class LLMAgent(Agent):
 
     def __init__(self, model: str | BaseChatModel = "offline", mode: str = "autonomous",
                  system_prompt: str | None = None, max_steps: int = 30, max_tokens: int | None = None,
-                 wall_time_s: float | None = None, model_retries: int = 2,
+                 wall_time_s: float | None = None, model_retries: int = 2, retry_backoff_s: float = 1.0,
                  price_usd_per_mtok: Sequence[float] | None = None, checkpointer: str = "memory",
                  suite: str | None = None):
         self._mode = get_mode(mode)
@@ -108,12 +110,13 @@ class LLMAgent(Agent):
             raise ValueError("price_usd_per_mtok is [input, output] US dollars per million tokens")
         self._kwargs: dict[str, Any] = dict(
             model=model, mode=mode, system_prompt=system_prompt, max_steps=max_steps, max_tokens=max_tokens,
-            wall_time_s=wall_time_s, model_retries=model_retries, price_usd_per_mtok=price_usd_per_mtok,
+            wall_time_s=wall_time_s, model_retries=model_retries, retry_backoff_s=retry_backoff_s,
+            price_usd_per_mtok=price_usd_per_mtok,
             checkpointer=checkpointer, suite=suite)
         self._model: BaseChatModel | None = model if isinstance(model, BaseChatModel) else None
         self._system_prompt = system_prompt if system_prompt is not None else self._mode.system_prompt
         self._budget = Budget(max_steps=max_steps, max_tokens=max_tokens, wall_time_s=wall_time_s)
-        self._model_retries = model_retries
+        self._model_retries, self._retry_backoff_s = model_retries, retry_backoff_s
         self._saver = make_checkpointer(checkpointer)
         self._tasks = {task.id: task for task in load_suite(suite)} if suite is not None else {}
         self._recorder = ModelCallRecorder(self.name, price_usd_per_mtok)
@@ -154,7 +157,7 @@ class LLMAgent(Agent):
 
     def _settings(self) -> LoopSettings:
         return LoopSettings(budget=self._budget, model_retries=self._model_retries,
-                            max_call_chars=self._max_call_chars)
+                            retry_initial_s=self._retry_backoff_s, max_call_chars=self._max_call_chars)
 
     def _graph(self) -> CompiledStateGraph:
         key = json.dumps([[spec.name, spec.description, spec.input_schema] for spec in self._tools]) + \

@@ -39,6 +39,7 @@ from typing import Annotated, Any, TypedDict, cast
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables.retry import ExponentialJitterParams
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -158,9 +159,11 @@ def build_graph(model: BaseChatModel, tools: Sequence[BaseTool | ToolSpec], sett
     settings = settings or LoopSettings()
     specs = {spec.name: spec for spec in map(ToolSpec.of, tools)}
     runnable = {tool.name: tool for tool in tools if isinstance(tool, BaseTool)}
+    # tenacity's wait: multiplier x 2^attempt up to max, plus up to ``jitter`` s at random.
+    backoff = {"multiplier": settings.retry_initial_s, "max": settings.retry_max_s, "jitter": settings.retry_initial_s}
     bound = model.bind_tools([spec.as_openai() for spec in specs.values()]).with_retry(
         retry_if_exception_type=is_retryable, stop_after_attempt=settings.model_retries + 1,
-        exponential_jitter_params={"initial": settings.retry_initial_s, "max": settings.retry_max_s})
+        exponential_jitter_params=cast(ExponentialJitterParams, backoff))
 
     def counted(state: AgentState, reply: AIMessage) -> dict[str, Any]:
         usage = reply.usage_metadata or {"input_tokens": 0, "output_tokens": 0}

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
+from mcp.server.fastmcp import FastMCP
+
 from gauntlet.hooks import Decision, Prefix
-from gauntlet.tasks import ToolTask
+from gauntlet.tasks import EvalSpec, ToolTask
 
 
 def text_call(name: str, arguments: dict[str, Any]) -> dict[str, str]:
@@ -51,3 +54,37 @@ class HaltAt:
         if len(prefix.steps) == self.index:
             return Decision.intervene("halt", reason="test halt")
         return Decision.proceed()
+
+
+def small_server() -> FastMCP:
+    """A small tool server: ``add``, ``wait`` (sleeps, to outlive a timeout) and ``meet`` (returns
+    once two calls are in flight at the same time, so only concurrent calls finish)."""
+    server = FastMCP("small", log_level="WARNING")
+    arrivals: list[str] = []
+    together = asyncio.Event()
+
+    @server.tool()
+    def add(a: float, b: float) -> float:
+        """a + b."""
+        return a + b
+
+    @server.tool()
+    async def wait(seconds: float) -> str:
+        """Sleeps ``seconds``, then says so."""
+        await asyncio.sleep(seconds)
+        return f"waited {seconds} s"
+
+    @server.tool()
+    async def meet(name: str) -> str:
+        """Returns once a second caller is waiting too."""
+        arrivals.append(name)
+        if len(arrivals) >= 2:
+            together.set()
+        await together.wait()
+        return f"{name} met {', '.join(other for other in arrivals if other != name)}"
+
+    return server
+
+
+def small_task(question: str = "Add 2 and 3.", answer: Any = 5.0) -> ToolTask:
+    return ToolTask(id="small", question=question, answer=answer, eval_spec=EvalSpec(kind="numeric"))

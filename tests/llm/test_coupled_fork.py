@@ -1,0 +1,86 @@
+"""Coupled branching: an agent episode forked mid-way (agent checkpoint and env together) has the
+original's future under the same model outputs, and forks are independent of each other afterwards.
+The tools are the env bridge's (CartPole behind MCP), whose server keeps state per session."""
+
+from __future__ import annotations
+
+import pickle
+
+import gauntlet
+from gauntlet.agents.llm.agent import LLMAgent
+from gauntlet.agents.llm.branching import AgentEpisode
+from gauntlet.agents.llm.records import message_record
+from gauntlet.agents.llm.scripted import ScriptedChatModel
+from gauntlet.bridges.tool_task_env import ToolTaskEnv, tool_call_action
+from gauntlet.tasks import EvalSpec, ToolTask
+from tests.llm.helpers import text_call
+
+TASK = ToolTask(id="cartpole-push", server="env:CartPole-v1", answer=0.0, eval_spec=EvalSpec(kind="numeric", abs_tol=1),
+                question="Reset with seed 0, push the cart a few times, and report its position.")
+SCRIPT = [text_call("reset", {"seed": 0}),
+          text_call("step", {"action": 1}),
+          {"content": "Two pushes.", "tool_calls": [{"name": "step", "args": {"action": 1}},
+                                                    {"name": "step", "args": {"action": 0}}]},
+          text_call("step", {"action": 1}),
+          text_call("step", {"action": 1}),
+          {"text": "0.05"}]
+
+
+def new_episode(script_path) -> AgentEpisode:
+    episode = AgentEpisode(LLMAgent(model=ScriptedChatModel.from_file(script_path)), ToolTaskEnv([TASK]))
+    episode.reset(seed=0)
+    return episode
+
+
+def future(episode: AgentEpisode) -> list[tuple]:
+    steps = []
+    while not episode.done:
+        step = episode.step()
+        steps.append((step.action, step.observation, step.reward, step.terminated, step.truncated))
+    return steps
+
+
+def conversation_of(episode: AgentEpisode) -> list[dict]:
+    return [message_record(m).model_dump() for m in episode.agent._state()["messages"]]
+
+
+def test_a_fork_mid_reply_has_the_originals_future_and_forks_are_independent(write_script):
+    episode = new_episode(write_script(SCRIPT))
+    for _ in range(3):  # reset, step, and the first of the reply's two calls
+        episode.step()
+    snapshot = episode.snapshot()
+    pickled = pickle.loads(pickle.dumps(snapshot))
+    first, second = gauntlet.fork(episode, snapshot), gauntlet.fork(episode, pickled)
+
+    pushed_right = second.step(action=tool_call_action("step", {"action": 1}))  # the script pushes left here
+    original = future(episode)
+    assert len(original) == 4 and original[-1][3]
+    assert pushed_right.observation != original[0][1]  # the second fork's cart went elsewhere...
+    assert future(first) == original  # ...and the first fork's did not notice
+    assert conversation_of(first) == conversation_of(episode)
+    diverged = future(second)
+    assert [step[0] for step in diverged] == [step[0] for step in original[1:]]
+    assert [step[1] for step in diverged] != [step[1] for step in original[1:]]
+
+    episode.restore(snapshot)
+    assert future(episode) == original
+
+
+def test_a_fork_at_a_pending_proposal_runs_the_same_action(write_script):
+    episode = new_episode(write_script(SCRIPT))
+    episode.step()
+    proposal = episode.propose()
+    twin = gauntlet.fork(episode, episode.snapshot())
+    assert twin.propose() == proposal
+    assert future(twin) == future(episode)
+
+
+def test_a_restored_agent_replays_its_messages_from_the_snapshot_on(write_script):
+    episode = new_episode(write_script(SCRIPT))
+    outputs = [episode.step().output for _ in range(2)]
+    snapshot = episode.snapshot()
+    later = [episode.step().output for _ in range(3)]
+    episode.restore(snapshot)
+    again = [episode.step().output for _ in range(3)]
+    assert [o.messages for o in again] == [o.messages for o in later]
+    assert all(o.messages for o in outputs)

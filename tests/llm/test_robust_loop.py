@@ -1,0 +1,143 @@
+"""A robust loop: budgets end episodes as truncated, a hung tool call comes back as a tool error the
+model sees, model timeouts are retried a bounded number of times, and calls run concurrently only
+where the server allows it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.outputs import ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from mcp.shared.memory import create_connected_server_and_client_session
+from pydantic import PrivateAttr
+
+import gauntlet
+from gauntlet.agents.llm.agent import LLMAgent
+from gauntlet.agents.llm.calls import ToolSpec
+from gauntlet.agents.llm.graph import Budget, LoopSettings, build_graph, initial_state, run_config, run_on_session
+from gauntlet.agents.llm.records import conversation
+from gauntlet.agents.llm.scripted import ScriptedChatModel
+from gauntlet.bridges.tool_task_env import ToolTaskEnv, stop_action
+from tests.llm.helpers import small_server, small_task, text_call
+
+FIRST = [SystemMessage("Use the tools."), HumanMessage("Add 2 and 3.")]
+ADD_FOREVER = [text_call("add", {"a": 2, "b": k}) for k in range(20)]
+
+
+def scripted(turns: list[dict[str, Any]]) -> ScriptedChatModel:
+    return ScriptedChatModel.model_validate({"turns": turns})
+
+
+def run(agent: LLMAgent, **env_options: Any) -> gauntlet.Episode:
+    env = ToolTaskEnv([small_task()], small_server, **env_options)
+    try:
+        return gauntlet.rollout(env, agent, seed=0)
+    finally:
+        env.close()
+
+
+def plain(model: BaseChatModel, settings: LoopSettings, first=FIRST) -> dict[str, Any]:
+    async def go() -> dict[str, Any]:
+        async with create_connected_server_and_client_session(small_server()) as session:
+            return dict(await run_on_session(model, session, first, settings))
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize(("budget", "reason", "model_calls"), [
+    ({"max_steps": 3}, "max_steps", 3),
+    ({"max_tokens": 40}, "max_tokens", 2),
+    ({"wall_time_s": 0.0}, "wall_time_s", 0),
+])
+def test_a_spent_budget_ends_the_episode_truncated_and_unanswered(budget, reason, model_calls):
+    episode = run(LLMAgent(model=scripted(ADD_FOREVER), system_prompt="Use the tools.", **budget))
+    last = episode.steps[-1]
+    assert last.action == stop_action(reason) and last.truncated and not last.terminated
+    assert last.info["score"] == 0.0 and last.privileged["submitted"] is False
+    assert {"budget": reason} in [e.data for e in last.events if e.kind == "note"]
+    assert sum(e.kind == "model_call" for s in episode.steps for e in s.events) == model_calls
+    assert len(episode.steps) == model_calls + 1
+    assert episode.agent.config[next(iter(budget))] == next(iter(budget.values()))
+
+
+def test_the_plain_graph_stops_on_the_same_budget_and_names_it():
+    state = plain(scripted(ADD_FOREVER), LoopSettings(budget=Budget(max_steps=3)))
+    assert state["stop_reason"] == "max_steps" and state["model_calls"] == 3
+    assert [m.type for m in state["messages"]][-2:] == ["ai", "tool"]
+
+
+def test_an_answer_longer_than_one_action_stops_the_episode():
+    long_answer = {"text": json.dumps("x" * 200)}
+    episode = run(LLMAgent(model=scripted([long_answer])), max_text_length=128)
+    assert episode.steps[-1].action == stop_action("action_length") and episode.steps[-1].truncated
+
+
+def test_a_hung_tool_call_comes_back_to_the_model_as_a_tool_error_and_the_episode_goes_on():
+    turns = [text_call("wait", {"seconds": 600}), text_call("add", {"a": 2, "b": 3}), {"text": "5"}]
+    episode = run(LLMAgent(model=scripted(turns)), call_timeout_s=2)
+    hung, added, answered = episode.steps
+    assert hung.tool_call.is_error and hung.tool_call.result == {"error": "the call did not finish within 2 s"}
+    assert added.tool_call.result == {"result": 5.0} and answered.terminated and answered.info["score"] == 1.0
+    seen = conversation(episode)
+    assert seen[3].type == "tool" and seen[3].content == 'Error: {"error": "the call did not finish within 2 s"}'
+
+
+def test_the_plain_graph_times_a_hung_call_out_the_same_way():
+    turns = [text_call("wait", {"seconds": 600}), text_call("add", {"a": 2, "b": 3}), {"text": "5"}]
+    state = plain(scripted(turns), LoopSettings(tool_timeout_s=2))
+    assert state["messages"][3].content == 'Error: {"error": "the call did not finish within 2 s"}'
+    assert state["messages"][5].content == '{"result": 5.0}' and state["messages"][-1].content == "5"
+
+
+class FlakyModel(BaseChatModel):
+    """Fails its first ``failures`` calls with ``error``, then answers as ``inner``."""
+
+    inner: ScriptedChatModel
+    failures: int
+    error: type[Exception] = TimeoutError
+    _calls: int = PrivateAttr(default=0)
+
+    @property
+    def _llm_type(self) -> str:
+        return "flaky"
+
+    def bind_tools(self, tools, **kwargs):
+        return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], **kwargs)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self._calls += 1
+        if self._calls <= self.failures:
+            raise self.error(f"failure {self._calls}")
+        return self.inner._generate(messages, stop, run_manager, **kwargs)
+
+
+def test_model_timeouts_are_retried_and_each_failed_call_is_recorded():
+    model = FlakyModel(inner=scripted([text_call("add", {"a": 2, "b": 3}), {"text": "5"}]), failures=2)
+    episode = run(LLMAgent(model=model, model_retries=2, retry_backoff_s=0.0))
+    calls = [e.data for e in episode.steps[0].events if e.kind == "model_call"]
+    assert [call.get("error") for call in calls] == ["TimeoutError", "TimeoutError", None]
+    assert episode.steps[-1].info["score"] == 1.0
+
+
+@pytest.mark.parametrize(("failures", "error"), [(3, TimeoutError), (1, ValueError)])
+def test_retries_are_bounded_and_only_for_transient_errors(failures, error):
+    model = FlakyModel(inner=scripted([{"text": "5"}]), failures=failures, error=error)
+    settings = LoopSettings(model_retries=2, retry_initial_s=0.0, retry_max_s=0.0)
+    graph = build_graph(model, [ToolSpec("add", "a + b", {"type": "object"})], settings)
+    with pytest.raises(error):
+        graph.invoke(initial_state(FIRST), run_config("retries", settings))
+    assert model._calls == min(failures, 3)
+
+
+def test_calls_of_one_reply_run_concurrently_only_when_the_server_allows_it():
+    meet = {"content": "", "tool_calls": [{"name": "meet", "args": {"name": "a"}},
+                                          {"name": "meet", "args": {"name": "b"}}]}
+    together = plain(scripted([meet, {"text": "done"}]), LoopSettings(concurrent_tools=True))
+    assert [m.content for m in together["messages"][3:5]] == ['{"result": "a met b"}', '{"result": "b met a"}']
+    one_by_one = plain(scripted([meet, {"text": "done"}]), LoopSettings(tool_timeout_s=1))
+    assert one_by_one["messages"][3].status == "error"

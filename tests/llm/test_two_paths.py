@@ -1,0 +1,65 @@
+"""The same agent two ways: in the runner (the env runs each call) and as a plain LangGraph graph over
+one langchain-mcp-adapters session; the same scripted model gives the same conversation."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_mcp_adapters.client import MultiServerMCPClient
+
+import gauntlet
+from gauntlet.agents.llm.agent import LLMAgent
+from gauntlet.agents.llm.graph import LoopSettings, run_on_session
+from gauntlet.agents.llm.modes import CHEMCOST, user_prompt
+from gauntlet.agents.llm.records import conversation, message_record
+from gauntlet.agents.llm.scripted import ScriptedChatModel
+from gauntlet.bridges.server_process import serve_command
+from gauntlet.bridges.tool_task_env import ToolTaskEnv
+from gauntlet.tasks import load_suite
+from tests.llm.helpers import answer_turn, text_call
+
+
+def script_for(task):
+    """Gold calls, with a malformed call, a call the server refuses and two calls in one reply."""
+    gold = [(call.call, call.args) for call in task.gold_trajectory]
+    return [text_call(*gold[0]),
+            {"text": '```json\n{"name": "select_pack", "arguments": {"chemical_id": "one"}}\n```'},
+            text_call("get_chemical", {"chemical_id": 999999}),
+            {"content": "Both at once.", "tool_calls": [{"name": gold[1][0], "args": gold[1][1]},
+                                                       {"name": gold[2][0], "args": gold[2][1]}]},
+            *[text_call(name, args) for name, args in gold[3:]],
+            answer_turn(task.answer)]
+
+
+def dumped(messages):
+    return [message_record(message).model_dump(mode="json") for message in messages]
+
+
+def test_runner_and_plain_graph_give_the_same_conversation(chem_data, write_script, tmp_path):
+    task = load_suite(chem_data.suite)[0]
+    script = write_script(script_for(task))
+    command = serve_command("chem", "--server-kwargs", chem_data.server_kwargs())
+
+    env = ToolTaskEnv(chem_data.suite, server=command)
+    try:
+        gauntlet.rollout(env, LLMAgent(model=ScriptedChatModel.from_file(script), mode="chemcost"), seed=0,
+                         record=tmp_path / "runner.jsonl")
+    finally:
+        env.close()
+    (episode,) = gauntlet.load_episodes(tmp_path / "runner.jsonl")
+
+    async def plain():
+        client = MultiServerMCPClient({"chem": {"transport": "stdio", "command": command[0], "args": command[1:]}})
+        first = [SystemMessage(CHEMCOST.system_prompt),
+                 HumanMessage(user_prompt(CHEMCOST, episode.initial_observation["task"]))]
+        async with client.session("chem") as session:
+            return await run_on_session(ScriptedChatModel.from_file(script), session, first, LoopSettings())
+
+    state = asyncio.run(plain())
+    runner_messages = dumped(conversation(episode))
+    assert dumped(state["messages"]) == runner_messages
+    assert state["malformed_calls"] == 1 and state["model_calls"] == len(script_for(task))
+    assert sum(m["role"] == "tool" and m["status"] == "error" for m in runner_messages) == 2
+    assert episode.steps[-1].info["score"] == pytest.approx(1.0)
