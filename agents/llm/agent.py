@@ -65,6 +65,7 @@ from gauntlet.agents.llm.modes import final_answer, get_mode, user_prompt
 from gauntlet.agents.llm.records import ModelCallRecorder, records
 from gauntlet.bridges.tool_task_env import stop_action
 from gauntlet.episode import Event, ToolCall
+from gauntlet.errors import UserError
 from gauntlet.info_keys import TASK_ID, TOOL_CALL
 from gauntlet.tasks import ToolTask, load_suite
 
@@ -105,9 +106,15 @@ class LLMAgent(Agent):
                  wall_time_s: float | None = None, model_retries: int = 2, retry_backoff_s: float = 1.0,
                  price_usd_per_mtok: Sequence[float] | None = None, checkpointer: str = "memory",
                  suite: str | None = None):
-        self._mode = get_mode(mode)
+        try:
+            self._mode = get_mode(mode)
+            self._budget = Budget(max_steps=max_steps, max_tokens=max_tokens, wall_time_s=wall_time_s)
+            self._saver = make_checkpointer(checkpointer)
+        except ValueError as exc:
+            raise UserError(f"agent llm: {exc}; fix the agent config") from None
         if price_usd_per_mtok is not None and len(price_usd_per_mtok) != 2:
-            raise ValueError("price_usd_per_mtok is [input, output] US dollars per million tokens")
+            raise UserError("agent llm: price_usd_per_mtok is [input, output] US dollars per million tokens; "
+                            "fix the agent config")
         self._kwargs: dict[str, Any] = dict(
             model=model, mode=mode, system_prompt=system_prompt, max_steps=max_steps, max_tokens=max_tokens,
             wall_time_s=wall_time_s, model_retries=model_retries, retry_backoff_s=retry_backoff_s,
@@ -115,9 +122,7 @@ class LLMAgent(Agent):
             checkpointer=checkpointer, suite=suite)
         self._model: BaseChatModel | None = model if isinstance(model, BaseChatModel) else None
         self._system_prompt = system_prompt if system_prompt is not None else self._mode.system_prompt
-        self._budget = Budget(max_steps=max_steps, max_tokens=max_tokens, wall_time_s=wall_time_s)
         self._model_retries, self._retry_backoff_s = model_retries, retry_backoff_s
-        self._saver = make_checkpointer(checkpointer)
         self._tasks = {task.id: task for task in load_suite(suite)} if suite is not None else {}
         self._recorder = ModelCallRecorder(self.name, price_usd_per_mtok)
         self._graphs: dict[str, CompiledStateGraph] = {}
