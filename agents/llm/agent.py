@@ -60,6 +60,7 @@ from gauntlet.agents.llm.graph import (
     last_reply,
     make_checkpointer,
     run_config,
+    wants_tools,
 )
 from gauntlet.agents.llm.modes import final_answer, get_mode, user_prompt
 from gauntlet.agents.llm.records import ModelCallRecorder, records
@@ -154,6 +155,7 @@ class LLMAgent(Agent):
         self._results: dict[str, ToolMessage] = {}
         self._emitted = 0
         self._events: list[Event] = []
+        self._values: AgentState | None = None
         self._started_at = time.monotonic()
 
     def reset(self, *, seed: int | None, observation_space: spaces.Space, action_space: spaces.Space) -> None:
@@ -180,7 +182,10 @@ class LLMAgent(Agent):
         return config
 
     def _state(self) -> AgentState:
-        return cast(AgentState, self._graph().get_state(self._config()).values)
+        """The graph's state now (as the last run left it; read from the checkpoint after a restore)."""
+        if self._values is None:
+            self._values = cast(AgentState, self._graph().get_state(self._config()).values)
+        return self._values
 
     # Acting --------------------------------------------------------------------------------------
     def act(self, observation: Any, info: dict[str, Any]) -> AgentOutput:
@@ -218,11 +223,9 @@ class LLMAgent(Agent):
             if run_tools is not None:
                 graph.update_state(config, {"messages": run_tools}, as_node="run_tools")
                 self._reply_calls, self._pending, self._results, self._proposed = [], [], {}, None
-            graph.invoke(start, config)
+            state = self._values = cast(AgentState, graph.invoke(start, config))
             start = None
-            snapshot = graph.get_state(config)
-            state = cast(AgentState, snapshot.values)
-            if not snapshot.next:
+            if not wants_tools(state):
                 return self._final_action(state)
             self._reply_calls = check_calls(last_reply(state), self._spec_map(), max_call_chars=self._max_call_chars)
             malformed = [{"name": call.name, "problem": call.problem} for call in self._reply_calls if call.problem]

@@ -133,6 +133,14 @@ def last_reply(state: AgentState) -> AIMessage:
     return message
 
 
+def wants_tools(state: AgentState) -> bool:
+    """Whether the loop goes on to ``run_tools``: the last reply proposes calls and no budget is spent."""
+    if state["stop_reason"] is not None:
+        return False
+    reply = last_reply(state)
+    return bool(reply.tool_calls or reply.invalid_tool_calls)
+
+
 def make_checkpointer(spec: str = "memory") -> BaseCheckpointSaver:
     """``"memory"``: an ``InMemorySaver``; ``"sqlite:PATH"``: a ``SqliteSaver`` on that file (needs
     the ``langgraph-checkpoint-sqlite`` package)."""
@@ -212,10 +220,7 @@ def build_graph(model: BaseChatModel, tools: Sequence[BaseTool | ToolSpec], sett
                                     specs)}
 
     def after_model(state: AgentState) -> str:
-        if state["stop_reason"] is not None:
-            return END
-        reply = last_reply(state)
-        return "run_tools" if reply.tool_calls or reply.invalid_tool_calls else END
+        return "run_tools" if wants_tools(state) else END
 
     graph = StateGraph(AgentState)
     graph.add_node("call_model", RunnableLambda(call_model, afunc=acall_model, name="call_model"))
