@@ -2,7 +2,7 @@
 
 An ``AgentEpisode`` holds an ``LLMAgent``, the ``ToolTaskEnv`` it acts in, and where the two stand
 between steps: the observation and info the agent reads next, or the action it proposed and the
-env has not yet run (a controller deciding about a step sees the episode there). Its snapshot is
+env has not yet run (a controller deciding about a step sees the episode there: ``at_decision``). Its snapshot is
 (agent checkpoint, env snapshot, that position), so ``gauntlet.fork(episode, snapshot)`` branches
 agent *and* tool state together: the fork has its own checkpointer thread and its own MCP session
 (the env replays its calls into a fresh one), and under the same model outputs its future is the
@@ -10,11 +10,14 @@ original's, action for action, observation for observation and reward for reward
 
 ``step()`` is one step of the runner's loop without its recording: for branching experiments (try
 a continuation, compare futures), not for running episodes, which is ``gauntlet.rollout``'s.
+``check_coupled_branching`` is the contract test, in the spirit of ``gauntlet.testing.check_branchable``.
 """
 
 from __future__ import annotations
 
 import copy
+import pickle
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
@@ -22,7 +25,9 @@ import gymnasium as gym
 
 from gauntlet.agent import AgentOutput
 from gauntlet.agents.llm.agent import LLMAgent, LLMAgentSnapshot
+from gauntlet.branching import fork
 from gauntlet.bridges.tool_task_env import ToolTaskEnv, ToolTaskSnapshot
+from gauntlet.hooks import Prefix
 
 
 @dataclass(frozen=True)
@@ -65,12 +70,12 @@ class AgentEpisode:
         self.done = False
 
     @classmethod
-    def at_decision(cls, agent: LLMAgent, env: gym.Env, observation: Any, info: dict[str, Any],
-                    proposed: AgentOutput) -> AgentEpisode:
-        """The episode a controller is deciding about: ``proposed`` is the agent's pending output
-        (``Prefix.agent``, ``Prefix.env``, ``Prefix.observation``, ``Prefix.info`` and the candidate)."""
-        episode = cls(agent, env)
-        episode.observation, episode.info, episode.proposed = observation, info, proposed
+    def at_decision(cls, prefix: Prefix, candidate: str) -> AgentEpisode:
+        """The episode a controller is deciding about, standing before ``candidate`` runs: fork it
+        to try the candidate (or another action) before deciding."""
+        episode = cls(prefix.agent, prefix.env)
+        episode.observation, episode.info = prefix.observation, prefix.info
+        episode.proposed = AgentOutput(action=candidate)
         return episode
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -119,3 +124,41 @@ class AgentEpisode:
 
     def close(self) -> None:
         self.env.close()
+
+    def play_out(self) -> list[tuple[Any, ...]]:
+        """Step to the end of the episode: each step's (action, observation, reward, terminated, truncated)."""
+        steps = []
+        while not self.done:
+            step = self.step()
+            steps.append((step.action, step.observation, step.reward, step.terminated, step.truncated))
+        return steps
+
+
+def check_coupled_branching(make_episode: Callable[[], AgentEpisode], *, seed: int = 0,
+                            prefix_steps: int = 2) -> None:
+    """Raise ``AssertionError`` unless agent episodes made by ``make_episode`` honour coupled
+    branching: after ``prefix_steps`` steps, restoring the snapshot (or its pickled copy) gives the
+    same future, and ``gauntlet.fork`` gives a pair with the same future that a fork played out
+    first does not disturb. The agent's model must give the same outputs for the same conversation."""
+    episode = make_episode()
+    try:
+        episode.reset(seed=seed)
+        for _ in range(prefix_steps):
+            episode.step()
+        assert not episode.done, f"the episode ended within the {prefix_steps} prefix steps"
+        snapshot = episode.snapshot()
+        pickled = pickle.loads(pickle.dumps(snapshot))
+        first, second = fork(episode, snapshot), fork(episode, pickled)
+        try:
+            second_future = second.play_out()
+            original = episode.play_out()
+            assert original, "the episode has no future to compare"
+            assert first.play_out() == original, "gauntlet.fork gave an agent episode with a different future"
+            assert second_future == original, "a fork from a pickled snapshot had a different future"
+        finally:
+            first.close()
+            second.close()
+        episode.restore(snapshot)
+        assert episode.play_out() == original, "restore then the same model outputs gave a different future"
+    finally:
+        episode.close()

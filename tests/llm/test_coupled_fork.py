@@ -5,13 +5,15 @@ The tools are the env bridge's (CartPole behind MCP), whose server keeps state p
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import gauntlet
 from gauntlet.agents.llm.agent import LLMAgent
-from gauntlet.agents.llm.branching import AgentEpisode
+from gauntlet.agents.llm.branching import AgentEpisode, check_coupled_branching
 from gauntlet.agents.llm.records import message_record
 from gauntlet.agents.llm.scripted import ScriptedChatModel
 from gauntlet.bridges.tool_task_env import ToolTaskEnv, tool_call_action
+from gauntlet.hooks import Decision, Prefix
 from gauntlet.tasks import EvalSpec, ToolTask
 from tests.llm.helpers import text_call
 
@@ -33,11 +35,7 @@ def new_episode(script_path) -> AgentEpisode:
 
 
 def future(episode: AgentEpisode) -> list[tuple]:
-    steps = []
-    while not episode.done:
-        step = episode.step()
-        steps.append((step.action, step.observation, step.reward, step.terminated, step.truncated))
-    return steps
+    return episode.play_out()
 
 
 def conversation_of(episode: AgentEpisode) -> list[dict]:
@@ -75,6 +73,33 @@ def test_a_fork_at_a_pending_proposal_runs_the_same_action(write_script):
     assert future(twin) == future(episode)
 
 
+class LookAhead:
+    """Before each step, forks the episode and plays the candidate and the rest of it out."""
+
+    name = "look-ahead"
+
+    def __init__(self) -> None:
+        self.futures: list[list[tuple]] = []
+
+    def decide(self, prefix: Prefix, candidates: list[Any]) -> Decision:
+        episode = AgentEpisode.at_decision(prefix, candidates[0])
+        twin = gauntlet.fork(episode, episode.snapshot())
+        self.futures.append(future(twin))
+        twin.close()
+        return Decision.proceed()
+
+
+def test_a_controller_can_play_a_fork_out_before_each_step_and_foresees_the_episode(write_script):
+    look_ahead = LookAhead()
+    env = ToolTaskEnv([TASK])
+    episode = gauntlet.rollout(env, LLMAgent(model=ScriptedChatModel.from_file(write_script(SCRIPT))), seed=0,
+                               hooks=[look_ahead])
+    env.close()
+    actual = [(s.action, s.observation, s.reward, s.terminated, s.truncated) for s in episode.steps]
+    assert len(look_ahead.futures) == len(actual) == 7
+    assert all(foreseen == actual[index:] for index, foreseen in enumerate(look_ahead.futures))
+
+
 def test_a_restored_agent_replays_its_messages_from_the_snapshot_on(write_script):
     episode = new_episode(write_script(SCRIPT))
     outputs = [episode.step().output for _ in range(2)]
@@ -84,3 +109,15 @@ def test_a_restored_agent_replays_its_messages_from_the_snapshot_on(write_script
     again = [episode.step().output for _ in range(3)]
     assert [o.messages for o in again] == [o.messages for o in later]
     assert all(o.messages for o in outputs)
+
+
+def test_a_chem_agent_episode_honours_the_coupled_branching_contract(chem_data, write_script):
+    from gauntlet.tasks import load_suite
+    from tests.llm.helpers import answer_turn, gold_turns
+
+    task = load_suite(chem_data.suite)[0]
+    script = write_script([*gold_turns(task), answer_turn(task.answer)])
+    check_coupled_branching(lambda: AgentEpisode(LLMAgent(model=ScriptedChatModel.from_file(script),
+                                                          mode="chemcost"),
+                                                 ToolTaskEnv(chem_data.suite, server=chem_data.server_factory())),
+                            prefix_steps=3)
