@@ -195,6 +195,25 @@ def test_eval_with_repeats_prints_each_task_c_of_n_and_the_pass_k_table(toy_suit
         out.split())
 
 
+def test_an_llm_agent_eval_reports_the_tokens_its_model_calls_recorded(toy_suite, tmp_path):
+    script = tmp_path / "script.json"  # reset the env, then answer the observation's size
+    script.write_text(json.dumps([{"content": "", "tool_calls": [{"name": "reset", "args": {"seed": 0}}]},
+                                  {"content": "4"}]))
+    evaluation = evaluate_suite("toy", "llm", tmp_path / "eval", agent_config={"model": f"scripted:{script}"},
+                                repeats=2, limit=2, workers=1)
+    assert [(r.task_id, r.success, r.model_calls) for r in evaluation.results] == [
+        ("t-00", True, 2), ("t-00", True, 2), ("t-01", True, 2), ("t-01", True, 2)]
+    for index, result in enumerate(evaluation.results):
+        steps = read_episode_file(episode_path(tmp_path / "eval", index))[0].steps
+        calls = [event.data for step in steps for event in step.events if event.kind == "model_call"]
+        assert (result.input_tokens, result.output_tokens) == (sum(call["input_tokens"] for call in calls),
+                                                               sum(call["output_tokens"] for call in calls))
+    assert all(r.input_tokens > 0 and r.output_tokens > 0 for r in evaluation.results)
+    section = scores_of(tmp_path / "eval")["pass_k"]
+    assert [(row["k"], row["pass_at_k"], row["pass_hat_k"]) for row in section["k"]] == [(1, 1.0, 1.0), (2, 1.0, 1.0)]
+    assert section["mean_tokens_per_attempt"] == sum(r.input_tokens + r.output_tokens for r in evaluation.results) / 4
+
+
 def test_tasks_picks_tasks_by_id_and_limit_keeps_the_first(toy_suite, tmp_path):
     out = tmp_path / "eval"
     assert eval_cli("toy", "--agent", "gold", "--tasks", "t-07,t-02,t-04", "--limit", "2", "--workers", "1",
