@@ -93,13 +93,10 @@ def _clip(text: str, limit: int = TEXT_MAX_CHARS) -> str:
 def _holds_json(text: str) -> bool:
     """Whether ``text`` is a JSON object or array (as tool results and call arguments often are)."""
     stripped = text.strip()
-    if stripped[:1] not in ("{", "["):
-        return False
     try:
-        json.loads(stripped)
+        return stripped[:1] in ("{", "[") and isinstance(json.loads(stripped), (dict, list))
     except ValueError:
         return False
-    return True
 
 
 def _pretty(value: Any) -> str:
@@ -324,6 +321,11 @@ def _event_html(event: Event, step: Step | None) -> str:
                  + (f" · ${_num(data.get('cost_usd'), 6)}" if data.get("cost_usd") is not None else ""))
     else:
         body = f"{source}: {_inline(event.data)}"
+        problems = event.data.get("malformed_calls") if event.kind == "note" else None
+        if isinstance(problems, list) and problems:
+            listed = "; ".join(f"{_e(p.get('name'))}: {_e(p.get('problem'))}" if isinstance(p, dict) else _e(p)
+                               for p in problems)
+            body = f'{source}: <span class="badge">malformed</span> {listed}'
     kind = str(event.kind)
     return f'<div class="event {_e(kind)}"><span class="tag">{_e(kind.replace("_", " "))}</span> {body}{cost}</div>'
 
@@ -333,13 +335,22 @@ def _num(value: Any, digits: int) -> str:
 
 
 # Totals -------------------------------------------------------------------------------------------
+def _malformed_calls(step: Step) -> int:
+    """Malformed calls the model wrote at ``step``: as the agent counted them in a ``malformed_calls``
+    note, or as its messages' ``invalid_tool_calls`` (the two may name the same calls)."""
+    noted = sum(len(event.data["malformed_calls"]) for event in step.events
+                if event.kind == "note" and isinstance(event.data.get("malformed_calls"), list))
+    invalid = sum(len(extra.get("invalid_tool_calls") or [])
+                  for extra in (message.__pydantic_extra__ for message in step.messages) if extra)
+    return max(noted, invalid)
+
+
 def _totals(episode: Episode) -> list[tuple[str, str]]:
     """(label, plain text) rows of what the episode adds up to."""
     events = [event for step in episode.steps for event in step.events]
     events += episode.outcome.events if episode.outcome is not None else []
     calls = [step.tool_call for step in episode.steps if step.tool_call is not None]
-    malformed = sum(len(m.__pydantic_extra__.get("invalid_tool_calls") or [])
-                    for step in episode.steps for m in step.messages if m.__pydantic_extra__)
+    malformed = sum(_malformed_calls(step) for step in episode.steps)
     model = [event.data for event in events if event.kind == "model_call"]
     rows = [("steps", str(len(episode.steps))), ("return", f"{episode.total_reward:.3f}")]
     if any(step.cost for step in episode.steps):
@@ -389,7 +400,8 @@ def _header_rows(episode: Episode) -> list[tuple[str, str]]:
         rows.append(("config", _pre(config)))
     observation = episode.initial_observation
     if observation is not None:
-        rows.append(("initial observation", _pre(observation) if isinstance(observation, str)
+        # Text and records read best laid out; an array (an env's state) on one line.
+        rows.append(("initial observation", _pre(observation) if isinstance(observation, (str, dict))
                      else _inline(observation, TEXT_MAX_CHARS)))
     rows.append(("versions", _e(", ".join(f"{name} {version}" for name, version in sorted(episode.versions.items())))))
     rows.append(("created", _e(episode.created_at)))

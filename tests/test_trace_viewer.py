@@ -93,7 +93,10 @@ def _llm_steps() -> list[Step]:
                                                     "error": "the arguments are not valid JSON"}])],
              events=[Event(source="llm", kind="model_call", data={"error": "RateLimitError", "latency_ms": 40.0,
                                                                   "model": "scripted"}),
-                     _model_call(530, 18), _continue(), _monitor(0.3)]),
+                     _model_call(530, 18),
+                     Event(source="llm", kind="note", data={"malformed_calls": [
+                         {"name": "price_of", "problem": "the arguments are not valid JSON"}]}),
+                     _continue(), _monitor(0.3)]),
         Step(index=2, action={"name": "buy", "arguments": {"sku": "A-100", "quantity_g": 10}}, tool_call=buy,
              reward=0.5,
              messages=[_tool_result("call_2", bad.result, error=True),
@@ -283,6 +286,10 @@ def test_a_malformed_call_and_a_failed_tool_call_are_highlighted(dom):
     malformed = step(dom, 0, 1).find_all("div", css="malformed")
     assert len(malformed) == 1 and "price_of" in malformed[0].text_content()
     assert '{"sku": ' in malformed[0].text_content()  # the raw text the model wrote
+    noted = step(dom, 0, 1).find_all("div", css="note")[0].text_content()
+    assert "malformed" in noted and "price_of: the arguments are not valid JSON" in noted
+    totals = section(dom, 0).find_all("table", css="fields")[1]
+    assert "malformed calls proposed1" in totals.text_content()  # the note and the message name the same call
     assert step(dom, 0, 1).find_all("div", css="toolcall")[0].attrs["class"] == "toolcall error"
     assert step(dom, 0, 2).find_all("div", css="tool")[0].find_all("span", css="badge")
 
