@@ -24,7 +24,8 @@ Budgets (``Budget``): ``max_steps`` model calls, ``max_tokens`` input plus outpu
 model reports them (checked before each call, so the call that crosses the limit completes), and
 ``wall_time_s`` seconds since ``configurable.started_at`` (a ``time.monotonic()`` value; none
 given: no wall-time limit). Model timeouts, rate limits and server errors are retried
-``model_retries`` times with exponential backoff (LangChain's ``with_retry``).
+``model_retries`` times with exponential backoff and jitter (``tenacity``, as LangChain's own
+``with_retry``; each attempt is a model call its callbacks see).
 """
 
 from __future__ import annotations
@@ -39,13 +40,13 @@ from typing import Annotated, Any, TypedDict, cast
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langchain_core.runnables.retry import ExponentialJitterParams
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
+from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from gauntlet.agents.llm.calls import (
     CheckedCall,
@@ -167,11 +168,12 @@ def build_graph(model: BaseChatModel, tools: Sequence[BaseTool | ToolSpec], sett
     settings = settings or LoopSettings()
     specs = {spec.name: spec for spec in map(ToolSpec.of, tools)}
     runnable = {tool.name: tool for tool in tools if isinstance(tool, BaseTool)}
-    # tenacity's wait: multiplier x 2^attempt up to max, plus up to ``jitter`` s at random.
-    backoff = {"multiplier": settings.retry_initial_s, "max": settings.retry_max_s, "jitter": settings.retry_initial_s}
-    bound = model.bind_tools([spec.as_openai() for spec in specs.values()]).with_retry(
-        retry_if_exception_type=is_retryable, stop_after_attempt=settings.model_retries + 1,
-        exponential_jitter_params=cast(ExponentialJitterParams, backoff))
+    bound = model.bind_tools([spec.as_openai() for spec in specs.values()])
+    # Waits retry_initial_s x 2^attempt (up to retry_max_s) plus as much again at random.
+    retries: dict[str, Any] = dict(
+        stop=stop_after_attempt(settings.model_retries + 1), retry=retry_if_exception(is_retryable), reraise=True,
+        wait=wait_exponential_jitter(multiplier=settings.retry_initial_s, max=settings.retry_max_s,
+                                     jitter=settings.retry_initial_s))
 
     def counted(state: AgentState, reply: AIMessage) -> dict[str, Any]:
         usage = reply.usage_metadata or {"input_tokens": 0, "output_tokens": 0}
@@ -189,12 +191,18 @@ def build_graph(model: BaseChatModel, tools: Sequence[BaseTool | ToolSpec], sett
     def call_model(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         if reason := spent(state, config):
             return {"stop_reason": reason}
-        return counted(state, bound.invoke(state["messages"], config))
+        for attempt in Retrying(**retries):
+            with attempt:
+                reply = bound.invoke(state["messages"], config)
+        return counted(state, reply)
 
     async def acall_model(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         if reason := spent(state, config):
             return {"stop_reason": reason}
-        return counted(state, await bound.ainvoke(state["messages"], config))
+        async for attempt in AsyncRetrying(**retries):
+            with attempt:
+                reply = await bound.ainvoke(state["messages"], config)
+        return counted(state, reply)
 
     async def run_one(call: CheckedCall) -> ToolResult:
         tool = runnable.get(call.name)
