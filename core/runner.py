@@ -259,8 +259,11 @@ def _decide(controllers: list[Controller], prefix: Prefix, action: Any) -> tuple
         events.append(Event(source=controller.name, kind="decision", cost_ms=cost_ms,
                             data=decision.model_dump(exclude={"action"}, exclude_none=True)))
         if decision.kind == "intervene":
-            events.append(Event(source=controller.name, kind="intervention",
-                                data={"intervention": decision.intervention, "reason": decision.reason}))
+            data = {"intervention": decision.intervention, "reason": decision.reason}
+            if decision.intervention == "replace_action":
+                # The agent's own proposal is recorded beside the action taken instead (Step.action).
+                data["original_action"] = to_plain(action)
+            events.append(Event(source=controller.name, kind="intervention", data=data))
             if decision.intervention == "replace_action":
                 action = decision.action
             elif decision.intervention == "halt":

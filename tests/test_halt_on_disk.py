@@ -107,6 +107,7 @@ def test_replaced_actions_and_their_interventions_are_on_disk_as_in_memory(tmp_p
     for step in replaced:
         assert _kinds(step.events)[:2] == [("no-right", "decision", "replace_action"),
                                            ("no-right", "intervention", "replace_action")]
+        assert step.events[1].data["original_action"] == 1 and step.action == 0  # proposed, then taken
     assert on_disk.steps[-1].terminated or on_disk.steps[-1].truncated
 
 
