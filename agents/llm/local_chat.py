@@ -1,0 +1,228 @@
+"""An in-process transformers causal LM as a LangChain chat model that calls tools.
+
+``LocalChatModel`` renders the conversation with the chat template shipped inside the model (a GGUF
+file or a model folder), passing the bound tools as ``tools=`` so the template writes its own tool
+instructions, generates greedily, and parses the reply with ``parse_tool_calls``: small local models
+write their calls as JSON text, and neither ``langchain-huggingface`` nor the local OpenAI-compatible
+servers turn that into structured ``tool_calls``. Greedy decoding and call ids that count the calls
+in the conversation make a replay of the same conversation give the same message.
+
+GGUF weights are dequantised to fp32 by transformers, so the model runs on CPU without a native
+build (``device`` moves it to a GPU) and ``hidden_states`` can read every layer: the latent monitor
+reads them there.
+
+Loaded weights are shared by every ``LocalChatModel`` of one file and device in a process, so many
+episodes cost one load; calls on shared weights take turns.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from pydantic import ConfigDict, Field
+
+from gauntlet.agents.llm.text_calls import calls_so_far, message_from_text, openai_tool_schemas, tool_names
+
+if TYPE_CHECKING:
+    import numpy as np
+
+_ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+# For a chat template that cannot show tools (SmolLM2's): the words Qwen's template uses.
+_TOOLS_PROMPT = ("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+                 "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{schemas}\n"
+                 "</tools>\n\nFor each function call, return a json object with function name and arguments "
+                 "within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+                 '{{"name": <function-name>, "arguments": <args-json-object>}}\n</tool_call>')
+
+
+@dataclass
+class LoadedWeights:
+    """A tokenizer and causal LM loaded from one file or folder, with the lock its callers take turns on."""
+
+    tokenizer: Any
+    model: Any
+    lock: threading.Lock
+    load_seconds: float
+
+    @property
+    def template(self) -> str:
+        return str(self.tokenizer.chat_template or "")
+
+
+@dataclass(frozen=True)
+class HiddenStates:
+    """The residual stream of a prompt and a response: ``layers[i]`` is ``(len(token_ids), hidden)``
+    float32, layer ``i`` as transformers numbers them (0 the embeddings, -1 the last layer's output)."""
+
+    token_ids: list[int]
+    prompt_length: int
+    layers: dict[int, np.ndarray]
+
+
+_loaded: dict[tuple[str, str], LoadedWeights] = {}
+_loading = threading.Lock()
+
+
+def load_weights(model_path: str, device: str = "cpu") -> LoadedWeights:
+    """The tokenizer and model at ``model_path`` (a ``.gguf`` file or a model folder) on ``device``,
+    loaded once per process; nothing is downloaded."""
+    key = (str(Path(model_path).resolve()), device)
+    with _loading:
+        if key not in _loaded:
+            _loaded[key] = _load(Path(key[0]), device)
+        return _loaded[key]
+
+
+def _load(path: Path, device: str) -> LoadedWeights:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    start = time.perf_counter()
+    if path.suffix == ".gguf":
+        folder, extra = str(path.parent), {"gguf_file": path.name}
+    else:
+        folder, extra = str(path), {}
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, **extra)
+    model: Any = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=torch.float32, **extra)
+    model.to(device).eval()
+    return LoadedWeights(tokenizer, model, threading.Lock(), time.perf_counter() - start)
+
+
+def render_messages(messages: Sequence[BaseMessage], tools: Sequence[Mapping[str, Any]] | None,
+                    template: str) -> list[dict[str, Any]]:
+    """The conversation as chat-template dicts. A ``template`` that cannot show tools gets them in the
+    system message, and one that cannot show an assistant's calls gets them written as text, in the
+    tags Qwen's template uses, so every model is asked for and shown its calls the same way."""
+    rendered: list[dict[str, Any]] = []
+    for message in messages:
+        entry: dict[str, Any] = {"role": _ROLES.get(message.type, message.type), "content": message.text}
+        if isinstance(message, AIMessage) and message.tool_calls:
+            calls = [{"name": call["name"], "arguments": call["args"]} for call in message.tool_calls]
+            if "tool_calls" in template:
+                entry["tool_calls"] = [{"type": "function", "function": call} for call in calls]
+            else:
+                written = "\n".join(f"<tool_call>\n{json.dumps(call)}\n</tool_call>" for call in calls)
+                entry["content"] = f"{entry['content']}\n{written}".strip()
+        if isinstance(message, ToolMessage):
+            entry["tool_call_id"] = message.tool_call_id
+        rendered.append(entry)
+    if tools and "tools" not in template:
+        described = _TOOLS_PROMPT.format(schemas="\n".join(json.dumps(tool) for tool in tools))
+        if rendered and rendered[0]["role"] == "system":
+            rendered[0] = {**rendered[0], "content": f"{rendered[0]['content']}\n\n{described}"}
+        else:
+            rendered.insert(0, {"role": "system", "content": described})
+    return rendered
+
+
+class LocalChatModel(BaseChatModel):
+    """A local causal LM (GGUF file or model folder) that answers in text and calls tools.
+
+    Args:
+        model_path: a ``.gguf`` file or a transformers model folder on this machine.
+        max_new_tokens: most tokens one reply may have (a reply cut there has finish_reason "length").
+        device: torch device, "cpu" or e.g. "cuda:0".
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_path: str
+    max_new_tokens: int = Field(default=512, ge=1)
+    device: str = "cpu"
+
+    @property
+    def _llm_type(self) -> str:
+        return "gauntlet-local"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_path": self.model_path, "max_new_tokens": self.max_new_tokens, "device": self.device}
+
+    @property
+    def weights(self) -> LoadedWeights:
+        """The loaded tokenizer and model (loaded on first use)."""
+        return load_weights(self.model_path, self.device)
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: str | None = None,
+                   **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
+        """This model with ``tools`` shown to it on every call (LangChain tools, OpenAI function schemas
+        or MCP tools). A local model cannot be forced to call a tool, so ``tool_choice`` may only be
+        None or "auto"."""
+        if tool_choice not in (None, "auto"):
+            raise ValueError(f"a local model cannot be made to call a tool (tool_choice={tool_choice!r}); "
+                             "leave tool_choice unset")
+        return self.bind(tools=openai_tool_schemas(tools), **kwargs)
+
+    def chat_messages(self, messages: Sequence[BaseMessage],
+                      tools: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """The conversation as this model's chat template reads it (``render_messages``)."""
+        return render_messages(messages, tools, self.weights.template)
+
+    def prompt_ids(self, messages: Sequence[BaseMessage],
+                   tools: Sequence[Mapping[str, Any]] | None = None) -> list[int]:
+        """The token ids the model reads before it replies: the conversation through the chat template,
+        with the tools and the assistant's turn opened."""
+        tokenizer = self.weights.tokenizer
+        text = tokenizer.apply_chat_template(self.chat_messages(messages, tools), tools=list(tools) if tools else None,
+                                             add_generation_prompt=True, tokenize=False)
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None,
+                  tools: Sequence[Mapping[str, Any]] | None = None, **kwargs: Any) -> ChatResult:
+        import torch
+
+        weights = self.weights
+        prompt = self.prompt_ids(messages, tools)
+        input_ids = torch.tensor([prompt], device=self.device)
+        options: dict[str, Any] = {"stop_strings": stop, "tokenizer": weights.tokenizer} if stop else {}
+        eos = weights.tokenizer.eos_token_id
+        start = time.perf_counter()
+        with weights.lock, torch.inference_mode():
+            output = weights.model.generate(
+                input_ids=input_ids, attention_mask=torch.ones_like(input_ids), max_new_tokens=self.max_new_tokens,
+                do_sample=False, temperature=None, top_p=None, top_k=None,
+                pad_token_id=weights.tokenizer.pad_token_id if weights.tokenizer.pad_token_id is not None else eos,
+                **options)
+        latency_ms = (time.perf_counter() - start) * 1000
+        generated = output[0, len(prompt):].tolist()
+        finished = bool(generated) and generated[-1] == eos
+        text = weights.tokenizer.decode(generated, skip_special_tokens=True)
+        for sequence in stop or ():
+            text = text.split(sequence)[0]
+        names = tool_names(tools or [])
+        usage = UsageMetadata(input_tokens=len(prompt), output_tokens=len(generated),
+                              total_tokens=len(prompt) + len(generated))
+        metadata = {"model_name": Path(self.model_path).name, "latency_ms": round(latency_ms, 1),
+                    "finish_reason": "length" if len(generated) >= self.max_new_tokens and not finished else "stop",
+                    "text": text}
+        message = message_from_text(text, names, calls_so_far(messages), usage_metadata=usage,
+                                    response_metadata=metadata)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def hidden_states(self, messages: Sequence[BaseMessage], response: str = "", *,
+                      tools: Sequence[Any] | None = None, layers: Sequence[int] = (-1,)) -> HiddenStates:
+        """The hidden states of ``layers`` over the prompt the model reads for ``messages`` (and
+        ``tools``, any form ``bind_tools`` takes) followed by the tokens of ``response``."""
+        import torch
+
+        weights = self.weights
+        prompt = self.prompt_ids(messages, openai_tool_schemas(tools) if tools else None)
+        token_ids = prompt + list(weights.tokenizer(response, add_special_tokens=False)["input_ids"])
+        with weights.lock, torch.inference_mode():
+            output = weights.model(torch.tensor([token_ids], device=self.device), output_hidden_states=True)
+        return HiddenStates(token_ids=token_ids, prompt_length=len(prompt),
+                            layers={layer: output.hidden_states[layer][0].float().cpu().numpy() for layer in layers})
+
