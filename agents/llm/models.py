@@ -1,0 +1,163 @@
+"""One ``--model`` spec for every chat model backend the LLM agent runs on.
+
+=========================================  ===================================================================
+``openai:<model>[@<base_url>]``            any OpenAI-compatible server (hosted API, vLLM, llama.cpp, Ollama);
+                                           key from ``OPENAI_API_KEY`` (optional with a ``base_url``)
+``anthropic:<model>``                      Anthropic's API; key from ``ANTHROPIC_API_KEY``
+``hf:<folder | file.gguf | hub id>``       a local transformers model, in process (CPU, or ``device=``)
+``scripted:<file>``                        a script of replies played in order (tests, demos)
+``offline[:<pinned model>]`` (default)     the pinned model shipped in wheels (``data/llm/models.json``)
+=========================================  ===================================================================
+
+Keys are read from the environment and refused as options: the agent records the spec and the
+options, so nothing that reaches them may hold a secret. Nothing is downloaded at run time, and an
+endpoint is not probed until the first call: a server that is down then fails that call with a
+``UserError`` naming the URL.
+
+The API backends' classes live in ``api_chat`` (errors explained, calls written as text read), the
+local one in ``local_chat``, the pinned offline files in ``offline_model``; each is imported only when
+its backend is asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from pydantic import ValidationError
+
+from gauntlet.errors import UserError
+
+BACKENDS = {
+    "openai": "openai:<model>[@<base_url>]",
+    "anthropic": "anthropic:<model>",
+    "hf": "hf:<model folder, .gguf file or cached hub id>",
+    "scripted": "scripted:<script file>",
+    "offline": "offline[:<pinned model>]",
+}
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# A server on the user's own machine or network needs no key; the OpenAI client insists on one.
+PLACEHOLDER_KEY = "no-key-needed"
+_SECRET_OPTIONS = {"api_key", "openai_api_key", "anthropic_api_key"}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed ``--model`` spec: the backend, the model it names ("" for the offline default) and,
+    for ``openai``, the server's base URL."""
+
+    backend: str
+    model: str = ""
+    base_url: str | None = None
+
+
+def parse_spec(spec: str | None) -> ModelSpec:
+    """The backend, model and base URL a ``--model`` spec names (None or "" is ``offline``)."""
+    spec = (spec or "offline").strip()
+    backend, colon, rest = spec.partition(":")
+    if backend not in BACKENDS:
+        forms = ", ".join(BACKENDS.values())
+        raise UserError(f"unknown model backend {backend!r} in --model {spec!r}; the backends are: {forms}")
+    if backend == "offline":
+        return ModelSpec("offline", rest.strip())
+    model, base_url = rest.strip(), None
+    if backend == "openai" and "@" in model:
+        model, _, base_url = model.partition("@")
+        model, base_url = model.strip(), base_url.strip().rstrip("/")
+        if not base_url.startswith(("http://", "https://")):
+            raise UserError(f"--model {spec!r}: the base URL {base_url!r} must start with http:// or https:// "
+                            f"(e.g. openai:{model or '<model>'}@http://127.0.0.1:8000/v1)")
+    if not colon or not model:
+        raise UserError(f"--model {spec!r} names no model; write it as {BACKENDS[backend]}")
+    return ModelSpec(backend, model, base_url)
+
+
+def make_chat_model(spec: str | None = None, **options: Any) -> BaseChatModel:
+    """The chat model ``spec`` names (see the module docstring), built with ``options`` (e.g.
+    ``temperature``, ``max_tokens`` or ``timeout`` for API models, ``max_new_tokens`` or ``device``
+    for local ones). Raises ``UserError`` with the fix for a spec, option, key or file that is wrong."""
+    parsed = parse_spec(spec)
+    secrets = _SECRET_OPTIONS & set(options)
+    if secrets:
+        raise UserError(f"model option {sorted(secrets)[0]!r} would be recorded with the run; put the key in "
+                        f"{KEY_VARIABLES.get(parsed.backend, 'the environment')} instead")
+    try:
+        return _BUILDERS[parsed.backend](parsed, options)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"]) or "options"
+        raise UserError(f"the {parsed.backend} model does not accept the option {where} ({problem['msg']}); "
+                        "fix the model options") from None
+
+
+def _key(backend: str, required: bool) -> str:
+    variable = KEY_VARIABLES[backend]
+    key = os.environ.get(variable, "").strip()
+    if not key and required:
+        raise UserError(f"the {backend} backend needs an API key and {variable} is not set; export {variable}=... "
+                        "(keys are read from the environment only, never recorded)")
+    return key or PLACEHOLDER_KEY
+
+
+def _openai(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
+    from gauntlet.agents.llm.api_chat import OpenAICompatibleChat
+
+    # OpenAI-compatible servers speak chat completions; only OpenAI's own API has the Responses API.
+    extra: dict[str, Any] = {"use_responses_api": False} if spec.base_url else {}
+    return OpenAICompatibleChat(model=spec.model, base_url=spec.base_url,
+                                api_key=_key("openai", required=spec.base_url is None), **extra, **options)
+
+
+def _anthropic(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
+    from gauntlet.agents.llm.api_chat import AnthropicChat
+
+    return AnthropicChat(model=spec.model, api_key=_key("anthropic", required=True), **options)
+
+
+def _hf(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
+    from gauntlet.agents.llm.local_chat import LocalChatModel
+
+    path = Path(spec.model).expanduser()
+    if not path.exists():
+        path = _cached_hub_model(spec.model)
+    elif path.is_file() and path.suffix != ".gguf":
+        raise UserError(f"hf:{spec.model} is a file but not a .gguf model; give a .gguf file or a model folder")
+    return LocalChatModel(model_path=str(path), **options)
+
+
+def _cached_hub_model(model_id: str) -> Path:
+    """The local snapshot of a hub model already in the Hugging Face cache (nothing is downloaded)."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(model_id, local_files_only=True))
+    except (LocalEntryNotFoundError, HFValidationError):
+        raise UserError(f"hf:{model_id} is neither a model folder nor a .gguf file on this machine, nor a model in "
+                        "the local Hugging Face cache (nothing is downloaded at run time); give a local path") from None
+
+
+def _scripted(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
+    from gauntlet.agents.llm.scripted import ScriptedChatModel, ScriptFormatError
+
+    if not Path(spec.model).is_file():
+        raise UserError(f"the script {spec.model} of --model scripted:{spec.model} does not exist; fix the path")
+    if options:
+        raise UserError(f"the scripted model takes no options (got {', '.join(sorted(options))}); drop them")
+    try:
+        return ScriptedChatModel.from_file(spec.model)
+    except ScriptFormatError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _offline(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
+    from gauntlet.agents.llm.local_chat import LocalChatModel
+    from gauntlet.agents.llm.offline_model import model_path
+
+    return LocalChatModel(model_path=str(model_path(spec.model or None)), **options)
+
+
+_BUILDERS = {"openai": _openai, "anthropic": _anthropic, "hf": _hf, "scripted": _scripted, "offline": _offline}

