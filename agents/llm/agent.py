@@ -6,7 +6,8 @@ before ``run_tools``; each well-formed call the model proposes becomes one step'
 next ``act`` writes the result (``info['tool_call']``, else ``observation['result']``) into the
 graph as ``run_tools``'s message and resumes the graph to the next call. Malformed calls are
 answered inside the graph and never become actions. A reply without a call ends the task with
-``{"answer": ...}`` (read by the mode's ``final_answer``).
+``{"answer": ...}`` (read by the mode's ``final_answer``). Each call is bounded by the env's
+``call_timeout_s``: a call that outlives it is a step with an error result, which the model sees.
 
 A replaced call: the model's own call stays in the conversation, and its tool message says which
 call ran instead and what it gave. A spent budget (``max_steps`` model calls, ``max_tokens``,
@@ -92,21 +93,27 @@ class LLMAgent(Agent):
 
     ``model``: a model spec (``gauntlet.agents.llm.models.make_chat_model``: ``openai:``,
     ``anthropic:``, ``hf:``, ``scripted:<file>``, ``offline``) or a chat model; loaded at the first
-    step. ``mode``: ``autonomous``, ``instruction`` or ``chemcost`` (``gauntlet.agents.llm.modes``);
+    step; ``model_options`` are the backend's (``temperature``, ``timeout``, ...). ``mode``:
+    ``autonomous``, ``instruction`` or ``chemcost`` (``gauntlet.agents.llm.modes``);
     ``system_prompt`` overrides the mode's. ``suite``: the task suite, for modes that read a task's
     metadata (its tool plan, its answer format). ``model_retries``: how often a model call that
     timed out or was rate-limited is retried, the first wait ``retry_backoff_s`` seconds, doubling
-    up to 30 s. ``price_usd_per_mtok``: ``[input, output]`` US
-    dollars per million tokens, for ``cost_usd``. ``checkpointer``: ``memory`` or ``sqlite:PATH``.
+    up to 30 s. ``price_usd_per_mtok``: ``[input, output]`` US dollars per million tokens, for
+    ``cost_usd``. ``checkpointer``: ``memory`` or ``sqlite:PATH``. A bad config is a ``UserError``
+    here, before any episode (the model itself loads at the first step).
     """
 
     name = "llm"
 
-    def __init__(self, model: str | BaseChatModel = "offline", mode: str = "autonomous",
-                 system_prompt: str | None = None, max_steps: int = 30, max_tokens: int | None = None,
-                 wall_time_s: float | None = None, model_retries: int = 2, retry_backoff_s: float = 1.0,
-                 price_usd_per_mtok: Sequence[float] | None = None, checkpointer: str = "memory",
-                 suite: str | None = None):
+    def __init__(self, model: str | BaseChatModel = "offline", model_options: dict[str, Any] | None = None,
+                 mode: str = "autonomous", system_prompt: str | None = None, max_steps: int = 30,
+                 max_tokens: int | None = None, wall_time_s: float | None = None, model_retries: int = 2,
+                 retry_backoff_s: float = 1.0, price_usd_per_mtok: Sequence[float] | None = None,
+                 checkpointer: str = "memory", suite: str | None = None):
+        if isinstance(model, str):
+            from gauntlet.agents.llm.models import parse_spec
+
+            parse_spec(model)  # a spec the backends cannot read fails here, not in every worker
         try:
             self._mode = get_mode(mode)
             self._budget = Budget(max_steps=max_steps, max_tokens=max_tokens, wall_time_s=wall_time_s)
@@ -117,10 +124,10 @@ class LLMAgent(Agent):
             raise UserError("agent llm: price_usd_per_mtok is [input, output] US dollars per million tokens; "
                             "fix the agent config")
         self._kwargs: dict[str, Any] = dict(
-            model=model, mode=mode, system_prompt=system_prompt, max_steps=max_steps, max_tokens=max_tokens,
-            wall_time_s=wall_time_s, model_retries=model_retries, retry_backoff_s=retry_backoff_s,
-            price_usd_per_mtok=price_usd_per_mtok,
-            checkpointer=checkpointer, suite=suite)
+            model=model, model_options=model_options, mode=mode, system_prompt=system_prompt, max_steps=max_steps,
+            max_tokens=max_tokens, wall_time_s=wall_time_s, model_retries=model_retries,
+            retry_backoff_s=retry_backoff_s, price_usd_per_mtok=price_usd_per_mtok, checkpointer=checkpointer,
+            suite=suite)
         self._model: BaseChatModel | None = model if isinstance(model, BaseChatModel) else None
         self._system_prompt = system_prompt if system_prompt is not None else self._mode.system_prompt
         self._model_retries, self._retry_backoff_s = model_retries, retry_backoff_s
@@ -140,7 +147,7 @@ class LLMAgent(Agent):
         if self._model is None:
             from gauntlet.agents.llm.models import make_chat_model
 
-            self._model = make_chat_model(self._kwargs["model"])
+            self._model = make_chat_model(self._kwargs["model"], **(self._kwargs["model_options"] or {}))
         return self._model
 
     # Episode state -------------------------------------------------------------------------------

@@ -106,6 +106,7 @@ def test_the_agent_config_records_model_mode_prompt_and_budgets_and_rebuilds_the
 
 
 @pytest.mark.parametrize(("config", "problem"), [
+    ({"model": "gpt:4o"}, "unknown model backend 'gpt'"),
     ({"mode": "freestyle"}, "unknown mode 'freestyle'"),
     ({"max_steps": 0}, "max_steps must be at least 1"),
     ({"checkpointer": "redis:x"}, "unknown checkpointer"),
