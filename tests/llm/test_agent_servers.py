@@ -11,7 +11,6 @@ import gauntlet
 from gauntlet.agents.llm.agent import LLMAgent
 from gauntlet.agents.llm.modes import CHEMCOST, INSTRUCTION
 from gauntlet.agents.llm.records import conversation
-from gauntlet.agents.llm.scripted import ScriptedChatModel
 from gauntlet.bridges.server_process import serve_command
 from gauntlet.bridges.tool_task_env import ToolTaskEnv, tool_call_action
 from gauntlet.mcp_servers.disaster.tasks import MAX_TEXT_LENGTH
@@ -47,7 +46,7 @@ def test_chem_episode_with_a_malformed_and_a_replaced_call_is_recorded_on_disk(c
                                                                                tmp_path):
     task = load_suite(chem_data.suite)[0]
     script = write_script(chem_script(task))
-    agent = LLMAgent(model=ScriptedChatModel.from_file(script), mode="chemcost", max_steps=40)
+    agent = LLMAgent(model=f"scripted:{script}", mode="chemcost", max_steps=40)
     first_search = next(call for call in task.gold_trajectory if call.call == "search_chemical")
     replacement = tool_call_action("search_chemical", {"query": "water", "limit": 1})
     path = tmp_path / "chem.jsonl"
@@ -96,7 +95,7 @@ def test_disaster_instruction_episode_follows_the_plan_and_a_halt_is_recorded(di
     index = tasks.index(task)
     script = write_script([*gold_turns(task), answer_turn(task.answer)])
 
-    finished = gauntlet.rollout(disaster_env, LLMAgent(model=ScriptedChatModel.from_file(script), mode="instruction",
+    finished = gauntlet.rollout(disaster_env, LLMAgent(model=f"scripted:{script}", mode="instruction",
                                                        suite=str(disaster_data.suite)),
                                 seed=index, record=tmp_path / "full.jsonl")
     assert finished.outcome.score == pytest.approx(1.0) and finished.outcome.success
@@ -106,9 +105,8 @@ def test_disaster_instruction_episode_follows_the_plan_and_a_halt_is_recorded(di
     assert "Plan:\n1. " + task.gold_trajectory[0].call in first[1].content
     assert "<step 1 result: path>" in first[1].content
 
-    halted_path = tmp_path / "halted.jsonl"
-    gauntlet.rollout(disaster_env, LLMAgent(model=ScriptedChatModel.from_file(script), mode="instruction",
-                                            suite=str(disaster_data.suite)),
+    halted_path = tmp_path / "halted.jsonl"  # the recorded agent config rebuilds the agent
+    gauntlet.rollout(disaster_env, gauntlet.make_agent("llm", **on_disk.agent.config),
                      seed=index, record=halted_path, hooks=[HaltAt(2)])
     (halted,) = gauntlet.load_episodes(halted_path)
     assert len(halted.steps) == 2 and halted.steps[-1].truncated and not halted.steps[-1].terminated
