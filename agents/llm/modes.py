@@ -15,8 +15,9 @@ answer. The modes come from the benchmarks our servers re-implement:
     number as the answer, US dollars per gram of product.
 
 The model ends a task by replying without a tool call; ``final_answer`` reads that reply: JSON
-when it is JSON (whole, or in a fenced block, or after an ``Answer:`` label), else the text; a
-``number`` mode takes the last number in it (no number: no answer).
+when it is JSON (whole, or in a fenced block, or after an ``Answer:`` label; an object whose one
+key is ``answer``, ``result`` or ``value`` stands for that value), else the text; a ``number``
+mode takes the last number in it (no number: no answer).
 """
 
 from __future__ import annotations
@@ -130,12 +131,20 @@ def final_answer(mode: Mode, text: str) -> Any:
     for candidate in (text.strip(), *reversed(_FENCED.findall(text)), *_after_label(text)):
         value = _json(candidate.strip())
         if value is not _NOT_JSON:
-            return value
+            return _unwrapped(value)
     labelled = _after_label(text)
     return labelled[0].strip() if labelled else text.strip()
 
 
 _NOT_JSON = object()
+# Tool results of plain values come wrapped ({"result": 5.0}), and small models echo them as the answer.
+_WRAPPERS = ("answer", "result", "value")
+
+
+def _unwrapped(value: Any) -> Any:
+    while isinstance(value, dict) and len(value) == 1 and next(iter(value)) in _WRAPPERS:
+        value = next(iter(value.values()))
+    return value
 
 
 def _json(text: str) -> Any:

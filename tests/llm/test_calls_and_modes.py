@@ -87,6 +87,8 @@ def test_the_instruction_mode_shows_the_plan_as_numbered_steps_with_earlier_resu
     (AUTONOMOUS, "143400.0", 143400.0),
     (AUTONOMOUS, 'The schools are:\n```json\n["A", "B"]\n```', ["A", "B"]),
     (AUTONOMOUS, "Answer: 3", 3),
+    (AUTONOMOUS, '{"result": 5.0}', 5.0),
+    (AUTONOMOUS, '{"type": "Point", "coordinates": [1, 2]}', {"type": "Point", "coordinates": [1, 2]}),
     (AUTONOMOUS, "Bad Neuenahr Shelter A", "Bad Neuenahr Shelter A"),
     (CHEMCOST, "It costs $1,234.5 per gram.", 1234.5),
     (CHEMCOST, "12.5", 12.5),
