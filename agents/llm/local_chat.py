@@ -12,16 +12,20 @@ build (``device`` moves it to a GPU) and ``hidden_states`` can read every layer:
 reads them there.
 
 Loaded weights are shared by every ``LocalChatModel`` of one file and device in a process, so many
-episodes cost one load; calls on shared weights take turns.
+episodes cost one load; calls on shared weights take turns. An agent's prompts grow by a step at a
+time behind thousands of tokens of tool schemas, so each call starts from the key-value cache of the
+longest prefix it shares with a recent sequence and reads only the rest.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,18 +51,44 @@ _TOOLS_PROMPT = ("# Tools\n\nYou may call one or more functions to assist with t
                  '{{"name": <function-name>, "arguments": <args-json-object>}}\n</tool_call>')
 
 
+# Key-value caches of recent sequences kept per loaded model, for as many conversations as share it.
+PREFIXES_KEPT = 4
+
+
 @dataclass
 class LoadedWeights:
-    """A tokenizer and causal LM loaded from one file or folder, with the lock its callers take turns on."""
+    """A tokenizer and causal LM loaded from one file or folder, the lock its callers take turns on, and
+    the key-value caches of the last sequences it read (``(token ids, cache)``, most recent last)."""
 
     tokenizer: Any
     model: Any
     lock: threading.Lock
     load_seconds: float
+    prefixes: list[tuple[list[int], Any]] = field(default_factory=list)
 
     @property
     def template(self) -> str:
         return str(self.tokenizer.chat_template or "")
+
+    def reusable_cache(self, prompt: list[int]) -> tuple[Any, int]:
+        """A copy of the kept cache sharing the longest prefix with ``prompt``, cut to that prefix, and
+        its length (None, 0 when none shares a token). At least the prompt's last token is left to read."""
+        best, shared = None, 0
+        for ids, cache in self.prefixes:
+            length = next((index for index, (kept, new) in enumerate(zip(ids, prompt)) if kept != new),
+                          min(len(ids), len(prompt)))
+            if length > shared:
+                best, shared = cache, length
+        shared = min(shared, len(prompt) - 1)
+        if best is None or shared <= 0:
+            return None, 0
+        cache = copy.deepcopy(best)
+        cache.crop(shared - cache.get_seq_length())
+        return cache, shared
+
+    def keep(self, token_ids: list[int], cache: Any) -> None:
+        """Keep ``cache`` (of the first ``cache.get_seq_length()`` of ``token_ids``) for later prompts."""
+        self.prefixes = [*self.prefixes, (token_ids[:cache.get_seq_length()], cache)][-PREFIXES_KEPT:]
 
 
 @dataclass(frozen=True)
@@ -100,6 +130,20 @@ def _load(path: Path, device: str) -> LoadedWeights:
     return LoadedWeights(tokenizer, model, threading.Lock(), time.perf_counter() - start)
 
 
+@contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """torch's intra-op thread count set to ``count`` for the block (it is per process: callers hold
+    the weights' lock, so one call at a time changes it)."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def render_messages(messages: Sequence[BaseMessage], tools: Sequence[Mapping[str, Any]] | None,
                     template: str) -> list[dict[str, Any]]:
     """The conversation as chat-template dicts. A ``template`` that cannot show tools gets them in the
@@ -134,6 +178,13 @@ class LocalChatModel(BaseChatModel):
         model_path: a ``.gguf`` file or a transformers model folder on this machine.
         max_new_tokens: most tokens one reply may have (a reply cut there has finish_reason "length").
         device: torch device, "cpu" or e.g. "cuda:0".
+        reuse_prefix: start from the kept key-value cache of the longest prefix this prompt shares with a
+            recent one (the system prompt and tools, the conversation so far), so an agent's step reads
+            only what is new; the reply is the one a full read gives, up to float rounding. Reused
+            tokens are reported as ``usage_metadata["input_token_details"]["cache_read"]``.
+        threads: torch's CPU threads during a call. One by default: on a 2-core machine shared with
+            other work, two threads made the 0.5B model's decoding 3-10x slower than one (threads
+            that wait on each other are descheduled), and its prompt reading slower too.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -141,6 +192,8 @@ class LocalChatModel(BaseChatModel):
     model_path: str
     max_new_tokens: int = Field(default=512, ge=1)
     device: str = "cpu"
+    reuse_prefix: bool = True
+    threads: int = Field(default=1, ge=1)
 
     @property
     def _llm_type(self) -> str:
@@ -148,7 +201,8 @@ class LocalChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"model_path": self.model_path, "max_new_tokens": self.max_new_tokens, "device": self.device}
+        return {"model_path": self.model_path, "max_new_tokens": self.max_new_tokens, "device": self.device,
+                "reuse_prefix": self.reuse_prefix, "threads": self.threads}
 
     @property
     def weights(self) -> LoadedWeights:
@@ -190,21 +244,25 @@ class LocalChatModel(BaseChatModel):
         options: dict[str, Any] = {"stop_strings": stop, "tokenizer": weights.tokenizer} if stop else {}
         eos = weights.tokenizer.eos_token_id
         start = time.perf_counter()
-        with weights.lock, torch.inference_mode():
+        with weights.lock, torch_threads(self.threads), torch.inference_mode():
+            cache, reused = weights.reusable_cache(prompt) if self.reuse_prefix else (None, 0)
             output = weights.model.generate(
                 input_ids=input_ids, attention_mask=torch.ones_like(input_ids), max_new_tokens=self.max_new_tokens,
                 do_sample=False, temperature=None, top_p=None, top_k=None,
                 pad_token_id=weights.tokenizer.pad_token_id if weights.tokenizer.pad_token_id is not None else eos,
-                **options)
+                cache=cache, return_dict_in_generate=True, **options)
+            sequence = output.sequences[0].tolist()
+            if self.reuse_prefix:
+                weights.keep(sequence, output.cache)
         latency_ms = (time.perf_counter() - start) * 1000
-        generated = output[0, len(prompt):].tolist()
+        generated = sequence[len(prompt):]
         finished = bool(generated) and generated[-1] == eos
         text = weights.tokenizer.decode(generated, skip_special_tokens=True)
         for sequence in stop or ():
             text = text.split(sequence)[0]
         names = tool_names(tools or [])
         usage = UsageMetadata(input_tokens=len(prompt), output_tokens=len(generated),
-                              total_tokens=len(prompt) + len(generated))
+                              total_tokens=len(prompt) + len(generated), input_token_details={"cache_read": reused})
         metadata = {"model_name": Path(self.model_path).name, "latency_ms": round(latency_ms, 1),
                     "finish_reason": "length" if len(generated) >= self.max_new_tokens and not finished else "stop",
                     "text": text}
@@ -221,7 +279,7 @@ class LocalChatModel(BaseChatModel):
         weights = self.weights
         prompt = self.prompt_ids(messages, openai_tool_schemas(tools) if tools else None)
         token_ids = prompt + list(weights.tokenizer(response, add_special_tokens=False)["input_ids"])
-        with weights.lock, torch.inference_mode():
+        with weights.lock, torch_threads(self.threads), torch.inference_mode():
             output = weights.model(torch.tensor([token_ids], device=self.device), output_hidden_states=True)
         return HiddenStates(token_ids=token_ids, prompt_length=len(prompt),
                             layers={layer: output.hidden_states[layer][0].float().cpu().numpy() for layer in layers})
