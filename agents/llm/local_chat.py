@@ -183,7 +183,7 @@ class LocalChatModel(BaseChatModel):
             only what is new; the reply is the one a full read gives, up to float rounding. Reused
             tokens are reported as ``usage_metadata["input_token_details"]["cache_read"]``.
         threads: torch's CPU threads during a call. One by default: on a 2-core machine shared with
-            other work, two threads made the 0.5B model's decoding 3-10x slower than one (threads
+            other work, two threads made the 0.5B model's decoding 3-7x slower than one (threads
             that wait on each other are descheduled), and its prompt reading slower too.
     """
 
