@@ -30,7 +30,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test: lint
-	@$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q; status=$$?; \
+	@$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -q; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure"; exit 1; fi; \
 	exit $$status
 

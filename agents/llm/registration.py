@@ -4,9 +4,14 @@ from __future__ import annotations
 
 
 def register() -> None:
+    from gauntlet.agents.llm.offline_model import DATA_DESCRIPTION, DATA_NAME, DATA_VERSION, PINS
     from gauntlet.registry import registry
 
+    registry.add("data", DATA_NAME, "gauntlet.agents.llm.offline_model:build", DATA_DESCRIPTION,
+                 version=DATA_VERSION, inputs=(PINS,))
     registry.add("agent", "llm", "gauntlet.agents.llm.agent:LLMAgent",
                  "a LangGraph tool-calling agent for tool tasks, one call per step (config: model=SPEC "
                  "[openai:|anthropic:|hf:|scripted:FILE|offline], mode=autonomous|instruction|chemcost, "
                  "max_steps, max_tokens, wall_time_s, system_prompt)")
+    registry.add("demo", "llm", "gauntlet.agents.llm.demo:run_demo",
+                 "the offline LLM agent looks a chemical up on the chem server, one recorded episode and its trace")
