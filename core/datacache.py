@@ -64,7 +64,8 @@ def entry_dir(name: str, version: str, params: dict[str, Any] | None = None, inp
     return cache_root() / name / str(version) / params_key(key)
 
 
-def _sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read in blocks (model files are hundreds of MB)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -73,7 +74,7 @@ def _sha256(path: Path) -> str:
 
 
 def _manifest(folder: Path) -> dict[str, Any]:
-    files = {str(p.relative_to(folder)): {"sha256": _sha256(p), "bytes": p.stat().st_size}
+    files = {str(p.relative_to(folder)): {"sha256": sha256_of(p), "bytes": p.stat().st_size}
              for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
     return {"files": files}
 
@@ -88,7 +89,7 @@ def verify(folder: Path) -> bool:
         return False
     for relative, expected in files.items():
         path = folder / relative
-        if not path.is_file() or path.stat().st_size != expected["bytes"] or _sha256(path) != expected["sha256"]:
+        if not path.is_file() or path.stat().st_size != expected["bytes"] or sha256_of(path) != expected["sha256"]:
             return False
     return True
 

@@ -12,7 +12,6 @@ The pins are a curated input of the cache entry, so changing ``models.json`` ass
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import json
 import shutil
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gauntlet.curated import curated_path
-from gauntlet.datacache import MANIFEST, ensure_built
+from gauntlet.datacache import MANIFEST, ensure_built, sha256_of
 from gauntlet.errors import UserError
 
 PINS = "llm/models.json"
@@ -83,14 +82,6 @@ def model_pin(name: str | None = None) -> ModelPin:
     entry = pins["models"][name]
     return ModelPin(name=name, upstream=entry["upstream"], licence=entry["licence"], file=entry["file"],
                     bytes=entry["bytes"], sha256=entry["sha256"], parts=tuple(Part(**part) for part in entry["parts"]))
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def check_file(path: Path, size: int, sha256: str, what: str, fix: str) -> None:
