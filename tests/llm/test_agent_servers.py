@@ -113,3 +113,34 @@ def test_disaster_instruction_episode_follows_the_plan_and_a_halt_is_recorded(di
     assert [e.data["intervention"] for e in halted.steps[-1].events if e.kind == "intervention"] == ["halt"]
     assert [step.tool_call.name for step in halted.steps] == [call.call for call in task.gold_trajectory[:2]]
     assert json.loads(halted.steps[0].action)["arguments"] == task.gold_trajectory[0].args
+
+
+def test_gauntlet_replay_re_executes_an_llm_episode_from_its_recorded_calls_and_checks_the_results(
+        chem_data, write_script, tmp_path):
+    import gymnasium as gym
+
+    from gauntlet.replay import replay_episode
+
+    task = load_suite(chem_data.suite)[0]
+    agent = LLMAgent(model=f"scripted:{write_script([*gold_turns(task), answer_turn(task.answer)])}",
+                     mode="chemcost")
+    server = serve_command("chem", "--server-kwargs", chem_data.server_kwargs())
+    env = gym.make("gauntlet/ToolTask-v0", tasks=str(chem_data.suite), server=server,
+                   scorer="gauntlet.mcp_servers.chem.scoring:ChemScorer")
+    path = tmp_path / "llm.jsonl"
+    try:
+        gauntlet.rollout(env, agent, seed=0, record=path)
+    finally:
+        env.close()
+    (episode,) = gauntlet.load_episodes(path)
+    assert replay_episode(episode).matches  # every tool result came back as recorded, no model needed
+
+    # A recorded tool result that the server no longer gives is found at its step.
+    lines = path.read_text().splitlines()
+    step_line = next(i for i, line in enumerate(lines) if '"kind":"step"' in line and '"index":1' in line)
+    record = json.loads(lines[step_line])
+    record["observation"]["result"] = record["observation"]["result"].replace("1", "7", 1)
+    lines[step_line] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    check = replay_episode(gauntlet.load_episodes(path)[0])
+    assert not check.matches and "step 1" in (check.divergence or "")
