@@ -114,9 +114,10 @@ class BranchableEnv(gym.Wrapper):
         self._verified = self.strategy != "deepcopy"
         self._last_seed: int | None = None
         if self.strategy == "mujoco":
+            # The module itself is not kept on the wrapper: a module cannot be deep-copied or pickled,
+            # and the wrapper must copy like the env it wraps.
             import mujoco
 
-            self._mujoco = mujoco
             self._state_spec = mujoco.mjtState.mjSTATE_INTEGRATION
             base: Any = self.unwrapped  # a MuJoCo env: its model and data are not on gym.Env
             self._state_size = mujoco.mj_stateSize(base.model, self._state_spec)
@@ -158,8 +159,10 @@ class BranchableEnv(gym.Wrapper):
         if self.strategy == "native":
             state, rng = base.snapshot(), None
         elif self.strategy == "mujoco":
+            import mujoco
+
             state = np.empty(self._state_size, dtype=np.float64)
-            self._mujoco.mj_getState(base.model, base.data, state, self._state_spec)
+            mujoco.mj_getState(base.model, base.data, state, self._state_spec)
             rng = _rng_state(base.np_random)
         elif self.strategy == "attributes":
             state = {k: copy.deepcopy(v) for k, v in vars(base).items()
@@ -184,9 +187,11 @@ class BranchableEnv(gym.Wrapper):
         if self.strategy == "native":
             base.restore(snapshot.state)
         elif self.strategy == "mujoco":
-            self._mujoco.mj_setState(base.model, base.data, snapshot.state, self._state_spec)
+            import mujoco
+
+            mujoco.mj_setState(base.model, base.data, snapshot.state, self._state_spec)
             # Recompute derived quantities (positions, contacts) so render and sensors agree.
-            self._mujoco.mj_forward(base.model, base.data)
+            mujoco.mj_forward(base.model, base.data)
             _set_rng(base.np_random, copy.deepcopy(_recorded(snapshot.rng)))
         elif self.strategy == "attributes":
             for key, value in snapshot.state.items():
@@ -202,6 +207,22 @@ class BranchableEnv(gym.Wrapper):
         for name, state in snapshot.spaces_rng.items():
             _set_rng(getattr(self.unwrapped, name).np_random, copy.deepcopy(state))
         self._last_seed = snapshot.seed
+
+    # Copying and pickling ----------------------------------------------------------------------
+    # Gymnasium's MuJoCo envs copy and pickle through their constructor arguments (EzPickle), so a
+    # copy starts from a fresh model state. A branchable copy carries a snapshot along and restores
+    # it on arrival, so the copy continues exactly where the original is.
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(vars(self))
+        if self.strategy == "mujoco":
+            state["_arriving_snapshot"] = self.snapshot()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        snapshot = state.pop("_arriving_snapshot", None)
+        vars(self).update(state)
+        if snapshot is not None:
+            self.restore(snapshot)
 
     def _verify_deepcopy(self, steps: int = 8) -> None:
         """Check that deep copies of the env evolve identically and survive pickling."""

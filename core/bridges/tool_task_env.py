@@ -154,13 +154,17 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, tasks: str | os.PathLike[str] | Sequence[ToolTask | dict[str, Any]] | ToolTask,
+    def __init__(self, tasks: str | os.PathLike[str] | Sequence[ToolTask | dict[str, Any]] | ToolTask | None = None,
                  server: ServerSpec | None = None, *, answer_tool: str = "submit_answer", max_steps: int = 32,
                  max_text_length: int = 4096, invalid_action_penalty: float = 0.0, call_timeout_s: float = 60.0,
                  scorer: Scorer | str | None = None):
         self._init_kwargs: dict[str, Any] = dict(
             tasks=tasks, server=server, answer_tool=answer_tool, max_steps=max_steps, max_text_length=max_text_length,
             invalid_action_penalty=invalid_action_penalty, call_timeout_s=call_timeout_s, scorer=scorer)
+        if tasks is None:
+            raise ValueError('ToolTaskEnv needs tasks: gym.make("gauntlet/ToolTask-v0", tasks="suite.jsonl" '
+                             '(or a list of ToolTask), server="env:<ENV_ID>" (or a URL, a command list, a '
+                             "FastMCP server), unless every task names its own server)")
         self.tasks = _read_tasks(tasks)
         if not self.tasks:
             raise ValueError("ToolTaskEnv needs at least one task")
