@@ -134,8 +134,16 @@ def serve(
     target: Annotated[str, typer.Argument(help="env:<ENV_ID> to serve an env, or a registered server name.")],
     transport: Annotated[Transport, typer.Option(
         help="stdio (for a client that launches the server) or http.")] = Transport.stdio,
-    host: Annotated[str, typer.Option(help="Interface for --transport http.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(help=(
+        "Interface for --transport http; any but a loopback one needs --auth-token-file."))] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port for --transport http (0: any free one).")] = 8000,
+    auth_token_file: Annotated[Path | None, typer.Option(help=(
+        "File holding the bearer token HTTP clients must send (Authorization: Bearer <token>)."))] = None,
+    allowed_host: Annotated[list[str] | None, typer.Option(help=(
+        "A Host header value HTTP clients may send besides the loopback names, e.g. myhost:8000 or "
+        "myhost:* (repeatable)."))] = None,
+    allowed_origin: Annotated[list[str] | None, typer.Option(help=(
+        "An Origin header value browser clients may send, e.g. https://app.example (repeatable)."))] = None,
     env_kwargs: EnvKwargsOption = None,
     server_kwargs: Annotated[str | None, typer.Option(help=(
         "A registered server's options as a JSON object, e.g. '{\"families\": [\"calc\"]}' for disaster or "
@@ -173,6 +181,8 @@ def serve(
         print(_tools_table(targets.resolve_server(target, **options)))
         return
     serving.run_target(target, transport=transport.value, host=host, port=port, control_port=control_port,
+                       auth_token_file=auth_token_file, allowed_hosts=allowed_host or (),
+                       allowed_origins=allowed_origin or (),
                        **{key: value for key, value in options.items() if value})
 
 
