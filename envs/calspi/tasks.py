@@ -60,7 +60,9 @@ class CalSPITaskEnv(gym.Env[np.ndarray, np.ndarray]):
     def __init__(self, domain: str, dataset_size: int = 10_000, dataset_seed: int = 0,
                  noise_std: float = DEFAULT_NOISE_STD, render_mode: str | None = None):
         from gauntlet.branching import branchable
+        from gauntlet.envs.calspi.gl import choose_gl_backend
 
+        choose_gl_backend()  # before the MuJoCo env exists: its renderer reads the choice
         self.domain: Domain = get_domain(domain)
         self.dataset_size, self.dataset_seed, self.noise_std = int(dataset_size), int(dataset_seed), float(noise_std)
         self.render_mode = render_mode
