@@ -48,7 +48,8 @@ def mask_invert(ws: Workspace, mask: Mask) -> MaskOut:
 
 
 @tool("mask", writes=True)
-def mask_dilate(ws: Workspace, mask: Mask, pixels: Annotated[int, Field(1, ge=1, le=50)] = 1) -> MaskOut:
+def mask_dilate(ws: Workspace, mask: Mask,
+                pixels: Annotated[int, Field(1, ge=1, le=50, description="cells to grow by")] = 1) -> MaskOut:
     """Grow the mask by a number of pixels (8-connected)."""
     from scipy import ndimage
 
@@ -58,7 +59,8 @@ def mask_dilate(ws: Workspace, mask: Mask, pixels: Annotated[int, Field(1, ge=1,
 
 
 @tool("mask", writes=True)
-def mask_erode(ws: Workspace, mask: Mask, pixels: Annotated[int, Field(1, ge=1, le=50)] = 1) -> MaskOut:
+def mask_erode(ws: Workspace, mask: Mask,
+               pixels: Annotated[int, Field(1, ge=1, le=50, description="cells to shrink by")] = 1) -> MaskOut:
     """Shrink the mask by a number of pixels (8-connected)."""
     from scipy import ndimage
 
@@ -68,7 +70,8 @@ def mask_erode(ws: Workspace, mask: Mask, pixels: Annotated[int, Field(1, ge=1, 
 
 
 @tool("mask", writes=True)
-def mask_remove_small(ws: Workspace, mask: Mask, min_area_m2: Annotated[float, Field(gt=0)]) -> MaskOut:
+def mask_remove_small(ws: Workspace, mask: Mask, min_area_m2: Annotated[float, Field(
+        gt=0, description="smallest region kept, m2")]) -> MaskOut:
     """Drop connected regions smaller than min_area_m2 (cleans speckle in detector masks)."""
     grid = _mask(ws, mask)
     labels, count = rasters.connected_components(grid)
@@ -79,7 +82,8 @@ def mask_remove_small(ws: Workspace, mask: Mask, min_area_m2: Annotated[float, F
 
 
 @tool("mask")
-def mask_components(ws: Workspace, mask: Mask, min_area_m2: Annotated[float, Field(0.0, ge=0)] = 0.0) -> ItemsOut:
+def mask_components(ws: Workspace, mask: Mask, min_area_m2: Annotated[float, Field(
+        0.0, ge=0, description="smallest region listed, m2")] = 0.0) -> ItemsOut:
     """Connected regions (8-connected) of a mask, largest first: label, pixel count, area_m2, centroid x/y."""
     grid = _mask(ws, mask)
     labels, count = rasters.connected_components(grid)

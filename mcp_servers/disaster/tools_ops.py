@@ -15,6 +15,13 @@ from gauntlet.mcp_servers.disaster.toolkit import tool
 from gauntlet.mcp_servers.disaster.workspace import Workspace
 
 Numbers = Annotated[list[float], Field(description="a list of numbers", examples=[[1.5, 2.0, 4.0]])]
+# Quantities (people, capacities, distances) cannot be negative: a negative capacity would report
+# negative unmet demand rather than an error the agent can fix.
+Amounts = Annotated[list[Annotated[float, Field(ge=0)]], Field(
+    min_length=1, description="a non-empty list of non-negative amounts", examples=[[120.0, 80.0]])]
+A = Annotated[float, Field(description="first operand")]
+B = Annotated[float, Field(description="second operand")]
+NonNegative = Annotated[float, Field(ge=0)]
 
 
 class CalculationError(ToolInputError):
@@ -28,25 +35,25 @@ def _need(values, what="values") -> None:
 
 # Calculation ----------------------------------------------------------------------------------------
 @tool("calc")
-def calc_add(ws: Workspace, a: float, b: float) -> ValueOut:
+def calc_add(ws: Workspace, a: A, b: B) -> ValueOut:
     """Add two numbers: returns a + b (use to combine counts or areas)."""
     return ValueOut(value=a + b)
 
 
 @tool("calc")
-def calc_subtract(ws: Workspace, a: float, b: float) -> ValueOut:
+def calc_subtract(ws: Workspace, a: A, b: B) -> ValueOut:
     """Subtract two numbers: returns a - b (e.g. post minus pre)."""
     return ValueOut(value=a - b)
 
 
 @tool("calc")
-def calc_multiply(ws: Workspace, a: float, b: float) -> ValueOut:
+def calc_multiply(ws: Workspace, a: A, b: B) -> ValueOut:
     """Multiply two numbers: returns a * b (e.g. people x litres per person)."""
     return ValueOut(value=a * b)
 
 
 @tool("calc")
-def calc_divide(ws: Workspace, a: float, b: float) -> ValueOut:
+def calc_divide(ws: Workspace, a: A, b: B) -> ValueOut:
     """Divide two numbers: returns a / b (b must not be 0)."""
     if b == 0:
         raise CalculationError("cannot divide by zero")
@@ -54,7 +61,8 @@ def calc_divide(ws: Workspace, a: float, b: float) -> ValueOut:
 
 
 @tool("calc")
-def calc_percentage(ws: Workspace, part: float, whole: float) -> ValueOut:
+def calc_percentage(ws: Workspace, part: Annotated[float, Field(description="the part")],
+                    whole: Annotated[float, Field(description="the whole (non-zero)")]) -> ValueOut:
     """part as a percentage of whole: 100 x part / whole (whole must not be 0)."""
     if whole == 0:
         raise CalculationError("whole must not be 0")
@@ -62,7 +70,8 @@ def calc_percentage(ws: Workspace, part: float, whole: float) -> ValueOut:
 
 
 @tool("calc")
-def calc_percent_change(ws: Workspace, before: float, after: float) -> ValueOut:
+def calc_percent_change(ws: Workspace, before: Annotated[float, Field(description="value before (non-zero)")],
+                        after: Annotated[float, Field(description="value after")]) -> ValueOut:
     """Relative change from before to after, in percent."""
     if before == 0:
         raise CalculationError("before must not be 0")
@@ -70,7 +79,8 @@ def calc_percent_change(ws: Workspace, before: float, after: float) -> ValueOut:
 
 
 @tool("calc")
-def calc_compare(ws: Workspace, a: float, op: Literal[">", ">=", "<", "<=", "==", "!="], b: float) -> BoolOut:
+def calc_compare(ws: Workspace, a: A, op: Annotated[Literal[">", ">=", "<", "<=", "==", "!="], Field(
+        description="comparison: a op b")], b: B) -> BoolOut:
     """Compare two numbers: whether 'a op b' holds (true/false)."""
     return BoolOut(value={">": a > b, ">=": a >= b, "<": a < b, "<=": a <= b, "==": a == b, "!=": a != b}[op])
 
@@ -103,22 +113,27 @@ def calc_min(ws: Workspace, values: Numbers) -> ValueOut:
 
 
 @tool("calc")
-def calc_round(ws: Workspace, value: float, digits: Annotated[int, Field(0, ge=-6, le=10)] = 0) -> ValueOut:
+def calc_round(ws: Workspace, value: Annotated[float, Field(description="number to round")],
+               digits: Annotated[int, Field(0, ge=-6, le=10,
+                                            description="decimal places (negative: tens, hundreds)")] = 0
+               ) -> ValueOut:
     """Round a number to a number of decimal digits (negative digits round to tens, hundreds...)."""
     return ValueOut(value=round(value, digits))
 
 
 @tool("calc")
-def calc_convert_area(ws: Workspace, value: float, from_unit: Literal["m2", "ha", "km2"],
-                      to_unit: Literal["m2", "ha", "km2"]) -> ValueOut:
+def calc_convert_area(ws: Workspace, value: Annotated[float, Field(description="area to convert")],
+                      from_unit: Annotated[Literal["m2", "ha", "km2"], Field(description="unit of value")],
+                      to_unit: Annotated[Literal["m2", "ha", "km2"], Field(description="unit wanted")]) -> ValueOut:
     """Convert an area between m2, hectares and km2."""
     factor = {"m2": 1.0, "ha": 1e4, "km2": 1e6}
     return ValueOut(value=value * factor[from_unit] / factor[to_unit], unit=to_unit)
 
 
 @tool("calc")
-def calc_convert_length(ws: Workspace, value: float, from_unit: Literal["m", "km", "mi"],
-                        to_unit: Literal["m", "km", "mi"]) -> ValueOut:
+def calc_convert_length(ws: Workspace, value: Annotated[float, Field(description="length to convert")],
+                        from_unit: Annotated[Literal["m", "km", "mi"], Field(description="unit of value")],
+                        to_unit: Annotated[Literal["m", "km", "mi"], Field(description="unit wanted")]) -> ValueOut:
     """Convert a length between metres, kilometres and miles."""
     factor = {"m": 1.0, "km": 1000.0, "mi": 1609.344}
     return ValueOut(value=value * factor[from_unit] / factor[to_unit], unit=to_unit)
@@ -126,7 +141,8 @@ def calc_convert_length(ws: Workspace, value: float, from_unit: Literal["m", "km
 
 @tool("calc")
 def calc_rank(ws: Workspace, items: Annotated[list[dict[str, Any]], Field(description="records to rank")],
-              key: str, descending: bool = True) -> ItemsOut:
+              key: Annotated[str, Field(description="numeric field of every record to sort by")],
+              descending: Annotated[bool, Field(description="largest first")] = True) -> ItemsOut:
     """Sort records by a numeric field (ties keep their order) and add a 1-based 'rank'."""
     if any(not isinstance(item.get(key), (int, float)) for item in items):
         raise CalculationError(f"every item needs a numeric {key!r}")
@@ -147,22 +163,25 @@ def calc_distance_m(ws: Workspace, a: Annotated[list[float], Field(description="
 # Logistics ------------------------------------------------------------------------------------------
 @tool("logi")
 def logi_truck_trips(ws: Workspace, demand: Annotated[float, Field(ge=0, description="amount to move")],
-                     truck_capacity: Annotated[float, Field(gt=0)],
-                     trucks: Annotated[int, Field(1, ge=1)] = 1) -> ValueOut:
+                     truck_capacity: Annotated[float, Field(gt=0, description="amount one truck carries per trip")],
+                     trucks: Annotated[int, Field(1, ge=1, description="trucks in the fleet")] = 1) -> ValueOut:
     """Round trips needed per truck to move demand with trucks of truck_capacity: ceil(demand / (capacity x trucks))."""
     return ValueOut(value=float(math.ceil(demand / (truck_capacity * trucks))), unit="trips")
 
 
 @tool("logi")
-def logi_travel_time_min(ws: Workspace, distance_m: Annotated[float, Field(ge=0)],
-                         speed_kmh: Annotated[float, Field(gt=0, le=300)]) -> ValueOut:
+def logi_travel_time_min(ws: Workspace, distance_m: Annotated[float, Field(ge=0, description="distance to travel, m")],
+                         speed_kmh: Annotated[float, Field(gt=0, le=300, description="average speed, km/h")]
+                         ) -> ValueOut:
     """Travel time in minutes for a distance at a speed."""
     return ValueOut(value=distance_m / 1000.0 / speed_kmh * 60.0, unit="min")
 
 
 @tool("logi")
-def logi_supply_needs(ws: Workspace, people: Annotated[float, Field(ge=0)], days: Annotated[float, Field(gt=0)],
-                      item: Literal["water_l", "food_kcal", "shelter_m2"]) -> ValueOut:
+def logi_supply_needs(ws: Workspace, people: Annotated[float, Field(ge=0, description="people to supply")],
+                      days: Annotated[float, Field(gt=0, description="days to cover")],
+                      item: Annotated[Literal["water_l", "food_kcal", "shelter_m2"], Field(
+                          description="what to supply")]) -> ValueOut:
     """Sphere-standard needs: water 15 l/person/day, food 2100 kcal/person/day, covered shelter 3.5 m2/person."""
     per_day = {"water_l": 15.0, "food_kcal": 2100.0}
     if item == "shelter_m2":
@@ -188,9 +207,10 @@ def logi_priority_scores(ws: Workspace, items: Annotated[list[dict[str, Any]], F
 
 
 @tool("logi")
-def logi_allocate(ws: Workspace, demands: Numbers, capacities: Numbers,
-                  distances_m: Annotated[list[list[float]], Field(description="distances_m[i][j]: demand i to "
-                                                                  "facility j")]) -> ItemsOut:
+def logi_allocate(ws: Workspace, demands: Amounts, capacities: Amounts,
+                  distances_m: Annotated[list[Annotated[list[NonNegative], Field(min_length=1)]], Field(
+                      min_length=1, description="distances_m[i][j] >= 0: demand i to facility j, m",
+                      examples=[[[500.0, 1200.0]]])]) -> ItemsOut:
     """Allocate people (demands) to shelters (capacities), nearest pairs first, never over capacity.
     Items: per demand, the people sent to each facility; the last item reports 'unmet'."""
     if len(distances_m) != len(demands) or any(len(row) != len(capacities) for row in distances_m):
@@ -201,8 +221,8 @@ def logi_allocate(ws: Workspace, demands: Numbers, capacities: Numbers,
 
 
 @tool("logi")
-def logi_shelter_capacity_gap(ws: Workspace, people: Annotated[float, Field(ge=0)],
-                              capacities: Numbers) -> ValueOut:
+def logi_shelter_capacity_gap(ws: Workspace, people: Annotated[float, Field(ge=0, description="people to shelter")],
+                              capacities: Amounts) -> ValueOut:
     """People left without a place: max(0, people - total capacity)."""
     return ValueOut(value=max(0.0, people - math.fsum(capacities)), unit="people")
 
@@ -229,7 +249,8 @@ async def tool_loop(ws: Workspace, tool_name: Annotated[str, Field(description="
 
 @tool("tool")
 def tool_reduce(ws: Workspace, values: Annotated[list[Any], Field(description="numbers, or records with 'field'")],
-                op: Literal["sum", "mean", "min", "max", "count", "argmax", "argmin"],
+                op: Annotated[Literal["sum", "mean", "min", "max", "count", "argmax", "argmin"], Field(
+                    description="the reduction")],
                 field: Annotated[str | None, Field(None, description="record field holding the number")] = None,
                 ) -> ValueOut:
     """Reduce a list (e.g. tool_loop's items) to one number; argmax/argmin give the 0-based index."""

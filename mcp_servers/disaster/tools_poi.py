@@ -9,7 +9,7 @@ from gauntlet.mcp_servers.disaster import rasters, vectors
 from gauntlet.mcp_servers.disaster.models import CountsOut, ItemsOut, ValueOut
 from gauntlet.mcp_servers.disaster.toolkit import tool
 from gauntlet.mcp_servers.disaster.tools_raster import TIF, Mask, Vector
-from gauntlet.mcp_servers.disaster.tools_vector import _read
+from gauntlet.mcp_servers.disaster.tools_vector import _read, require_attribute
 from gauntlet.mcp_servers.disaster.vectors import VectorError
 from gauntlet.mcp_servers.disaster.workspace import Workspace
 
@@ -17,7 +17,8 @@ from gauntlet.mcp_servers.disaster.workspace import Workspace
 @tool("poi")
 def poi_search(ws: Workspace, pois: Vector, type: Annotated[str | None, Field(None, description="e.g. hospital, "
                "school, shelter, fire_station, police")] = None,
-               name_contains: Annotated[str | None, Field(None)] = None) -> ItemsOut:
+               name_contains: Annotated[str | None, Field(
+                   None, description="case-insensitive part of the name")] = None) -> ItemsOut:
     """Points of interest by type and/or a case-insensitive name fragment, with their attributes and x/y."""
     features, _ = _read(ws, pois)
     items = []
@@ -37,6 +38,7 @@ def poi_count_by(ws: Workspace, layer: Vector, key: Annotated[str, Field(descrip
                  ) -> CountsOut:
     """Count features by the value of an attribute (e.g. buildings by damage, POIs by type)."""
     features, _ = _read(ws, layer)
+    require_attribute(features, "key", key)
     counts: dict[str, int] = {}
     for f in features:
         value = str(f["properties"].get(key))
@@ -45,9 +47,12 @@ def poi_count_by(ws: Workspace, layer: Vector, key: Annotated[str, Field(descrip
 
 
 @tool("poi")
-def poi_sum_by(ws: Workspace, layer: Vector, key: str, value_field: str) -> ItemsOut:
+def poi_sum_by(ws: Workspace, layer: Vector, key: Annotated[str, Field(description="attribute to group by")],
+               value_field: Annotated[str, Field(description="numeric attribute to sum, e.g. occupants")]) -> ItemsOut:
     """Sum a numeric attribute per value of another (e.g. occupants by damage)."""
     features, _ = _read(ws, layer)
+    require_attribute(features, "key", key)
+    require_attribute(features, "value_field", value_field)
     sums: dict[str, float] = {}
     for f in features:
         sums[str(f["properties"].get(key))] = sums.get(str(f["properties"].get(key)), 0.0) + float(
@@ -82,18 +87,22 @@ def poi_population_exposed(ws: Workspace,
 
 
 @tool("poi")
-def poi_attribute_values(ws: Workspace, layer: Vector, key: str) -> ItemsOut:
+def poi_attribute_values(ws: Workspace, layer: Vector,
+                         key: Annotated[str, Field(description="attribute to list")]) -> ItemsOut:
     """The (id, value) of one attribute for every feature, in layer order."""
     features, _ = _read(ws, layer)
+    require_attribute(features, "key", key)
     items = [{"id": f["properties"].get("id"), key: f["properties"].get(key)} for f in features]
     return ItemsOut(items=items, count=len(items))
 
 
 @tool("poi")
-def poi_top_k(ws: Workspace, layer: Vector, key: str, k: Annotated[int, Field(5, ge=1, le=1000)] = 5,
-              descending: bool = True) -> ItemsOut:
+def poi_top_k(ws: Workspace, layer: Vector, key: Annotated[str, Field(description="numeric attribute to rank by")],
+              k: Annotated[int, Field(5, ge=1, le=1000, description="features to return")] = 5,
+              descending: Annotated[bool, Field(description="largest first")] = True) -> ItemsOut:
     """The k features with the largest (or smallest) value of a numeric attribute."""
     features, _ = _read(ws, layer)
+    require_attribute(features, "key", key)
     valued = [f for f in features if isinstance(f["properties"].get(key), (int, float))]
     valued.sort(key=lambda f: (f["properties"][key], str(f["properties"].get("id"))), reverse=descending)
     items = [f["properties"] for f in valued[:k]]

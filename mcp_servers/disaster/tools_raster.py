@@ -114,7 +114,8 @@ def seg_vegetation(ws: Workspace, image: Image) -> MaskOut:
 
 @tool("seg", writes=True)
 def seg_landslide(ws: Workspace, pre_image: Image, post_image: Image, slope: Image,
-                  min_slope_deg: Annotated[float, Field(10.0, ge=0, le=90)] = 10.0) -> MaskOut:
+                  min_slope_deg: Annotated[float, Field(
+                      10.0, ge=0, le=90, description="least slope counted, degrees")] = 10.0) -> MaskOut:
     """Landslide scars: NDVI loss > 0.2 between pre/post Sentinel-2 on slopes >= min_slope_deg ('slope.tif').
     Returns the mask."""
     return mask_out(ws, perception.landslide(ws.resolve(pre_image, suffixes=TIF), ws.resolve(post_image, suffixes=TIF),
@@ -224,7 +225,8 @@ def ras_zonal_stats(ws: Workspace, image: Image, zones: Vector, band: Band = 1,
 
 @tool("ras", writes=True)
 def ras_threshold(ws: Workspace, image: Image, op: Annotated[Literal[">", ">=", "<", "<=", "==", "!="], Field(
-        description="comparison")], value: float, band: Band = 1) -> MaskOut:
+        description="comparison")], value: Annotated[float, Field(description="value each cell is compared with")],
+        band: Band = 1) -> MaskOut:
     """A mask where the band compares true against value (e.g. band 'VV' < -15, dem < 12)."""
     path = ws.resolve(image, suffixes=TIF)
     return mask_out(ws, rasters.threshold(rasters.read(path, [rasters.band_index(path, band)]), op, value), "threshold")
@@ -261,7 +263,8 @@ def ras_compose_classes(ws: Workspace, masks: Annotated[list[str], Field(
 
 
 @tool("ras", writes=True)
-def ras_vectorize(ws: Workspace, mask: Mask, min_area_m2: Annotated[float, Field(0.0, ge=0)] = 0.0) -> VectorOut:
+def ras_vectorize(ws: Workspace, mask: Mask, min_area_m2: Annotated[float, Field(
+        0.0, ge=0, description="smallest polygon kept, m2")] = 0.0) -> VectorOut:
     """Polygons of the selected regions of a mask (attributes: id, area_m2), dropping those under min_area_m2."""
     grid = _mask(ws, mask)
     polygons = rasters.vectorize(grid, min_area_m2)
@@ -315,8 +318,10 @@ def ras_aspect(ws: Workspace, dem: Image) -> RasterOut:
 
 
 @tool("ras", writes=True)
-def ras_hillshade(ws: Workspace, dem: Image, azimuth_deg: Annotated[float, Field(315.0, ge=0, lt=360)] = 315.0,
-                  altitude_deg: Annotated[float, Field(45.0, gt=0, le=90)] = 45.0) -> RasterOut:
+def ras_hillshade(ws: Workspace, dem: Image, azimuth_deg: Annotated[float, Field(
+        315.0, ge=0, lt=360, description="sun direction, degrees clockwise from north")] = 315.0,
+                  altitude_deg: Annotated[float, Field(
+                      45.0, gt=0, le=90, description="sun elevation above the horizon, degrees")] = 45.0) -> RasterOut:
     """Hillshade (0-255) of an elevation raster for a sun at azimuth/altitude (degrees)."""
     grid = rasters.read(ws.resolve(dem, suffixes=TIF), [1])
     shade = rasters.hillshade(grid, azimuth_deg, altitude_deg)
@@ -333,7 +338,8 @@ def ras_reproject(ws: Workspace, image: Image, epsg: Annotated[int, Field(descri
 
 @tool("ras", writes=True)
 def ras_resample(ws: Workspace, image: Image, like: Image,
-                 method: Annotated[Literal["nearest", "bilinear", "average", "max", "mode"], Field()] = "nearest",
+                 method: Annotated[Literal["nearest", "bilinear", "average", "max", "mode"], Field(
+                     description="resampling method (nearest or mode for masks and classes)")] = "nearest",
                  ) -> RasterOut:
     """Resample a raster onto the grid of another raster in the same CRS (e.g. a 2.5 m mask onto the 10 m grid
     with 'mode' or 'max')."""
@@ -343,7 +349,8 @@ def ras_resample(ws: Workspace, image: Image, like: Image,
 
 @tool("ras", writes=True)
 def ras_focal(ws: Workspace, image: Image, size: Annotated[int, Field(3, description="odd window size in pixels")] = 3,
-              statistic: Annotated[Literal["mean", "max", "min", "median", "std"], Field()] = "mean",
+              statistic: Annotated[Literal["mean", "max", "min", "median", "std"], Field(
+                  description="statistic over the window")] = "mean",
               band: Band = 1) -> RasterOut:
     """Moving-window statistic over size x size pixels (e.g. median 3 to suppress SAR speckle)."""
     path = ws.resolve(image, suffixes=TIF)
@@ -360,7 +367,8 @@ def ras_otsu_threshold(ws: Workspace, image: Image, band: Band = 1) -> ValueOut:
 
 
 @tool("ras")
-def ras_pixel_to_world(ws: Workspace, image: Image, row: int, col: int) -> PointOut:
+def ras_pixel_to_world(ws: Workspace, image: Image, row: Annotated[int, Field(description="0-based row")],
+                       col: Annotated[int, Field(description="0-based column")]) -> PointOut:
     """World coordinates (x, y in the raster's CRS) of the centre of pixel (row, col)."""
     import rasterio
 
@@ -370,7 +378,8 @@ def ras_pixel_to_world(ws: Workspace, image: Image, row: int, col: int) -> Point
 
 
 @tool("ras")
-def ras_world_to_pixel(ws: Workspace, image: Image, x: float, y: float) -> PointOut:
+def ras_world_to_pixel(ws: Workspace, image: Image, x: Annotated[float, Field(description="easting, m (scene CRS)")],
+                       y: Annotated[float, Field(description="northing, m (scene CRS)")]) -> PointOut:
     """The (row, col) of the pixel holding world point (x, y) (raster CRS); errors if outside the raster."""
     import rasterio
 

@@ -17,10 +17,21 @@ from gauntlet.mcp_servers.disaster.workspace import Workspace
 
 GEOJSON = (".geojson", ".json", ".gpkg")
 XY = Annotated[list[float], Field(description="[x, y] in the layer's CRS (metres)")]
+# Attribute values are JSON scalars, or a list of them for 'in'; declared so strict clients see a type.
+AttributeValue = str | int | float | bool | list[str | int | float | bool]
 
 
 def _read(ws: Workspace, path: str):
     return vectors.read_features(ws.resolve(path, suffixes=GEOJSON))
+
+
+def require_attribute(features, argument: str, name: str) -> None:
+    """``VectorError`` naming ``argument`` when no feature has the attribute ``name``: a missing attribute
+    would read as 0 or nothing for every feature, an answer rather than the mistake it is."""
+    known = sorted({key for f in features for key in f["properties"]})
+    if features and name not in known:
+        raise VectorError(f"argument '{argument}': no feature has the attribute {name!r}; this layer's "
+                          f"attributes are {', '.join(known) or 'none'}")
 
 
 def _write(ws: Workspace, stem: str, features, crs) -> VectorOut:
@@ -68,7 +79,8 @@ def vec_from_geojson(ws: Workspace, geojson: Annotated[dict[str, Any], Field(
 
 
 @tool("vec", writes=True)
-def vec_buffer(ws: Workspace, layer: Vector, distance_m: Annotated[float, Field(gt=0, le=50000)]) -> VectorOut:
+def vec_buffer(ws: Workspace, layer: Vector, distance_m: Annotated[float, Field(
+        gt=0, le=50000, description="buffer distance, m")]) -> VectorOut:
     """Buffer every feature by distance_m metres (attributes kept)."""
     features, crs = _read(ws, layer)
     return _write(ws, "buffer", vectors.buffer(features, distance_m), crs)
@@ -116,7 +128,8 @@ def vec_select_in_mask(ws: Workspace, layer: Vector, mask: Mask) -> VectorOut:
 
 @tool("vec", writes=True)
 def vec_within_distance(ws: Workspace, layer: Vector, reference: Vector,
-                        distance_m: Annotated[float, Field(ge=0, le=50000)]) -> VectorOut:
+                        distance_m: Annotated[float, Field(
+                            ge=0, le=50000, description="greatest distance to the reference, m")]) -> VectorOut:
     """Features of the layer within distance_m metres of any feature of the reference layer."""
     (a, crs_a), (b, crs_b) = _read(ws, layer), _read(ws, reference)
     _same_crs(crs_a, crs_b)
@@ -152,25 +165,31 @@ def vec_centroids(ws: Workspace, layer: Vector) -> VectorOut:
 
 
 @tool("vec", writes=True)
-def vec_filter_area(ws: Workspace, layer: Vector, min_m2: Annotated[float, Field(0.0, ge=0)] = 0.0,
-                    max_m2: Annotated[float | None, Field(None, gt=0)] = None) -> VectorOut:
+def vec_filter_area(ws: Workspace, layer: Vector,
+                    min_m2: Annotated[float, Field(0.0, ge=0, description="smallest area kept, m2")] = 0.0,
+                    max_m2: Annotated[float | None, Field(
+                        None, gt=0, description="largest area kept, m2 (null: no limit)")] = None) -> VectorOut:
     """Polygons whose area (m2) is within [min_m2, max_m2]."""
     features, crs = _read(ws, layer)
     return _write(ws, "by-area", vectors.filter_by_area(features, min_m2, max_m2 or float("inf")), crs)
 
 
 @tool("vec", writes=True)
-def vec_filter_attribute(ws: Workspace, layer: Vector, key: str,
-                         op: Annotated[Literal["==", "!=", ">", ">=", "<", "<=", "in", "contains"], Field()],
-                         value: Annotated[Any, Field(description="value to compare with (a list for 'in')")]
+def vec_filter_attribute(ws: Workspace, layer: Vector, key: Annotated[str, Field(description="attribute to test")],
+                         op: Annotated[Literal["==", "!=", ">", ">=", "<", "<=", "in", "contains"], Field(
+                             description="comparison: attribute op value")],
+                         value: Annotated[AttributeValue, Field(description="value to compare with (a list for 'in')",
+                                                                examples=["destroyed"])]
                          ) -> VectorOut:
     """Features whose attribute key compares true with value (e.g. damage == destroyed, type in [school, shelter])."""
     features, crs = _read(ws, layer)
+    require_attribute(features, "key", key)
     return _write(ws, "filtered", vectors.filter_by_attribute(features, key, op, value), crs)
 
 
 @tool("vec")
-def vec_nearest(ws: Workspace, layer: Vector, point: XY, k: Annotated[int, Field(1, ge=1, le=100)] = 1) -> ItemsOut:
+def vec_nearest(ws: Workspace, layer: Vector, point: XY,
+                k: Annotated[int, Field(1, ge=1, le=100, description="features to return")] = 1) -> ItemsOut:
     """The k features nearest to a point (straight-line), with distance_m and their attributes."""
     features, _ = _read(ws, layer)
     if not features:
@@ -218,7 +237,8 @@ def vec_dissolve(ws: Workspace, layer: Vector, by: Annotated[str | None, Field(N
 
 
 @tool("vec", writes=True)
-def vec_simplify(ws: Workspace, layer: Vector, tolerance_m: Annotated[float, Field(gt=0, le=1000)]) -> VectorOut:
+def vec_simplify(ws: Workspace, layer: Vector, tolerance_m: Annotated[float, Field(
+        gt=0, le=1000, description="largest vertex shift allowed, m")]) -> VectorOut:
     """Simplify geometries (Douglas-Peucker, topology preserved) with tolerance in metres."""
     features, crs = _read(ws, layer)
     return _write(ws, "simplified", [vectors.feature(g.simplify(tolerance_m), f["properties"])
@@ -263,7 +283,10 @@ def vec_to_wgs84(ws: Workspace, point: XY,
 
 
 @tool("vec")
-def vec_from_wgs84(ws: Workspace, lon: float, lat: float, epsg: int) -> PointOut:
+def vec_from_wgs84(ws: Workspace, lon: Annotated[float, Field(ge=-180, le=180, description="longitude, degrees")],
+                   lat: Annotated[float, Field(ge=-90, le=90, description="latitude, degrees")],
+                   epsg: Annotated[int, Field(description="EPSG code of the target CRS (the scene's manifest has it)",
+                                              examples=[32632])]) -> PointOut:
     """Convert WGS84 longitude/latitude to a projected CRS (e.g. the scene's UTM EPSG)."""
     if not (-180 <= lon <= 180 and -90 <= lat <= 90):
         raise VectorError("lon must be in [-180, 180] and lat in [-90, 90]")
@@ -319,7 +342,8 @@ def vec_min_repairs(ws: Workspace, roads: Vector, start: XY, end: XY, avoid_stat
 
 
 @tool("vec")
-def vec_service_area(ws: Workspace, roads: Vector, origin: XY, max_distance_m: Annotated[float, Field(gt=0)],
+def vec_service_area(ws: Workspace, roads: Vector, origin: XY, max_distance_m: Annotated[float, Field(
+        gt=0, description="greatest network distance, m")],
                      avoid_states: AvoidStates) -> InfoOut:
     """Network service area (isochrone by distance): road nodes reachable within max_distance_m of the origin,
     their count and the reachable road length (m)."""
@@ -361,6 +385,8 @@ def vec_voronoi_allocation(ws: Workspace, facilities: Vector, demand: Vector,
     dem, _ = _read(ws, demand)
     if not fac:
         raise VectorError("the facilities layer has no features")
+    if weight_field:
+        require_attribute(dem, "weight_field", weight_field)
     owner = vectors.voronoi_allocation(fac, dem)
     items = []
     for j, f in enumerate(fac):
@@ -409,7 +435,9 @@ def vec_rasterize(ws: Workspace, layer: Vector, like: Annotated[str, Field(
 
 
 @tool("vec")
-def vec_get_features(ws: Workspace, layer: Vector, limit: Annotated[int, Field(50, ge=1, le=500)] = 50) -> ItemsOut:
+def vec_get_features(ws: Workspace, layer: Vector,
+                     limit: Annotated[int, Field(50, ge=1, le=500, description="most features to return")] = 50
+                     ) -> ItemsOut:
     """The first features of a layer with their attributes and GeoJSON geometry (to read a result)."""
     features, _ = _read(ws, layer)
     items = [{"properties": f["properties"], "geometry": f["geometry"]} for f in features[:limit]]

@@ -47,16 +47,24 @@ class Workspace:
         elif os.path.isabs(path):
             candidate = Path(path)
         else:
-            raise PathNotAllowed(f"{path!r} is neither under 'data/' (the scenes) nor 'ws/' (your workspace)")
-        real = candidate.resolve()
-        if not (real.is_relative_to(self.data_root) or real.is_relative_to(self.workspace_dir)):
-            raise PathNotAllowed(f"{path!r} points outside the data root and the workspace; only 'data/...' and "
+            raise PathNotAllowed(f"{_shown(path)} is neither under 'data/' (the scenes) nor 'ws/' (your workspace)")
+        shown = _shown(path)
+        try:
+            real = candidate.resolve()
+            inside = real.is_relative_to(self.data_root) or real.is_relative_to(self.workspace_dir)
+            exists = inside and real.is_file()
+        except (OSError, ValueError):
+            # Over-long names, NUL bytes: the OS's message would name the real folder, which is not the agent's.
+            raise PathNotAllowed(f"{shown} is not a usable file name; use a path such as "
+                                 "'data/<event>/post_optical.tif' or one a tool returned") from None
+        if not inside:
+            raise PathNotAllowed(f"{shown} points outside the data root and the workspace; only 'data/...' and "
                                  "'ws/...' files may be used")
-        if not real.is_file():
-            raise PathNotAllowed(f"{path!r} does not exist; list an event's layers with its manifest "
+        if not exists:
+            raise PathNotAllowed(f"{shown} does not exist; list an event's layers with its manifest "
                                  "('data/<event>/manifest.json') or use a path a tool returned")
         if suffixes and real.suffix.lower() not in suffixes:
-            raise PathNotAllowed(f"{path!r} is not a {' or '.join(suffixes)} file")
+            raise PathNotAllowed(f"{shown} is not a {' or '.join(suffixes)} file")
         return real
 
     def virtual(self, real: Path) -> str:
@@ -121,3 +129,8 @@ class Workspace:
         except BaseException:
             scratch.unlink(missing_ok=True)
             raise
+
+
+def _shown(path: str, limit: int = 80) -> str:
+    """The agent's own path, quoted and clipped so a long one does not flood the message."""
+    return repr(path) if len(path) <= limit else repr(path[:limit]) + f"... ({len(path)} characters)"

@@ -1,0 +1,109 @@
+"""Input valid by type but not by meaning is refused with a message naming the argument, and no error
+text an agent reads ever carries the server's own folders or a traceback."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from mcp.shared.memory import create_connected_server_and_client_session
+
+from gauntlet.mcp_servers.disaster.server import build_server
+
+EVENT = "data/ahr-2021-flood"
+
+
+@pytest.fixture
+def server(scenes_root, tmp_path):
+    return build_server(scenes_root / "scenes", workspace_dir=tmp_path / "ws")
+
+
+def call_all(server, calls):
+    async def run():
+        async with create_connected_server_and_client_session(server) as session:
+            return [await session.call_tool(name, args) for name, args in calls]
+
+    return anyio.run(run)
+
+
+def error_text(result) -> str:
+    assert result.isError, result
+    return " ".join(block.text for block in result.content)
+
+
+def schema_of(server, tool: str):
+    async def run():
+        async with create_connected_server_and_client_session(server) as session:
+            return {t.name: t.inputSchema for t in (await session.list_tools()).tools}[tool]
+
+    return anyio.run(run)
+
+
+@pytest.mark.parametrize("tool, args, argument", [
+    ("logi_allocate", {"demands": [100.0], "capacities": [-1.0], "distances_m": [[10.0]]}, "capacities"),
+    ("logi_allocate", {"demands": [-623997.0], "capacities": [50.0], "distances_m": [[10.0]]}, "demands"),
+    ("logi_allocate", {"demands": [100.0], "capacities": [50.0], "distances_m": [[-10.0]]}, "distances_m"),
+    ("logi_shelter_capacity_gap", {"people": 100.0, "capacities": [-1.0]}, "capacities"),
+    ("logi_shelter_capacity_gap", {"people": 100.0, "capacities": []}, "capacities"),
+])
+def test_negative_or_missing_quantities_are_refused_naming_the_argument(server, tool, args, argument):
+    [result] = call_all(server, [(tool, args)])
+    text = error_text(result)
+    assert f"'{argument}" in text and "a valid example" in text
+
+
+def test_quantity_constraints_are_declared_in_the_schema(server):
+    schema = schema_of(server, "logi_allocate")
+    assert schema["properties"]["capacities"]["items"]["minimum"] == 0
+    assert schema["properties"]["capacities"]["minItems"] == 1
+
+
+def test_allocation_with_valid_amounts_reports_non_negative_unmet(server):
+    [result] = call_all(server, [("logi_allocate", {"demands": [100.0, 30.0], "capacities": [80.0],
+                                                    "distances_m": [[5.0], [9.0]]})])
+    assert not result.isError
+    assert result.structuredContent["items"][-1] == {"unmet": 50.0}
+
+
+@pytest.mark.parametrize("tool, args, argument", [
+    ("vec_voronoi_allocation", {"facilities": f"{EVENT}/pois.geojson", "demand": f"{EVENT}/buildings.geojson",
+                                "weight_field": "no_such_field"}, "weight_field"),
+    ("poi_sum_by", {"layer": f"{EVENT}/buildings.geojson", "key": "material", "value_field": "ocupants"},
+     "value_field"),
+    ("poi_top_k", {"layer": f"{EVENT}/pois.geojson", "key": "capacty"}, "key"),
+    ("vec_filter_attribute", {"layer": f"{EVENT}/pois.geojson", "key": "kind", "op": "==", "value": "school"},
+     "key"),
+])
+def test_an_attribute_no_feature_has_is_refused_listing_the_valid_names(server, tool, args, argument):
+    [result] = call_all(server, [(tool, args)])
+    text = error_text(result)
+    assert f"argument '{argument}'" in text
+    assert "occupants" in text or "capacity" in text  # the layer's real attributes are listed
+
+
+def test_an_existing_weight_field_still_weights_the_allocation(server):
+    [result] = call_all(server, [("vec_voronoi_allocation", {
+        "facilities": f"{EVENT}/pois.geojson", "demand": f"{EVENT}/buildings.geojson",
+        "weight_field": "occupants"})])
+    assert not result.isError
+    assert sum(item["weight"] for item in result.structuredContent["items"]) > 0
+
+
+BAD_NAMES = ["data/" + "a" * 300 + ".tif", "ws/" + "b" * 5000 + ".geojson", "data/" + "a/" * 3000 + "x.tif",
+             "data/x\x00y.tif", "ws/\x00", "data/../../../etc/passwd", "ws/../../secret.geojson", "/etc/passwd",
+             "data/ahr-2021-flood", "data/ahr-2021-flood/", "data/ahr-2021-flood/manifest.json/../..",
+             "~/x.tif", "C:\\x.tif", "data/%2e%2e/x.tif", "", " ", "ws/" + "é" * 200]
+
+
+def test_no_file_name_makes_an_error_that_shows_internal_paths_or_a_traceback(server, scenes_root, tmp_path):
+    path_arguments = [("ras_info", "image"), ("ras_area_m2", "mask"), ("vec_info", "layer"), ("vec_count", "layer"),
+                      ("poi_count_by", "layer"), ("vec_get_features", "layer")]
+    calls = [(tool, {argument: name, **({"key": "type"} if tool == "poi_count_by" else {})})
+             for tool, argument in path_arguments for name in BAD_NAMES]
+    results = call_all(server, calls)
+    private = [str(scenes_root), str(scenes_root.resolve()), str(tmp_path), str(tmp_path.resolve())]
+    for (tool, _), result in zip(calls, results, strict=True):
+        text = error_text(result)
+        assert not any(folder in text for folder in private), (tool, text)
+        assert "Traceback" not in text
+        # The agent can act on it: a refusal naming the problem, not a server bug.
+        assert not text.startswith("internal error"), (tool, text)
