@@ -132,7 +132,11 @@ RESTORE = ToolAnnotations(title="Return to a saved state", readOnlyHint=False, d
                           idempotentHint=True, openWorldHint=False)
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
-Action = Annotated[Any, Field(description="the action, as JSON (the tool description gives its space)")]
+# Any JSON value but null, stated so strict function-calling clients see a type; the action space
+# decides which of them fits (EnvSession.step refuses the rest by name).
+Action = Annotated[Any, Field(description="the action, as JSON (the tool description gives its space)",
+                              json_schema_extra={"type": ["integer", "number", "string", "boolean", "array",
+                                                          "object"]})]
 
 
 def reset(agent: AgentSession,

@@ -34,7 +34,7 @@ from gauntlet.branching import Snapshot, branchable
 from gauntlet.episode import AgentSpec, EpisodeHeader, EpisodeWriter, Outcome, to_plain
 from gauntlet.errors import UserError
 from gauntlet.info_keys import PRIVILEGED, success_of
-from gauntlet.spaces import from_json, to_json
+from gauntlet.spaces import describe, from_json, to_json
 from gauntlet.versions import versions
 
 # Arrays with more elements than this (camera images, say) reach the client as a summary; the
@@ -76,6 +76,38 @@ def agent_info(info: dict[str, Any], *, expose_reward: bool, expose_privileged: 
             continue
         visible[str(key)] = to_plain(value)
     return visible
+
+
+def _check_json_kinds(space: spaces.Space, data: Any, where: str = "the action") -> None:
+    """``ValueError`` unless ``data`` has the JSON kinds ``space`` encodes to: decoding alone would read
+    the string "0" as the integer 0 or true as 1, and an agent sending them has misread the space."""
+    def numbers(value: Any, integers: bool) -> bool:
+        if isinstance(value, list):
+            return all(numbers(item, integers) for item in value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        return isinstance(value, int) or not integers
+
+    if isinstance(space, spaces.Discrete):
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise ValueError(f"{where} must be a JSON integer such as {int(space.start)}, not {data!r}; "
+                             f"the space is {describe(space)}")
+    elif isinstance(space, (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)):
+        integers = not isinstance(space, spaces.Box) or np.issubdtype(space.dtype, np.integer)
+        if not numbers(data, integers):
+            kind = "integers" if integers else "numbers"
+            raise ValueError(f"{where} must be JSON {kind}, not {data!r}; the space is {describe(space)}")
+    elif isinstance(space, spaces.Dict):
+        if isinstance(data, dict):
+            for key, sub in space.spaces.items():
+                if key in data:
+                    _check_json_kinds(sub, data[key], f"{where}[{key!r}]")
+    elif isinstance(space, spaces.Tuple):
+        if isinstance(data, list):
+            for index, (sub, item) in enumerate(zip(space.spaces, data, strict=False)):
+                _check_json_kinds(sub, item, f"{where}[{index}]")
+    elif isinstance(space, spaces.Text) and not isinstance(data, str):
+        raise ValueError(f"{where} must be a JSON string, not {data!r}; the space is {describe(space)}")
 
 
 def png_bytes(frame: np.ndarray) -> bytes:
@@ -193,6 +225,7 @@ class EnvSession:
                 ended = "terminated" if self.terminated else "was truncated"
                 raise EnvSessionError(f"the episode {ended}; call reset, or restore a snapshot")
             try:
+                _check_json_kinds(self.env.action_space, action_json)
                 action = from_json(self.env.action_space, action_json)
             except ValueError as exc:
                 raise EnvSessionError(f"invalid action: {exc}") from None
