@@ -5,10 +5,12 @@
     gauntlet serve disaster --server-kwargs '{"families": ["seg", "ras"]}' --transport http --port 8765
     gauntlet serve disaster --list-tools             # the tools as a Markdown table (name, read-only, what)
 
-The data root is the ``scenes/`` folder of the built scene data (``gauntlet data build disaster``);
-every server gets its own workspace folder for the artefacts its tools write. The server is built by
-the server recipe (``gauntlet.bridges.tool_server``) from the tools declared in ``tools_*.py``;
-``server.state`` is its ``Workspace``.
+The data root is the ``scenes/`` folder of the built scene data (``gauntlet data build disaster``),
+shared read-only by every client session. Artefacts the tools write go to the server's workspace,
+``server.state``, for a stdio client (the only one) and for in-process sessions (one program's
+steps); each HTTP session gets a fresh folder of its own instead, removed when the session ends, so
+no HTTP client can read another's artefacts. The server is built by the server recipe
+(``gauntlet.bridges.tool_server``) from the tools declared in ``tools_*.py``.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from gauntlet.bridges.tool_server import DeclaredTool, ToolServer
 from gauntlet.errors import UserError
@@ -67,17 +70,53 @@ def build_server(data_root: str | os.PathLike[str] | None = None, families: Sequ
     if not root.is_dir():
         raise UserError(f"data root {root} is not a folder; build the scenes first (gauntlet data build disaster)")
     own_workspace = workspace_dir is None
+    parent = cache_root() / "disaster-workspaces"
+    parent.mkdir(parents=True, exist_ok=True)
     if workspace_dir is None:
-        parent = cache_root() / "disaster-workspaces"
-        parent.mkdir(parents=True, exist_ok=True)
         workspace_dir = tempfile.mkdtemp(prefix="session-", dir=parent)
-    ws = Workspace(root, workspace_dir)
-    server = ToolServer(TOOLS, ws, name="disaster", instructions=INSTRUCTIONS, only=names,
-                        public_paths={ws.data_root: DATA_PREFIX.rstrip("/"),
-                                      ws.workspace_dir: WORKSPACE_PREFIX.rstrip("/")})
+    ws = SessionWorkspace(root, workspace_dir)
+    sessions = SessionWorkspaces(ws, parent, lambda: server.get_context().request_context.request is not None)
+    # An HTTP session's folder lies under parent: its real paths are shown as 'ws/...' too.
+    public_paths: dict[str | os.PathLike[str], str] = {
+        ws.data_root: DATA_PREFIX.rstrip("/"), ws.workspace_dir: WORKSPACE_PREFIX.rstrip("/"),
+        parent: WORKSPACE_PREFIX.rstrip("/")}
+    server: ToolServer[Workspace] = ToolServer(TOOLS, ws, name="disaster", instructions=INSTRUCTIONS, only=names,
+                                               session_state=sessions, public_paths=public_paths)
     # tool_loop calls the other tools of this server, through the recipe (arguments checked, state passed).
     ws.tools = {name: functools.partial(server.run_tool, name) for name in names}
     if own_workspace:  # a workspace this server made lives as long as the server (or the process)
         weakref.finalize(server, shutil.rmtree, str(ws.workspace_dir), True)
     return server
 
+
+class SessionWorkspace(Workspace):
+    """A client session's workspace; ``close`` (the session ended) removes the folder if it was made
+    for the session alone."""
+
+    def __init__(self, data_root: str | os.PathLike[str], workspace_dir: str | os.PathLike[str], *,
+                 remove_on_close: bool = False):
+        super().__init__(data_root, workspace_dir)
+        self.remove_on_close = remove_on_close
+
+    def close(self) -> None:
+        if self.remove_on_close:
+            shutil.rmtree(self.workspace_dir, ignore_errors=True)
+
+
+class SessionWorkspaces:
+    """Opens each client session's workspace (the recipe's ``session_state``): a fresh folder under
+    ``parent`` for a session over HTTP (``over_http()``, asked during the session's first call), the
+    server's own otherwise."""
+
+    def __init__(self, shared: SessionWorkspace, parent: Path, over_http: Callable[[], bool]):
+        self.shared = shared
+        self.parent = parent
+        self.over_http = over_http
+
+    def __call__(self, session: Any) -> SessionWorkspace:
+        if not self.over_http():
+            return self.shared
+        own = SessionWorkspace(self.shared.data_root, tempfile.mkdtemp(prefix="session-", dir=self.parent),
+                               remove_on_close=True)
+        own.tools = self.shared.tools  # they run through the server, which passes each session its own state
+        return own
