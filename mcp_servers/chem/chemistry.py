@@ -56,6 +56,15 @@ def identity_of(smiles: str) -> StructureFacts:
                           heavy_atoms=mol.GetNumHeavyAtoms())
 
 
+def structure_of(smiles: str) -> StructureFacts:
+    """``identity_of`` for a structure an agent gives: ``ChemistryInputError`` when it holds a wildcard
+    atom ('*', atomic number 0), which has no mass, so a molar mass or an identity of it means nothing."""
+    if any(atom.GetAtomicNum() == 0 for atom in parse_smiles(smiles).GetAtoms()):
+        raise ChemistryInputError(f"{smiles.strip()[:80]!r} holds a wildcard atom '*', which has no mass or "
+                                  "identity; give every atom, e.g. 'c1ccccc1Br' for bromobenzene")
+    return identity_of(smiles)
+
+
 def connectivity_key(inchikey: str) -> str:
     """The first InChIKey block: the skeleton, blind to stereochemistry and isotopes."""
     return inchikey.split("-")[0]

@@ -183,8 +183,9 @@ class Chem:
 TOOLS = ToolSet[Chem](fixable=DOMAIN_ERRORS, includes=[reaction_tools.TOOLS])
 
 ChemicalId = Annotated[int, Field(description="catalogue id from search_chemical", examples=[1])]
+# A SMILES must hold at least one non-blank character; an empty one would reach RDKit as no molecule.
 Smiles = Annotated[str, Field(description="SMILES of the compound (salts as dot-separated fragments)",
-                              max_length=2000, examples=["CCO"])]
+                              min_length=1, max_length=2000, pattern=r"\S", examples=["CCO"])]
 Unit = Annotated[str, Field(description="mg, g, kg, umol, mmol, mol, uL, mL or L", examples=["g"])]
 
 
@@ -287,7 +288,8 @@ def compute_molar_mass(chem: Chem, smiles: Smiles) -> StructureInfo:
 @TOOLS.tool(READ_ONLY)
 def canonicalize_smiles(
         chem: Chem,
-        smiles: Annotated[str, Field(description="any valid SMILES", max_length=2000, examples=["C(O)C"])]
+        smiles: Annotated[str, Field(description="any valid SMILES", min_length=1, max_length=2000, pattern=r"\S",
+                                     examples=["C(O)C"])]
 ) -> StructureInfo:
     """RDKit canonical SMILES and InChIKey of a structure, to compare two structures or to search the
     catalogue by an exact identity. Also returns formula and masses."""
@@ -297,13 +299,13 @@ def canonicalize_smiles(
 @TOOLS.tool(READ_ONLY)
 def similar_chemicals(
         chem: Chem,
-        smiles: Annotated[str, Field(description="SMILES of the query structure", max_length=2000,
-                                     examples=["CCO"])],
+        smiles: Annotated[str, Field(description="SMILES of the query structure", min_length=1, max_length=2000,
+                                     pattern=r"\S", examples=["CCO"])],
         limit: Annotated[int, Field(ge=1, le=20, description="most matches to return")] = 5) -> SimilarResult:
     """Catalogue chemicals most similar in structure to a SMILES (Morgan fingerprint Tanimoto), most
     similar first. Use it when a structure is not sold as such, to find the nearest purchasable
     analogue or an isomer whose name was written differently."""
-    canonical = chemistry.identity_of(smiles).smiles
+    canonical = chemistry.structure_of(smiles).smiles
     matches = []
     for chemical_id, score in chem.similarity.most_similar(canonical, limit):
         record = chem.catalogue.chemical(chemical_id)
@@ -322,7 +324,7 @@ def calculate(chem: Chem, expression: Annotated[str, Field(description="arithmet
 
 
 def _structure(smiles: str) -> StructureInfo:
-    facts = chemistry.identity_of(smiles)
+    facts = chemistry.structure_of(smiles)
     return StructureInfo(canonical_smiles=facts.smiles, inchikey=facts.inchikey, formula=facts.formula,
                          molar_mass_g_mol=facts.molar_mass_g_mol, monoisotopic_mass_da=facts.monoisotopic_mass_da)
 
