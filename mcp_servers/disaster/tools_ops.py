@@ -122,7 +122,7 @@ def calc_round(ws: Workspace, value: Annotated[float, Field(description="number 
 
 
 @tool("calc")
-def calc_convert_area(ws: Workspace, value: Annotated[float, Field(description="area to convert")],
+def calc_convert_area(ws: Workspace, value: Annotated[float, Field(ge=0, description="area to convert")],
                       from_unit: Annotated[Literal["m2", "ha", "km2"], Field(description="unit of value")],
                       to_unit: Annotated[Literal["m2", "ha", "km2"], Field(description="unit wanted")]) -> ValueOut:
     """Convert an area between m2, hectares and km2."""
@@ -131,7 +131,7 @@ def calc_convert_area(ws: Workspace, value: Annotated[float, Field(description="
 
 
 @tool("calc")
-def calc_convert_length(ws: Workspace, value: Annotated[float, Field(description="length to convert")],
+def calc_convert_length(ws: Workspace, value: Annotated[float, Field(ge=0, description="length to convert")],
                         from_unit: Annotated[Literal["m", "km", "mi"], Field(description="unit of value")],
                         to_unit: Annotated[Literal["m", "km", "mi"], Field(description="unit wanted")]) -> ValueOut:
     """Convert a length between metres, kilometres and miles."""
@@ -152,8 +152,8 @@ def calc_rank(ws: Workspace, items: Annotated[list[dict[str, Any]], Field(descri
 
 
 @tool("calc")
-def calc_distance_m(ws: Workspace, a: Annotated[list[float], Field(description="[x, y]")],
-                    b: Annotated[list[float], Field(description="[x, y]")]) -> ValueOut:
+def calc_distance_m(ws: Workspace, a: Annotated[list[float], Field(min_length=2, max_length=2, description="[x, y]")],
+                    b: Annotated[list[float], Field(min_length=2, max_length=2, description="[x, y]")]) -> ValueOut:
     """Straight-line distance between two projected points (m)."""
     if len(a) != 2 or len(b) != 2:
         raise CalculationError("points must be [x, y]")

@@ -16,7 +16,8 @@ from gauntlet.mcp_servers.disaster.vectors import VectorError
 from gauntlet.mcp_servers.disaster.workspace import Workspace
 
 GEOJSON = (".geojson", ".json", ".gpkg")
-XY = Annotated[list[float], Field(description="[x, y] in the layer's CRS (metres)")]
+XY = Annotated[list[float], Field(min_length=2, max_length=2, description="[x, y] in the layer's CRS (metres)",
+                                  examples=[[350000.0, 5600000.0]])]
 # Attribute values are JSON scalars, or a list of them for 'in'; declared so strict clients see a type.
 AttributeValue = str | int | float | bool | list[str | int | float | bool]
 
@@ -86,9 +87,12 @@ def vec_buffer(ws: Workspace, layer: Vector, distance_m: Annotated[float, Field(
     return _write(ws, "buffer", vectors.buffer(features, distance_m), crs)
 
 
+RingDistance = Annotated[float, Field(gt=0, le=50000)]
+
+
 @tool("vec", writes=True)
-def vec_multi_ring_buffer(ws: Workspace, layer: Vector, distances_m: Annotated[list[float], Field(
-        description="increasing distances, e.g. [100, 250, 500]")]) -> VectorOut:
+def vec_multi_ring_buffer(ws: Workspace, layer: Vector, distances_m: Annotated[list[RingDistance], Field(
+        min_length=1, description="increasing distances, m", examples=[[100.0, 250.0, 500.0]])]) -> VectorOut:
     """Concentric rings around the layer (0-d1, d1-d2, ...), attribute distance_m = the ring's outer distance."""
     features, crs = _read(ws, layer)
     return _write(ws, "rings", vectors.multi_ring_buffer(features, list(distances_m)), crs)

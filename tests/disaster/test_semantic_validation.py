@@ -107,3 +107,14 @@ def test_no_file_name_makes_an_error_that_shows_internal_paths_or_a_traceback(se
         assert "Traceback" not in text
         # The agent can act on it: a refusal naming the problem, not a server bug.
         assert not text.startswith("internal error"), (tool, text)
+
+
+@pytest.mark.parametrize("tool, args, argument", [
+    ("vec_multi_ring_buffer", {"layer": f"{EVENT}/pois.geojson", "distances_m": [100.0, -50.0]}, "distances_m"),
+    ("vec_nearest", {"layer": f"{EVENT}/pois.geojson", "point": [350000.0]}, "point"),
+    ("calc_distance_m", {"a": [0.0, 0.0, 1.0], "b": [3.0, 4.0]}, "a"),
+    ("calc_convert_area", {"value": -2.0, "from_unit": "ha", "to_unit": "m2"}, "value"),
+])
+def test_distances_points_and_amounts_that_cannot_exist_are_refused_by_the_schema(server, tool, args, argument):
+    [result] = call_all(server, [(tool, args)])
+    assert f"argument '{argument}" in error_text(result)
