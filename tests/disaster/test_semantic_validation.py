@@ -118,3 +118,36 @@ def test_no_file_name_makes_an_error_that_shows_internal_paths_or_a_traceback(se
 def test_distances_points_and_amounts_that_cannot_exist_are_refused_by_the_schema(server, tool, args, argument):
     [result] = call_all(server, [(tool, args)])
     assert f"argument '{argument}" in error_text(result)
+
+
+def test_every_string_argument_of_every_tool_given_a_bad_file_name_answers_without_internal_paths(
+        server, scenes_root, tmp_path):
+    from gauntlet.bridges.tool_errors import example_value
+
+    async def run():
+        async with create_connected_server_and_client_session(server) as session:
+            tools = (await session.list_tools()).tools
+            answers = []
+            for tool in tools:
+                schema = tool.inputSchema
+                properties, definitions = schema.get("properties", {}), schema.get("$defs", {})
+                base = {name: example_value(properties[name], definitions) for name in schema.get("required", [])}
+                base = {name: value if isinstance(value, (str, int, float, list, dict)) else f"{EVENT}/dem.tif"
+                        for name, value in base.items()}
+                strings = [name for name, prop in properties.items() if prop.get("type") == "string"
+                           or any(branch.get("type") == "string" for branch in prop.get("anyOf", []))]
+                for argument in strings:
+                    for name in BAD_NAMES[:5]:
+                        result = await session.call_tool(tool.name, {**base, argument: name})
+                        answers.append((tool.name, argument, result))
+            assert await session.call_tool("calc_add", {"a": 1, "b": 2})  # still answering
+            return answers
+
+    answers = anyio.run(run)
+    assert len(answers) > 200
+    private = [str(scenes_root), str(scenes_root.resolve()), str(tmp_path), str(tmp_path.resolve())]
+    for tool, argument, result in answers:
+        text = " ".join(getattr(block, "text", "") for block in result.content)
+        assert not any(folder in text for folder in private), (tool, argument, text)
+        assert "Traceback" not in text, (tool, argument)
+        assert not text.startswith("internal error"), (tool, argument, text)
