@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -236,9 +237,25 @@ def _chunks(indices: list[int], workers: int) -> list[list[int]]:
     return [indices[i:i + size] for i in range(0, len(indices), size)]
 
 
+# Libraries whose native thread pools do not survive fork: once the driver has used one (torch's
+# GNU OpenMP pool, say, when an agent is built to check its config), a forked worker waits forever
+# in the pool's barrier. NumPy's OpenBLAS pool re-initialises after fork and needs no such care.
+_FORK_UNSAFE_MODULES = ("torch", "tensorflow", "jax")
+_THREAD_POOL_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def _start_method() -> str:
-    # fork is fastest, but forking a process with live threads can deadlock the child.
-    return "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    # fork is fastest, but forking a process with live threads (Python or native) can deadlock the child.
+    safe = threading.active_count() == 1 and not any(name in sys.modules for name in _FORK_UNSAFE_MODULES)
+    return "fork" if safe and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def _share_cpus(threads: int) -> None:
+    # A worker's native pools (OpenMP, MKL) default to one thread per CPU; N workers would then
+    # oversubscribe the machine N-fold, and small torch ops slow down many times. Each worker gets
+    # its share instead, unless the operator set the width. Runs before the worker imports them.
+    for name in _THREAD_POOL_VARIABLES:
+        os.environ.setdefault(name, str(threads))
 
 
 def run_many(spec: RunSpec, n_episodes: int, out_dir: str | os.PathLike[str], *, backend: str = "local",
@@ -293,7 +310,9 @@ def _run_local(spec: RunSpec, run_id: str, out: Path, pending: list[int], worker
             env.close()
         return
     context = multiprocessing.get_context(_start_method())
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_share_cpus,
+                             initargs=(threads,)) as pool:
         futures = {pool.submit(_run_chunk, spec, run_id, str(out), chunk) for chunk in _chunks(pending, workers)}
         start_display()  # only now: the progress bar's thread must not exist when workers fork
         while futures:
