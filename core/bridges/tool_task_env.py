@@ -84,6 +84,20 @@ def _short(value: Any, limit: int = 80) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
+SERVER_LOST = "the tool server stopped (its connection closed); this episode ends unanswered"
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """Whether a failed call means the server is gone (its process died or its connection closed)."""
+    import anyio
+    from mcp.shared.exceptions import McpError
+    from mcp.types import CONNECTION_CLOSED
+
+    if isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)):
+        return True
+    return isinstance(exc, McpError) and exc.error.code == CONNECTION_CLOSED
+
+
 @dataclass(frozen=True)
 class ToolTaskSnapshot:
     """A point in a tool task: the task and the actions taken (replayed on restore)."""
@@ -131,7 +145,9 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
     ## Episode End
     Terminates when an answer is submitted; truncates after ``max_steps`` steps or on a stop action
     (scored with no answer). A call that outlives ``call_timeout_s`` is a step with an error result
-    (the server may still be working on it). Every step's ``info['tool_call']`` is a
+    (the server may still be working on it). A server that stops (its process dies, its connection
+    closes) ends the episode: that step has an error result, ``info['server_lost']`` and is truncated,
+    scored with no answer; the next reset connects afresh. Every step's ``info['tool_call']`` is a
     ``gauntlet.ToolCall`` (server, name, arguments, result, is_error, latency_ms); the last step's
     info has ``score``, ``success`` and the scorer's report under ``privileged``.
 
@@ -206,6 +222,7 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
         self._results: list[str] = []
         self.calls: list[ToolCall] = []
         self._done = False
+        self._server_lost = False
 
     def _open(self, index: int) -> None:
         """Start task ``index`` on a fresh MCP session."""
@@ -273,10 +290,12 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
         reward = 0.0 if well_formed else -self.invalid_action_penalty
         stopped = call.server == ENV_SERVER and call.name == STOP
         terminated = call.server == ENV_SERVER and not call.is_error and not stopped
-        truncated = not terminated and (stopped or len(self._actions) >= self.max_steps)
+        truncated = not terminated and (stopped or self._server_lost or len(self._actions) >= self.max_steps)
         task = self._current_task()
         info: dict[str, Any] = {TASK_ID: task.id, "step": len(self._actions), TOOL_CALL: call,
                                 "invalid_action": not well_formed}
+        if self._server_lost:
+            info["server_lost"] = True
         if terminated or truncated:
             report = self.scorer.score(task, call.arguments["answer"] if terminated else NO_ANSWER,
                                        [c for c in self.calls if c.server != ENV_SERVER])
@@ -317,6 +336,14 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
             return ToolCall(server=server, name=name, arguments=arguments, is_error=True,
                             result={"error": f"the call did not finish within {self.call_timeout_s:g} s"},
                             latency_ms=(time.perf_counter() - start) * 1e3), True
+        except Exception as exc:
+            if not _connection_lost(exc):
+                raise
+            # The server is gone: this episode ends (truncated, scored unanswered); the next reset
+            # connects a fresh session, so a run of many episodes goes on.
+            self._server_lost = True
+            return ToolCall(server=server, name=name, arguments=arguments, is_error=True,
+                            result={"error": SERVER_LOST}, latency_ms=(time.perf_counter() - start) * 1e3), True
         latency_ms = (time.perf_counter() - start) * 1e3
         return ToolCall(server=server, name=name, arguments=arguments, result=result_value(result),
                         is_error=bool(result.isError), latency_ms=latency_ms), True
