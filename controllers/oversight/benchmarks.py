@@ -1,0 +1,65 @@
+"""The benchmarks branched rows are collected on: what each must provide, and where each lives.
+
+A benchmark turns an episode index into an env, a reset seed, a lapsing base agent and an expert, and
+says how to read success from the final ``info``. ``get_benchmark(name, **options)`` loads one by name
+from ``BENCHMARKS`` (``"module:factory"`` strings, so naming a benchmark imports nothing until it is
+used; each factory takes keyword options such as ``n_episodes`` or ``split``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import gymnasium as gym
+
+from gauntlet.registry import load_target
+
+if TYPE_CHECKING:
+    from gauntlet.controllers.oversight.features import History
+    from gauntlet.controllers.oversight.lapsing import BranchableAgent
+
+BENCHMARKS: dict[str, str] = {
+    "corridor": "gauntlet.controllers.oversight.basic_benchmarks:corridor",
+    "taxi": "gauntlet.controllers.oversight.basic_benchmarks:taxi",
+    "textworld": "gauntlet.controllers.oversight.text_benchmarks:textworld",
+    "scienceworld": "gauntlet.controllers.oversight.text_benchmarks:scienceworld",
+    "chem": "gauntlet.controllers.oversight.tool_benchmarks:chem",
+    "disaster": "gauntlet.controllers.oversight.tool_benchmarks:disaster",
+}
+
+
+@runtime_checkable
+class Benchmark(Protocol):
+    """What the branching protocol needs of a benchmark.
+
+    ``make_env(episode)`` gives an env that is Branchable or can be made so by
+    ``gauntlet.branching.branchable``; ``make_agent(episode, strength)`` the episode's lapsing base agent
+    (``"base"``, or ``"strong"`` where ``has_stronger``); ``make_expert(strength)`` the expert
+    (``strength < 1``: one that lapses with probability ``1 - strength``). Episodes end when the env
+    ends or after ``max_steps`` steps in all (prefix and branch together). A benchmark may also define
+    ``episode_meta(episode) -> dict`` (e.g. the episode's drawn competence), recorded in each row's
+    ``benchmark_meta``.
+    """
+
+    name: str
+    max_steps: int
+    has_stronger: bool
+
+    def make_env(self, episode: int) -> gym.Env: ...
+
+    def episode_seed(self, episode: int) -> int: ...
+
+    def make_agent(self, episode: int, strength: str = "base") -> BranchableAgent: ...
+
+    def make_expert(self, strength: float = 1.0) -> BranchableAgent: ...
+
+    def success(self, info: dict[str, Any]) -> bool: ...
+
+    def features(self, history: History) -> dict[str, float]: ...
+
+
+def get_benchmark(name: str, **options: Any) -> Benchmark:
+    """The benchmark ``name`` built with ``options`` (see ``BENCHMARKS`` for the names)."""
+    if name not in BENCHMARKS:
+        raise ValueError(f"unknown oversight benchmark {name!r}; expected one of {sorted(BENCHMARKS)}")
+    return load_target(BENCHMARKS[name])(**options)

@@ -1,0 +1,75 @@
+"""Overseer actions and the realised utility of a branch.
+
+At every prefix the overseer chooses one of ``ACTIONS``:
+
+``continue``  the base agent goes on to the end of the episode;
+``quit``      stop now: no step is run and the utility is ``u_quit``;
+``expert``    the expert acts for the rest of the episode;
+``expert_k``  the expert acts for ``k`` steps, then the base agent to the end;
+``rollback``  return to the coupled state of ``r`` steps earlier (clamped at step 0) and let the base
+              agent try again with a fresh random draw;
+``stronger``  a stronger base agent acts to the end (only where the benchmark configures one).
+
+``INTERVENTIONS`` (the intervention ladder) cost ``c_intervene`` each. The realised utility of a
+branch that ran ``steps`` env steps after the decision (the paper's equation):
+
+    U_a = w * success - c_a - s * steps,      U_quit = u_quit
+
+with ``c_a = c_continue`` for ``continue`` and ``c_intervene`` for every intervention. Rows keep
+``success`` and ``steps`` of every branch, so ``recompute`` re-prices them under another
+``UtilityConfig`` without running anything again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+ACTIONS = ("continue", "quit", "expert", "expert_k", "rollback", "stronger")
+INTERVENTIONS = ("expert", "expert_k", "rollback", "stronger")
+
+
+@dataclass(frozen=True)
+class UtilityConfig:
+    """Prices of the overseer's actions (defaults: the paper's) and the ladder's ``k`` and ``r``."""
+
+    w: float = 1.0
+    c_intervene: float = 0.05
+    c_continue: float = 0.0
+    s: float = 0.01
+    u_quit: float = 0.0
+    k: int = 3
+    r: int = 2
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError(f"k (expert steps of expert_k) must be at least 1; got {self.k}")
+        if self.r < 1:
+            raise ValueError(f"r (steps rolled back) must be at least 1; got {self.r}")
+
+    def cost(self, action: str) -> float:
+        """``c_a``: what taking ``action`` costs whatever its outcome (``quit`` has none)."""
+        if action == "continue":
+            return self.c_continue
+        if action in INTERVENTIONS:
+            return self.c_intervene
+        if action == "quit":
+            return 0.0
+        raise ValueError(f"unknown overseer action {action!r}; expected one of {ACTIONS}")
+
+    def utility(self, action: str, success: bool, steps: int) -> float:
+        """The realised utility of a branch of ``action`` that ran ``steps`` env steps and ended in ``success``."""
+        if action == "quit":
+            return self.u_quit
+        return self.w * float(success) - self.cost(action) - self.s * steps
+
+
+def recompute(rows: Iterable[dict[str, Any]], config: UtilityConfig) -> list[dict[str, Any]]:
+    """The rows with every branch's ``utility`` re-priced under ``config`` (new dicts; the input is kept)."""
+    repriced = []
+    for row in rows:
+        branches = {action: {**branch, "utility": config.utility(action, bool(branch["success"]), int(branch["steps"]))}
+                    for action, branch in row["branches"].items()}
+        repriced.append({**row, "branches": branches})
+    return repriced
