@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
 from pydantic import BaseModel, Field
@@ -36,7 +36,8 @@ from pydantic import BaseModel, Field
 from gauntlet.agent import Agent
 from gauntlet.episode import AgentSpec
 from gauntlet.fileio import write_atomically
-from gauntlet.registry import make_agent
+from gauntlet.hooks import Controller, Monitor
+from gauntlet.registry import make_agent, make_hook
 from gauntlet.runner import episode_seed, new_run_id, rollout
 from gauntlet.versions import versions
 
@@ -74,8 +75,17 @@ class TaskPlan(BaseModel):
         return task, repeat, task + (base_seed + repeat) * self.suite_size
 
 
+class HookSpec(BaseModel):
+    """A registered controller or monitor that watches every episode of a run, and its configuration."""
+
+    kind: Literal["controller", "monitor"]
+    name: str
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
 class RunSpec(BaseModel):
-    """What to run: an env, an agent, and the seeds and limits that make the run reproducible."""
+    """What to run: an env, an agent, the hooks that watch it, and the seeds and limits that make the
+    run reproducible."""
 
     env_id: str
     env_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -83,13 +93,15 @@ class RunSpec(BaseModel):
     seed: int = 0
     max_steps: int | None = None
     tasks: TaskPlan | None = None
+    hooks: list[HookSpec] = Field(default_factory=list)
 
     def episode_plan(self, index: int) -> tuple[int, dict[str, Any]]:
         """Episode ``index``'s seed, and what its header's ``config`` records about its place in the run."""
+        hooks = {"hooks": [hook.model_dump(mode="json") for hook in self.hooks]} if self.hooks else {}
         if self.tasks is None:
-            return episode_seed(self.seed, index), {"run_index": index}
+            return episode_seed(self.seed, index), {"run_index": index, **hooks}
         task, repeat, seed = self.tasks.attempt(index, self.seed)
-        return seed, {"run_index": index, "task_index": task, "repeat": repeat}
+        return seed, {"run_index": index, "task_index": task, "repeat": repeat, **hooks}
 
 
 class EpisodeSummary(BaseModel):
@@ -186,24 +198,30 @@ def make_env_and_agent(spec: RunSpec) -> tuple[gym.Env, Agent]:
     return gym.make(spec.env_id, **spec.env_kwargs), make_agent(spec.agent.name, **spec.agent.config)
 
 
-# A worker process keeps its env and agent for the spec it runs, for as long as the pool lives.
-_worker_cache: dict[str, tuple[gym.Env, Agent]] = {}
+def make_hooks(spec: RunSpec) -> list[Monitor | Controller]:
+    """The spec's controllers and monitors, built from the registry (each checked against its protocol)."""
+    return [make_hook(hook.kind, hook.name, **hook.config) for hook in spec.hooks]
 
 
-def _cached_env_and_agent(spec: RunSpec) -> tuple[gym.Env, Agent]:
+# A worker process keeps its env, agent and hooks for the spec it runs, for as long as the pool lives.
+_worker_cache: dict[str, tuple[gym.Env, Agent, list[Monitor | Controller]]] = {}
+
+
+def _cached_env_and_agent(spec: RunSpec) -> tuple[gym.Env, Agent, list[Monitor | Controller]]:
     key = spec.model_dump_json()
     if key not in _worker_cache:
-        _worker_cache[key] = make_env_and_agent(spec)
+        _worker_cache[key] = (*make_env_and_agent(spec), make_hooks(spec))
     return _worker_cache[key]
 
 
-def run_episode(spec: RunSpec, run_id: str, index: int, path: Path, env: gym.Env, agent: Agent) -> EpisodeSummary:
+def run_episode(spec: RunSpec, run_id: str, index: int, path: Path, env: gym.Env, agent: Agent,
+                hooks: list[Monitor | Controller] | None = None) -> EpisodeSummary:
     """Run episode ``index`` of a run and write it to ``path`` (replacing any partial file)."""
     for stale in (path, path.with_suffix(".npz")):
         stale.unlink(missing_ok=True)
     seed, config = spec.episode_plan(index)
     episode = rollout(env, agent, seed=seed, max_steps=spec.max_steps, record=path, run_id=run_id,
-                      episode_id=f"{run_id}-{index:06d}", config=config)
+                      episode_id=f"{run_id}-{index:06d}", config=config, hooks=hooks or ())
     outcome = episode.outcome
     assert outcome is not None  # rollout returns only finished episodes
     return EpisodeSummary(index=index, episode_id=episode.episode_id, seed=seed, score=outcome.score,
@@ -211,20 +229,20 @@ def run_episode(spec: RunSpec, run_id: str, index: int, path: Path, env: gym.Env
 
 
 def _run_chunk(spec: RunSpec, run_id: str, out_dir: str, indices: list[int]) -> list[EpisodeSummary]:
-    env, agent = _cached_env_and_agent(spec)
-    return [run_episode(spec, run_id, i, episode_path(Path(out_dir), i), env, agent) for i in indices]
+    env, agent, hooks = _cached_env_and_agent(spec)
+    return [run_episode(spec, run_id, i, episode_path(Path(out_dir), i), env, agent, hooks) for i in indices]
 
 
 def _run_chunk_detached(spec_json: str, run_id: str, indices: list[int]) -> list[tuple[dict, bytes, bytes | None]]:
     """Ray task: run episodes in a scratch folder and return their files' bytes to the driver."""
     spec = RunSpec.model_validate_json(spec_json)
-    env, agent = _cached_env_and_agent(spec)
+    env, agent, hooks = _cached_env_and_agent(spec)
     results = []
     with tempfile.TemporaryDirectory() as scratch:
         for index in indices:
             path = episode_path(Path(scratch), index)
             path.parent.mkdir(parents=True, exist_ok=True)
-            summary = run_episode(spec, run_id, index, path, env, agent)
+            summary = run_episode(spec, run_id, index, path, env, agent, hooks)
             sidecar = path.with_suffix(".npz")
             results.append((summary.model_dump(), path.read_bytes(),
                             sidecar.read_bytes() if sidecar.exists() else None))
@@ -302,10 +320,11 @@ def _run_local(spec: RunSpec, run_id: str, out: Path, pending: list[int], worker
         # In this process, and closed afterwards: a cached env would outlive the run (and its threads,
         # an MCP client's say, would make the next pool spawn instead of fork).
         env, agent = make_env_and_agent(spec)
+        hooks = make_hooks(spec)
         try:
             start_display()
             for index in pending:
-                yield run_episode(spec, run_id, index, episode_path(out, index), env, agent)
+                yield run_episode(spec, run_id, index, episode_path(out, index), env, agent, hooks)
         finally:
             env.close()
         return

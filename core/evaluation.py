@@ -44,7 +44,7 @@ from typing import Any
 import gymnasium as gym
 from pydantic import ValidationError
 
-from gauntlet.batch import EpisodeSummary, RunSpec, TaskPlan, episode_path, prepare_run_folder, run_many
+from gauntlet.batch import EpisodeSummary, HookSpec, RunSpec, TaskPlan, episode_path, prepare_run_folder, run_many
 from gauntlet.episode import AgentSpec, Episode, read_episode_file
 from gauntlet.errors import UserError, check_arguments
 from gauntlet.fileio import write_atomically
@@ -209,14 +209,16 @@ def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
                    agent_config: dict[str, Any] | None = None, view: str | None = None,
                    task_ids: Sequence[str] | None = None, limit: int | None = None, repeats: int = 1,
                    seed: int = 0, backend: str = "local", workers: int | None = None, ray_address: str | None = None,
-                   progress: bool | Callable[[EpisodeSummary], None] = False) -> Evaluation:
+                   progress: bool | Callable[[EpisodeSummary], None] = False,
+                   hooks: Sequence[HookSpec] = ()) -> Evaluation:
     """Run the registered agent ``agent`` on tasks of suite ``suite`` and score it (see the module docstring).
 
     ``view`` picks the suite registered for that view of ``suite``'s family; ``task_ids`` picks tasks
     by id (default: all, in suite order), ``limit`` keeps the first that many; each task gets
     ``repeats`` attempts, attempt ``r`` at task ``t`` seeded as ``TaskPlan`` says. An agent whose
     constructor takes ``suite`` (the gold agent) is given the suite file unless ``agent_config`` sets
-    it. ``backend``, ``workers``, ``ray_address`` and ``progress`` are ``run_many``'s.
+    it. ``backend``, ``workers``, ``ray_address`` and ``progress`` are ``run_many``'s; ``hooks`` are the
+    registered controllers and monitors that watch every attempt (recorded in its episode file).
     """
     name = resolve_view(suite, view)
     entry = registry.get("suite", name)
@@ -240,7 +242,7 @@ def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
     # A suite may set ToolTaskEnv options, e.g. its own scorer ("module:attr") or a larger max_text_length.
     env_kwargs = {"tasks": str(source.path), **entry.metadata.get("env_kwargs", {})}
     spec = RunSpec(env_id=TOOL_TASK_ENV, env_kwargs=env_kwargs, agent=AgentSpec(name=agent, config=config),
-                   seed=seed, tasks=plan)
+                   seed=seed, tasks=plan, hooks=list(hooks))
     # Made here first, so a bad scorer or env option fails once, before the folder is touched.
     scorer = _scorer({**env_kwargs, "tasks": source.tasks})
     prepare_run_folder(out, spec)  # refuses another run's folder before anything is written into it

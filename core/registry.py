@@ -143,6 +143,20 @@ def make_agent(name: str, **config: Any) -> Any:
     return registry.get("agent", name).load()(**config)
 
 
+def make_hook(kind: str, name: str, **config: Any) -> Any:
+    """Build the registered controller or monitor ``name`` with ``config``, checked against its protocol."""
+    from gauntlet.hooks import Controller, Monitor
+
+    if kind not in ("controller", "monitor"):
+        raise ValueError(f"hooks are controllers or monitors, not {kind!r}")
+    hook = registry.get(kind, name).load()(**config)
+    expected = Controller if kind == "controller" else Monitor
+    if not isinstance(hook, expected):
+        method = "decide(prefix, candidates)" if kind == "controller" else "observe(step)"
+        raise TypeError(f"{kind} {name!r} built a {type(hook).__name__}, which has no `name` and `{method}`")
+    return hook
+
+
 def register_core() -> None:
     """Core's own entries: the MCP task bridge env, and the agents every env supports."""
     register_env("ToolTask-v0", "gauntlet.bridges.tool_task_env:ToolTaskEnv")
@@ -150,6 +164,8 @@ def register_core() -> None:
                  "uniform samples from the action space, seeded per episode")
     registry.add("agent", "replay", "gauntlet.basic_agents:ReplayAgent",
                  "plays back the actions of a recorded episode (config: episode=PATH[, index=N])")
+    registry.add("controller", "budget", "gauntlet.basic_hooks:BudgetController",
+                 "halts an episode before it exceeds a step or cost budget (config: max_steps, max_cost)")
 
 
 _plugins_loaded = False

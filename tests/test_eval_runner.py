@@ -358,3 +358,19 @@ def test_an_eval_killed_half_way_resumes_running_only_the_unfinished_episodes(tm
     scores = scores_of(out)
     assert [task["task_id"] for task in scores["tasks"]] == [f"t-{k:02d}" for k in range(N_TASKS)]
     assert scores["mean_score"] == 1.0
+
+
+def test_eval_with_a_controller_records_its_decisions_and_scores_the_halted_attempts(toy_suite, tmp_path):
+    from gauntlet.batch import HookSpec
+    from gauntlet.episode import load_episodes
+
+    # A budget of zero steps halts every attempt before its first call: nothing is answered, all score 0.
+    evaluation = evaluate_suite("toy", "gold", tmp_path / "eval", limit=2, workers=1,
+                                hooks=[HookSpec(kind="controller", name="budget", config={"max_steps": 0})])
+    assert [result.score for result in evaluation.results] == [0.0, 0.0]
+    for path in sorted((tmp_path / "eval" / "episodes").glob("*.jsonl")):
+        (episode,) = load_episodes(path)
+        assert episode.steps == []
+        assert episode.outcome.metrics["truncated"] is True
+        assert [(event.kind, event.data["intervention"]) for event in episode.outcome.events] == [
+            ("decision", "halt"), ("intervention", "halt")]

@@ -14,8 +14,9 @@ import gymnasium as gym
 import typer
 from rich.table import Table
 
-from gauntlet.cli_commands.common import (AgentConfigOption, EnvKwargsOption, build_agent, console,
-                                          parse_json_object)
+from gauntlet.cli_commands.common import (AgentConfigOption, ControllerConfigOption, ControllerOption,
+                                          EnvKwargsOption, MonitorConfigOption, MonitorOption, build_agent, console,
+                                          hook_specs, parse_json_object)
 from gauntlet.errors import UserError
 from gauntlet.registry import registry
 
@@ -80,6 +81,10 @@ def run(
     backend: BackendOption = Backend.local,
     workers: WorkersOption = None,
     ray_address: RayAddressOption = None,
+    controller: ControllerOption = None,
+    controller_config: ControllerConfigOption = None,
+    monitor: MonitorOption = None,
+    monitor_config: MonitorConfigOption = None,
 ) -> None:
     """Run an agent for many episodes and record every one of them in a run folder."""
     from gauntlet.batch import RunSpec, run_many
@@ -90,8 +95,9 @@ def run(
     make_kwargs = parse_json_object("--env-kwargs", env_kwargs)
     _check_env(env_id, make_kwargs)
     build_agent(agent, agent_kwargs)
+    hooks = hook_specs(controller, controller_config, monitor, monitor_config)
     spec = RunSpec(env_id=env_id, env_kwargs=make_kwargs, agent=AgentSpec(name=agent, config=agent_kwargs),
-                   seed=seed, max_steps=max_steps)
+                   seed=seed, max_steps=max_steps, hooks=hooks)
     folder = out if out is not None else _default_run_folder(env_id, agent)
     result = run_many(spec, episodes, folder, backend=backend.value, workers=workers, ray_address=ray_address)
     console.print(_run_summary(result))
@@ -217,6 +223,10 @@ def eval_suite(
     backend: BackendOption = Backend.local,
     workers: WorkersOption = None,
     ray_address: RayAddressOption = None,
+    controller: ControllerOption = None,
+    controller_config: ControllerConfigOption = None,
+    monitor: MonitorOption = None,
+    monitor_config: MonitorConfigOption = None,
 ) -> None:
     """Run an agent on the tasks of a registered task suite, score every attempt and record it."""
     from gauntlet.evaluation import evaluate_suite, resolve_view
@@ -229,13 +239,14 @@ def eval_suite(
     resolved = resolve_view(suite, view)
     registry.get("agent", agent)
     config = parse_json_object("--agent-config", agent_config)
+    hooks = hook_specs(controller, controller_config, monitor, monitor_config)
     task_ids = [task_id.strip() for task_id in tasks.split(",") if task_id.strip()] if tasks is not None else None
     if task_ids == []:
         raise UserError("--tasks names no task; give task ids separated by commas, e.g. --tasks a-1,a-2")
     folder = out if out is not None else _default_run_folder(resolved, agent)
     evaluation = evaluate_suite(suite, agent, folder, agent_config=config, view=view, task_ids=task_ids, limit=limit,
                                 repeats=repeats, seed=seed, backend=backend.value, workers=workers,
-                                ray_address=ray_address, progress=True)
+                                ray_address=ray_address, progress=True, hooks=hooks)
     title = f"{resolved}: agent {agent}"
     # With several attempts per task, what matters is each task's c of n and the suite's pass@k / pass^k.
     tables = [_evaluation_table(evaluation, title)] if evaluation.repeats == 1 else [
