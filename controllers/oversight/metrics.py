@@ -1,0 +1,436 @@
+"""How well an overseer's choices do on branched rows, and the result table of the oversight experiment.
+
+Control regret (the paper's measure): on a test prefix the overseer chooses action ``c``; every
+action's realised utility from that identical prefix is known, so the prefix's regret is
+``max_a U_a - U_c``. Control regret is its mean over test prefixes; normalised regret divides by the
+mean over the same prefixes of ``max_a U_a - min_a U_a`` (0 = the oracle, 1 = as far below the oracle
+as the worst action on average). References: the oracle (regret 0) and the fixed policies
+``always_<action>``.
+
+A prefix collected with several draws (rows with draw >= 1 rerun every action with fresh randomness)
+counts once, with each action's utility averaged over its draws (``prefix_table``): the expected
+utility is what an overseer should maximise, and one prefix must not weigh more because it was drawn
+again. Uncertainty: percentile bootstrap over episodes (``bootstrap_ci``), never over rows, since the
+prefixes of one episode share its rollouts. Splits are by episode (``split_by_episode``) for the same
+reason.
+
+Calibration of the scalar baseline: ECE with 15 equal-width bins and AUROC (``sklearn``). The count of
+``identical_risk_different_action`` measures how much a scalar cannot express.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+from gauntlet.controllers.oversight.models import (
+    ActionConditioned,
+    Calibrated,
+    RiskScore,
+    Row,
+    ScalarRouter,
+    TwoThresholdRouter,
+    actions_in,
+    continue_failed,
+    design_matrix,
+)
+
+# ------------------------------------------------------------------------------------------ prefixes
+
+
+def prefix_key(row: Row) -> tuple[str, int, int]:
+    """A prefix: (benchmark, episode, t). Draws of one prefix share it."""
+    return (row["benchmark"], int(row["episode"]), int(row["t"]))
+
+
+def episode_key(row: Row) -> tuple[str, int]:
+    """An episode: (benchmark, episode). All of an episode's rows share its rollouts."""
+    return (row["benchmark"], int(row["episode"]))
+
+
+@dataclass(frozen=True)
+class PrefixTable:
+    """One entry per prefix: its representative row and its utilities averaged over draws.
+
+    ``rows[i]`` is the prefix's row of lowest draw (its features and ``continue`` label: the features
+    are those of the prefix, the same for every draw); ``utilities[i, j]`` the mean of
+    ``U_{actions[j]}`` over the prefix's draws; ``episodes[i]`` an integer id of its episode.
+    """
+
+    rows: list[Row]
+    actions: tuple[str, ...]
+    utilities: np.ndarray
+    episodes: np.ndarray
+    draws: np.ndarray
+
+
+def prefix_table(rows: Sequence[Row], actions: Sequence[str] | None = None) -> PrefixTable:
+    """Group ``rows`` by prefix (see ``PrefixTable``); ``actions`` default to those every row has."""
+    actions = tuple(actions) if actions is not None else actions_in(rows)
+    groups: dict[tuple[str, int, int], list[Row]] = defaultdict(list)
+    for row in rows:
+        groups[prefix_key(row)].append(row)
+    keys = sorted(groups)
+    episode_ids: dict[tuple[str, int], int] = {}
+    representatives, utilities, episodes, draws = [], [], [], []
+    for key in keys:
+        group = sorted(groups[key], key=lambda row: int(row["draw"]))
+        representatives.append(group[0])
+        utilities.append([np.mean([row["branches"][a]["utility"] for row in group]) for a in actions])
+        episodes.append(episode_ids.setdefault(key[:2], len(episode_ids)))
+        draws.append(len(group))
+    return PrefixTable(rows=representatives, actions=actions,
+                       utilities=np.array(utilities, dtype=np.float64).reshape(len(keys), len(actions)),
+                       episodes=np.array(episodes, dtype=np.int64), draws=np.array(draws, dtype=np.int64))
+
+
+def split_by_episode(rows: Sequence[Row], test_fraction: float, seed: int) -> tuple[list[Row], list[Row]]:
+    """(train, test) rows with no episode in both: every row of an episode goes to one side.
+
+    ``round(test_fraction * episodes)`` episodes (at least one, and at least one left for training when
+    there are two or more) are drawn for the test side with ``seed``.
+    """
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must be between 0 and 1, not {test_fraction}")
+    episodes = sorted({episode_key(row) for row in rows})
+    if not episodes:
+        return [], []
+    n_test = min(max(1, round(test_fraction * len(episodes))), max(1, len(episodes) - 1))
+    chosen = np.random.default_rng(seed).permutation(len(episodes))[:n_test]
+    test_episodes = {episodes[i] for i in chosen}
+    train = [row for row in rows if episode_key(row) not in test_episodes]
+    test = [row for row in rows if episode_key(row) in test_episodes]
+    return train, test
+
+
+# -------------------------------------------------------------------------------------------- regret
+
+
+def optimal_actions(utilities: np.ndarray, actions: Sequence[str]) -> list[str]:
+    """The best action per prefix (ties: the first in ``actions`` order)."""
+    return [actions[j] for j in np.asarray(utilities).argmax(axis=1)]
+
+
+def regret_per_prefix(utilities: np.ndarray, actions: Sequence[str], chosen: Sequence[str]) -> np.ndarray:
+    """``max_a U_a - U_chosen`` per prefix."""
+    column = {action: j for j, action in enumerate(actions)}
+    picked = np.array([column[action] for action in chosen], dtype=np.int64)
+    utilities = np.asarray(utilities)
+    return np.asarray(utilities.max(axis=1) - utilities[np.arange(len(picked)), picked])
+
+
+def regret_spread(utilities: np.ndarray) -> np.ndarray:
+    """``max_a U_a - min_a U_a`` per prefix: what is at stake there (normalised regret's denominator)."""
+    utilities = np.asarray(utilities)
+    return np.asarray(utilities.max(axis=1) - utilities.min(axis=1))
+
+
+def control_regret(utilities: np.ndarray, actions: Sequence[str], chosen: Sequence[str]) -> float:
+    """Mean over prefixes of ``max_a U_a - U_chosen``."""
+    return float(regret_per_prefix(utilities, actions, chosen).mean())
+
+
+def normalised_regret(utilities: np.ndarray, actions: Sequence[str], chosen: Sequence[str]) -> float:
+    """Control regret divided by the mean of ``max_a U_a - min_a U_a``; NaN when nothing is at stake."""
+    scale = float(regret_spread(utilities).mean())
+    return control_regret(utilities, actions, chosen) / scale if scale > 0 else float("nan")
+
+
+def reference_policies(utilities: np.ndarray, actions: Sequence[str]) -> dict[str, list[str]]:
+    """The references' choices: ``oracle`` (the best action, regret 0) and ``always_<action>`` for each."""
+    n = np.asarray(utilities).shape[0]
+    policies = {"oracle": optimal_actions(utilities, actions)}
+    policies.update({f"always_{action}": [action] * n for action in actions})
+    return policies
+
+
+# -------------------------------------------------------------------------------------- calibration
+
+
+def expected_calibration_error(probabilities: np.ndarray, labels: np.ndarray, bins: int = 15) -> float:
+    """ECE: ``sum_b (n_b / n) * |mean(label in b) - mean(probability in b)|`` over equal-width bins of [0, 1].
+
+    Bin b holds probabilities in ``[b / bins, (b + 1) / bins)``; the last bin also holds 1.0.
+    """
+    probabilities = np.asarray(probabilities, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.float64)
+    which = np.minimum((probabilities * bins).astype(np.int64), bins - 1)
+    total = 0.0
+    for b in np.unique(which):
+        inside = which == b
+        total += inside.sum() * abs(labels[inside].mean() - probabilities[inside].mean())
+    return float(total / len(probabilities)) if len(probabilities) else float("nan")
+
+
+def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """Area under the ROC curve of ``scores`` for the 0/1 ``labels``; NaN when only one class occurs."""
+    labels = np.asarray(labels)
+    if len(np.unique(labels)) < 2:
+        return float("nan")
+    return float(roc_auc_score(labels, np.asarray(scores, dtype=np.float64)))
+
+
+def identical_risk_different_action(risk: np.ndarray, best_actions: Sequence[str], bins: int = 20) -> int:
+    """Prefixes whose risk a threshold router cannot tell from others that need a different action.
+
+    Risk in [0, 1] is cut into ``bins`` equal-width bins (as in ``expected_calibration_error``). In each
+    bin, the majority optimal action is the most frequent one (ties: the first of them in sorted
+    order). The count is the number of prefixes whose optimal action differs from their bin's majority;
+    a bin whose prefixes all share one optimal action adds nothing. It is the least number of prefixes
+    any rule that sees only the binned risk must route to a suboptimal action.
+    """
+    risk = np.asarray(risk, dtype=np.float64)
+    which = np.minimum((risk * bins).astype(np.int64), bins - 1)
+    by_bin: dict[int, Counter[str]] = defaultdict(Counter)
+    for b, action in zip(which.tolist(), best_actions):
+        by_bin[b][action] += 1
+    count = 0
+    for counter in by_bin.values():
+        majority = max(sorted(counter), key=lambda action: counter[action])
+        count += sum(counter.values()) - counter[majority]
+    return count
+
+
+# ----------------------------------------------------------------------------------------- bootstrap
+
+
+def bootstrap_ci(values: np.ndarray, episodes: np.ndarray, *, denominators: np.ndarray | None = None,
+                 n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``sum(values) / sum(denominators)`` resampling episodes.
+
+    Each resample draws as many episodes as there are, with replacement, and takes all their prefixes;
+    with ``denominators`` of ones (the default) the statistic is the mean. ``episodes[i]`` is the
+    episode id of entry i (e.g. ``PrefixTable.episodes``).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    denominators = np.ones_like(values) if denominators is None else np.asarray(denominators, dtype=np.float64)
+    ids, inverse = np.unique(np.asarray(episodes), return_inverse=True)
+    numerator_by_episode = np.bincount(inverse, weights=values, minlength=len(ids))
+    denominator_by_episode = np.bincount(inverse, weights=denominators, minlength=len(ids))
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(len(ids), np.full(len(ids), 1 / len(ids)), size=n_boot)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        statistics = (counts @ numerator_by_episode) / (counts @ denominator_by_episode)
+    statistics = statistics[np.isfinite(statistics)]
+    if not len(statistics):
+        return float("nan"), float("nan")
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(statistics, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+# ------------------------------------------------------------------------------------------ variance
+
+
+def within_action_variance(rows: Sequence[Row], actions: Sequence[str] | None = None) -> dict[str, Any]:
+    """How much one action's utility varies between draws of the same prefix.
+
+    Only prefixes with repeat draws (some row with draw >= 1) count. Per action: ``within`` is the mean
+    over those prefixes of the sample variance of its utility across draws; ``between`` the variance
+    across those prefixes of its draw-averaged utility, for scale (within much smaller than between
+    means the prefix decides most of the outcome).
+    """
+    repeated = {prefix_key(row) for row in rows if int(row["draw"]) >= 1}
+    chosen_rows = [row for row in rows if prefix_key(row) in repeated]
+    if not chosen_rows:
+        return {"prefixes": 0, "actions": {}}
+    actions = tuple(actions) if actions is not None else actions_in(chosen_rows)
+    groups: dict[tuple[str, int, int], list[Row]] = defaultdict(list)
+    for row in chosen_rows:
+        groups[prefix_key(row)].append(row)
+    per_action = {}
+    for action in actions:
+        draws = [np.array([row["branches"][action]["utility"] for row in group]) for group in groups.values()]
+        per_action[action] = {
+            "within": float(np.mean([d.var(ddof=1) for d in draws if len(d) > 1])),
+            "between": float(np.var([d.mean() for d in draws])),
+        }
+    return {"prefixes": len(groups), "actions": per_action}
+
+
+# -------------------------------------------------------------------------------------- evaluation
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    """What ``evaluate`` fits and reports.
+
+    The scalar baseline's risk model is fitted on ``1 - calibration_fraction`` of the training episodes;
+    the rest (the calibration split) fits Platt and isotonic recalibration and tunes every router's
+    threshold, on risk the model did not see in training (a forest's in-sample probabilities are
+    overconfident, and a threshold tuned on them would sit in the wrong place). The action-conditioned
+    models need no held-out split and are fitted on all training rows.
+    """
+
+    calibration_fraction: float = 0.3
+    intervention: str = "expert"
+    """The scalar routers' intervention."""
+    risk_kind: Literal["rf", "logistic"] = "rf"
+    controller_kinds: tuple[Literal["rf", "gbr"], ...] = ("rf", "gbr")
+    dispersion: float = 0.0
+    n_boot: int = 1000
+    confidence: float = 0.95
+    risk_bins: int = 20
+    ece_bins: int = 15
+    n_jobs: int = 1
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> EvaluationConfig:
+        """From a JSON-like mapping (lists become tuples); unknown keys are a ``ValueError``."""
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown evaluation settings {unknown}; known are {sorted(known)}")
+        settings: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value
+                                    for key, value in values.items()}
+        return cls(**settings)
+
+
+def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
+             config: EvaluationConfig | Mapping[str, Any] | None = None, *, seed: int) -> dict[str, Any]:
+    """The result table on ``test_rows`` of overseers trained on ``train_rows`` (disjoint episodes).
+
+    Methods (each with regret, normalised regret, their bootstrap CIs over test episodes, mean utility
+    and the share of each chosen action): ``oracle`` and ``always_<action>``; the scalar routers
+    ``scalar_raw``, ``scalar_platt`` and ``scalar_isotonic`` (threshold re-tuned after recalibration),
+    ``scalar_platt_raw_threshold`` and ``scalar_isotonic_raw_threshold`` (the raw score's tuned threshold
+    applied to the recalibrated score, as a deployed threshold would be if the score were recalibrated
+    under it), ``scalar_two_threshold`` (raw; quit above the second cut); and
+    ``action_conditioned_<kind>``. Also: ECE and AUROC of the raw and recalibrated risk on the test
+    prefixes, the tuned thresholds, the identical-risk count per scalar and the within-action variance
+    of the test rows.
+    """
+    if config is None:
+        config = EvaluationConfig()
+    elif not isinstance(config, EvaluationConfig):
+        config = EvaluationConfig.from_mapping(config)
+    if not train_rows or not test_rows:
+        raise ValueError("evaluate needs training rows and test rows")
+    shared = set(map(episode_key, train_rows)) & set(map(episode_key, test_rows))
+    if shared:
+        raise ValueError(f"{len(shared)} episodes are in both the training and the test rows "
+                         f"(e.g. {sorted(shared)[0]}); split with split_by_episode")
+    actions = actions_in([*train_rows, *test_rows])
+    if config.intervention not in actions:
+        raise ValueError(f"the scalar routers' intervention {config.intervention!r} is not among the rows' "
+                         f"actions {list(actions)}")
+    test = prefix_table(test_rows, actions)
+    choices: dict[str, list[str]] = dict(reference_policies(test.utilities, actions))
+
+    # The scalar baseline: risk on the fit split; recalibration and thresholds on the calibration split.
+    fit_rows, calibration_rows = split_by_episode(train_rows, config.calibration_fraction, seed)
+    risk = RiskScore(config.risk_kind, seed=seed, n_jobs=config.n_jobs).fit(fit_rows)
+    scores: dict[str, RiskScore | Calibrated] = {"raw": risk}
+    methods: tuple[Literal["platt", "isotonic"], ...] = ("platt", "isotonic")
+    for method in methods:
+        scores[method] = Calibrated(risk, method).fit(calibration_rows)
+    X_test, _ = design_matrix(test.rows, risk.feature_names)
+    thresholds: dict[str, Any] = {}
+    raw_router = ScalarRouter(risk, intervention=config.intervention).fit(calibration_rows)
+    for name, score in scores.items():
+        router = raw_router if name == "raw" else ScalarRouter(score, intervention=config.intervention).fit(
+            calibration_rows)
+        choices[f"scalar_{name}"] = router.choose(X_test)
+        thresholds[name] = router.threshold
+        if name != "raw":
+            fixed = ScalarRouter(score, threshold=raw_router.threshold, intervention=config.intervention)
+            choices[f"scalar_{name}_raw_threshold"] = fixed.choose(X_test)
+    if "quit" in actions:
+        two = TwoThresholdRouter(risk, intervention=config.intervention).fit(calibration_rows)
+        choices["scalar_two_threshold"] = two.choose(X_test)
+        thresholds["two_threshold"] = [two.low, two.high]
+
+    for kind in config.controller_kinds:
+        model = ActionConditioned(kind, dispersion=config.dispersion, seed=seed, n_jobs=config.n_jobs)
+        model.fit(train_rows)
+        choices[f"action_conditioned_{kind}"] = model.choose(design_matrix(test.rows, model.feature_names)[0])
+
+    labels = continue_failed(test.rows)
+    best = optimal_actions(test.utilities, actions)
+    calibration, identical = {}, {}
+    for name, score in scores.items():
+        values = score.predict_risk(X_test)
+        calibration[name] = {"ece": expected_calibration_error(values, labels, config.ece_bins),
+                             "auroc": auroc(values, labels)}
+        if isinstance(score, Calibrated) and score.method == "platt":
+            calibration[name]["slope"] = score.platt_slope
+        identical[name] = identical_risk_different_action(values, best, config.risk_bins)
+    return {
+        "actions": list(actions),
+        "n_train_rows": len(train_rows), "n_test_rows": len(test_rows), "n_test_prefixes": len(test.rows),
+        "n_test_episodes": int(len(np.unique(test.episodes))),
+        "methods": {name: _method_result(test, chosen, config, seed) for name, chosen in choices.items()},
+        "calibration": calibration,
+        "thresholds": {name: _json_threshold(value) for name, value in thresholds.items()},
+        "identical_risk_different_action": {"bins": config.risk_bins, "prefixes": len(test.rows), **identical},
+        "within_action_variance": within_action_variance(test_rows, actions),
+        "config": dataclasses.asdict(config), "seed": seed,
+    }
+
+
+def _method_result(table: PrefixTable, chosen: Sequence[str], config: EvaluationConfig, seed: int) -> dict[str, Any]:
+    regrets = regret_per_prefix(table.utilities, table.actions, chosen)
+    spread = regret_spread(table.utilities)
+    column = {action: j for j, action in enumerate(table.actions)}
+    utilities = table.utilities[np.arange(len(chosen)), [column[action] for action in chosen]]
+
+    def interval(denominators: np.ndarray | None = None) -> list[float]:
+        return list(bootstrap_ci(regrets, table.episodes, denominators=denominators, n_boot=config.n_boot,
+                                 confidence=config.confidence, seed=seed))
+
+    counts = Counter(chosen)
+    return {
+        "regret": float(regrets.mean()),
+        "regret_ci": interval(),
+        "normalised_regret": normalised_regret(table.utilities, table.actions, chosen),
+        "normalised_regret_ci": interval(spread),
+        "mean_utility": float(utilities.mean()),
+        "action_share": {action: counts[action] / len(chosen) for action in table.actions if counts[action]},
+    }
+
+
+def _json_threshold(value: Any) -> Any:
+    """Thresholds for a JSON table: minus infinity (intervene on every prefix) becomes None."""
+    if isinstance(value, list):
+        return [_json_threshold(v) for v in value]
+    return float(value) if value is not None and np.isfinite(value) else None
+
+
+def evaluate_by_strength(train_rows: Sequence[Row], test_rows: Sequence[Row],
+                         config: EvaluationConfig | Mapping[str, Any] | None = None, *,
+                         seed: int) -> dict[str, dict[str, Any]]:
+    """``evaluate`` separately for each ``expert_strength`` the rows were collected with.
+
+    The intervention-strength ablation: a weaker expert makes every intervention worth less, so the
+    action-conditioned controller's gain over the references should shrink with it. Keys are the
+    strengths as strings (JSON keys), in increasing order.
+    """
+    groups = _group(train_rows, lambda row: float(row["expert_strength"]))
+    tests = _group(test_rows, lambda row: float(row["expert_strength"]))
+    return {str(strength): evaluate(groups[strength], tests[strength], config, seed=seed)
+            for strength in sorted(groups) if strength in tests}
+
+
+def _group(rows: Iterable[Row], key: Callable[[Row], float]) -> dict[float, list[Row]]:
+    groups: dict[float, list[Row]] = defaultdict(list)
+    for row in rows:
+        groups[key(row)].append(row)
+    return groups
+
+
+def markdown_table(result: Mapping[str, Any]) -> str:
+    """The methods of an ``evaluate`` result as a Markdown table (regret and normalised regret with CIs)."""
+    level = f"{100 * result['config']['confidence']:g}% CI"
+    lines = [f"| method | regret [{level}] | normalised regret [{level}] | mean utility |", "|---|---|---|---|"]
+    for name, method in result["methods"].items():
+        low, high = method["regret_ci"]
+        n_low, n_high = method["normalised_regret_ci"]
+        lines.append(f"| {name} | {method['regret']:.3f} [{low:.3f}, {high:.3f}] | "
+                     f"{method['normalised_regret']:.3f} [{n_low:.3f}, {n_high:.3f}] | {method['mean_utility']:.3f} |")
+    return "\n".join(lines)

@@ -1,0 +1,182 @@
+"""Regret, calibration and bootstrap metrics against hand computation, and the result table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gauntlet.controllers.oversight.metrics import (
+    EvaluationConfig,
+    auroc,
+    bootstrap_ci,
+    control_regret,
+    evaluate,
+    evaluate_by_strength,
+    expected_calibration_error,
+    identical_risk_different_action,
+    markdown_table,
+    normalised_regret,
+    optimal_actions,
+    prefix_table,
+    reference_policies,
+    regret_per_prefix,
+    split_by_episode,
+    within_action_variance,
+)
+
+from .test_models import synthetic_rows
+
+ACTIONS = ("continue", "quit", "expert")
+# Two prefixes: continue is best on the first, the expert on the second.
+UTILITIES = np.array([[1.0, 0.0, 0.5],
+                      [0.2, 0.0, 0.9]])
+
+
+def test_control_regret_is_the_mean_gap_to_the_best_action() -> None:
+    assert regret_per_prefix(UTILITIES, ACTIONS, ["continue", "continue"]).tolist() == pytest.approx([0.0, 0.7])
+    assert control_regret(UTILITIES, ACTIONS, ["continue", "continue"]) == pytest.approx(0.35)
+    assert control_regret(UTILITIES, ACTIONS, ["quit", "expert"]) == pytest.approx(0.5)
+
+
+def test_normalised_regret_divides_by_the_mean_spread_of_the_actions() -> None:
+    # spreads: 1.0 - 0.0 and 0.9 - 0.0
+    assert normalised_regret(UTILITIES, ACTIONS, ["continue", "continue"]) == pytest.approx(0.35 / 0.95)
+    assert np.isnan(normalised_regret(np.zeros((2, 3)), ACTIONS, ["quit", "quit"]))
+
+
+def test_the_oracle_has_no_regret_and_each_fixed_policy_its_own() -> None:
+    policies = reference_policies(UTILITIES, ACTIONS)
+    assert policies["oracle"] == optimal_actions(UTILITIES, ACTIONS) == ["continue", "expert"]
+    regrets = {name: control_regret(UTILITIES, ACTIONS, chosen) for name, chosen in policies.items()}
+    assert regrets == pytest.approx({"oracle": 0.0, "always_continue": 0.35, "always_quit": 0.95,
+                                     "always_expert": 0.25})
+
+
+def test_ece_by_hand() -> None:
+    # Bin of 0.1: mean label 0.5 vs 0.1 on 2 of 4 -> 0.2; last bin (0.9 and 1.0): mean label 1 vs 0.95 -> 0.025.
+    probabilities = np.array([0.1, 0.1, 0.9, 1.0])
+    labels = np.array([0, 1, 1, 1])
+    assert expected_calibration_error(probabilities, labels) == pytest.approx(0.2 + 0.025)
+    assert expected_calibration_error(np.array([0.3, 0.7]), np.array([0.3, 0.7])) == pytest.approx(0.0)
+
+
+def test_auroc_by_hand() -> None:
+    # Positives 0.35 and 0.8 against negatives 0.1 and 0.4: 3 of 4 pairs ordered right.
+    assert auroc(np.array([0.1, 0.4, 0.35, 0.8]), np.array([0, 0, 1, 1])) == pytest.approx(0.75)
+    assert np.isnan(auroc(np.array([0.1, 0.2]), np.array([1, 1])))
+
+
+def test_identical_risk_different_action_by_hand() -> None:
+    # Bins of width 0.05: [0.00, 0.05) holds continue, continue, expert -> 1 off the majority;
+    # [0.50, 0.55) holds expert, quit, quit, expert, expert -> 2; [0.95, 1.0] holds quit only -> 0.
+    risk = np.array([0.01, 0.02, 0.04, 0.50, 0.51, 0.52, 0.53, 0.54, 1.0, 0.97])
+    best = ["continue", "continue", "expert", "expert", "quit", "quit", "expert", "expert", "quit", "quit"]
+    assert identical_risk_different_action(risk, best, bins=20) == 3
+    # One bin for everything: majority quit or expert (4 each; ties: the first in sorted order, expert) -> 6.
+    assert identical_risk_different_action(risk, best, bins=1) == 6
+
+
+def test_bootstrap_interval_contains_the_estimate() -> None:
+    rng = np.random.default_rng(0)
+    episodes = np.repeat(np.arange(30), 8)
+    values = rng.normal(size=len(episodes)) + episodes % 3
+    low, high = bootstrap_ci(values, episodes, n_boot=500, seed=1)
+    assert low < values.mean() < high
+
+
+def test_bootstrap_resamples_episodes_not_rows() -> None:
+    # One episode of 100 zeros and one of a single 1: resampling rows would keep the mean near 0.01,
+    # resampling episodes draws {B, B} (mean 1) in a quarter of the resamples.
+    values = np.r_[np.zeros(100), 1.0]
+    episodes = np.r_[np.zeros(100, dtype=int), 1]
+    low, high = bootstrap_ci(values, episodes, n_boot=1000, seed=0)
+    assert low == 0.0 and high == 1.0
+
+
+def test_bootstrap_of_a_ratio_divides_episode_sums() -> None:
+    values, denominators = np.array([1.0, 1.0, 2.0]), np.array([2.0, 2.0, 4.0])
+    assert bootstrap_ci(values, np.array([0, 1, 2]), denominators=denominators, n_boot=50) == (0.5, 0.5)
+
+
+def test_split_by_episode_shares_no_episode_and_keeps_every_row() -> None:
+    rows = synthetic_rows(20, 3)
+    train, test = split_by_episode(rows, 0.25, seed=3)
+    train_episodes = {row["episode"] for row in train}
+    test_episodes = {row["episode"] for row in test}
+    assert not train_episodes & test_episodes and len(test_episodes) == 5
+    assert len(train) + len(test) == len(rows)
+    assert split_by_episode(rows, 0.25, seed=3) == (train, test)
+    assert split_by_episode(rows, 0.25, seed=4)[1] != test
+
+
+def repeated_draw_rows() -> list[dict[str, Any]]:
+    """Prefix (e0, t0) drawn three times, (e0, t1) once."""
+    rows = synthetic_rows(1, 2, seed=0)
+    first = rows[0]
+    for draw, (u_continue, u_expert) in enumerate([(0.0, 0.5), (1.0, 0.5), (0.5, 0.5)]):
+        row = {**first, "draw": draw, "branches": {**first["branches"],
+                                                    "continue": {"success": True, "steps": 1, "utility": u_continue},
+                                                    "expert": {"success": True, "steps": 1, "utility": u_expert}}}
+        rows.append(row)
+    return rows[1:]
+
+
+def test_a_prefix_drawn_several_times_counts_once_with_its_mean_utility() -> None:
+    table = prefix_table(repeated_draw_rows())
+    assert len(table.rows) == 2 and table.draws.tolist() == [3, 1]
+    assert table.utilities[0].tolist() == pytest.approx([0.5, 0.0, 0.5])
+    assert table.rows[0]["draw"] == 0
+
+
+def test_within_action_variance_uses_only_repeated_prefixes() -> None:
+    result = within_action_variance(repeated_draw_rows())
+    assert result["prefixes"] == 1
+    assert result["actions"]["continue"]["within"] == pytest.approx(0.25)  # var(0, 1, 0.5) with ddof 1
+    assert result["actions"]["expert"]["within"] == 0.0
+    assert within_action_variance(synthetic_rows(2, 2)) == {"prefixes": 0, "actions": {}}
+
+
+def test_evaluate_builds_the_result_table() -> None:
+    rows = synthetic_rows(60, 6, seed=20, noise=0.1)
+    train, test = split_by_episode(rows, 0.3, seed=0)
+    config = {"n_boot": 200, "controller_kinds": ["rf"]}
+    result = evaluate(train, test, config, seed=0)
+    methods = result["methods"]
+    assert set(methods) == {"oracle", "always_continue", "always_quit", "always_expert", "scalar_raw",
+                            "scalar_platt", "scalar_platt_raw_threshold", "scalar_isotonic",
+                            "scalar_isotonic_raw_threshold", "scalar_two_threshold", "action_conditioned_rf"}
+    assert methods["oracle"]["regret"] == 0.0
+    for method in methods.values():
+        low, high = method["regret_ci"]
+        assert low <= method["regret"] <= high
+    learned = methods["action_conditioned_rf"]["regret"]
+    assert learned < min(methods[name]["regret"] for name in methods if name.startswith(("always", "scalar")))
+    # A strictly increasing recalibration with the threshold re-tuned on the same rows routes the same.
+    assert result["calibration"]["platt"]["slope"] > 0
+    assert methods["scalar_platt"]["regret"] == methods["scalar_raw"]["regret"]
+    assert set(result["calibration"]) == {"raw", "platt", "isotonic"}
+    # Risk cannot tell the expert's prefixes from quit's: both have a failing continue.
+    assert result["identical_risk_different_action"]["raw"] > 0
+    assert "| action_conditioned_rf |" in markdown_table(result)
+
+
+def test_evaluate_refuses_rows_of_one_episode_on_both_sides() -> None:
+    rows = synthetic_rows(4, 2)
+    with pytest.raises(ValueError, match="both the training and the test rows"):
+        evaluate(rows, rows[:1], seed=0)
+    with pytest.raises(ValueError, match="unknown evaluation settings"):
+        evaluate(rows[:4], rows[4:], {"bins": 3}, seed=0)
+
+
+def test_evaluate_by_strength_evaluates_each_expert_strength_apart() -> None:
+    weak = synthetic_rows(20, 4, seed=30, strength=0.2)
+    strong = synthetic_rows(20, 4, seed=31, strength=1.0)
+    for row in strong:  # episodes of the two strengths are distinct episodes
+        row["episode"] += 100
+    train, test = split_by_episode([*weak, *strong], 0.3, seed=0)
+    results = evaluate_by_strength(train, test, EvaluationConfig(n_boot=50, controller_kinds=("rf",)), seed=0)
+    assert list(results) == ["0.2", "1.0"]
+    # A weak expert is worth less, so always handing over costs more against the oracle.
+    assert results["0.2"]["methods"]["always_expert"]["regret"] > results["1.0"]["methods"]["always_expert"]["regret"]
