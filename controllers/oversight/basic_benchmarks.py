@@ -39,7 +39,7 @@ from gauntlet.datacache import ensure_built
 from gauntlet.info_keys import PRIVILEGED, SUCCESS
 
 # Streams of ``derive_seed(benchmark seed, ...)``.
-_EPISODE_SEED, _AGENT_SEED, _EXPERT_SEED = 0, 1, 2
+_EPISODE_SEED, _AGENT_SEED, _EXPERT_SEED, _HELD_OUT_SEED = 0, 1, 2, 3
 
 
 # The corridor ----------------------------------------------------------------------------------
@@ -227,6 +227,9 @@ TAXI_ID = "Taxi-v4"
 TAXI_EXPERT = "oversight-taxi-expert"
 TAXI_EXPERT_VERSION = "1"
 TAXI_ACTIONS = 6
+TAXI_MAX_STEPS = 40
+"""The taxi episode budget: the longest optimal Taxi episode takes 18 steps."""
+HELD_OUT_EPISODES = 1000
 DROPOFF = 5
 _TAXI_LOCATIONS = ((0, 0), (0, 4), (4, 0), (4, 3))
 
@@ -252,7 +255,7 @@ def decode_taxi(state: int) -> tuple[int, int, int, int]:
     return row, column, passenger, destination
 
 
-def train_taxi_expert(*, seed: int = 0, episodes: int = 4000, alpha: float = 0.5, gamma: float = 0.95,
+def train_taxi_expert(*, seed: int = 0, episodes: int = 20_000, alpha: float = 0.5, gamma: float = 0.95,
                       epsilon: float = 0.2, episode_steps: int = 200) -> np.ndarray:
     """A Taxi Q-table learned by tabular Q-learning (epsilon-greedy, ``episodes`` episodes from Taxi's
     start distribution) on the env's own transition table, which ``Taxi-v4`` without rain is a
@@ -323,22 +326,28 @@ def taxi_success_rate(q_table: np.ndarray, *, episodes: int, max_steps: int, see
     return solved / episodes
 
 
-def build_taxi_expert(folder: Path, seed: int = 0, episodes: int = 4000) -> None:
-    """The ``TAXI_EXPERT`` data builder: ``q_table.npy`` and ``training.json`` (settings and the held-out
-    success rate within 50 steps over 1000 episodes whose reset seeds the benchmarks never use)."""
+def build_taxi_expert(folder: Path, seed: int = 0, episodes: int = 20_000) -> None:
+    """The ``TAXI_EXPERT`` data builder: ``q_table.npy`` and ``training.json`` (settings and the success
+    rate within ``TAXI_MAX_STEPS`` steps over ``HELD_OUT_EPISODES`` episodes whose reset seeds come
+    from a stream the benchmark's episodes do not use)."""
     q_table = train_taxi_expert(seed=seed, episodes=episodes)
     np.save(Path(folder) / "q_table.npy", q_table)
-    held_out = taxi_success_rate(q_table, episodes=1000, max_steps=50, seed=derive_seed(seed, 99))
-    report = {"seed": seed, "episodes": episodes, "held_out_episodes": 1000, "held_out_max_steps": 50,
-              "held_out_success": held_out}
+    held_out = taxi_success_rate(q_table, episodes=HELD_OUT_EPISODES, max_steps=TAXI_MAX_STEPS,
+                                 seed=derive_seed(seed, _HELD_OUT_SEED))
+    report = {"seed": seed, "episodes": episodes, "held_out_episodes": HELD_OUT_EPISODES,
+              "held_out_max_steps": TAXI_MAX_STEPS, "held_out_success": held_out}
     (Path(folder) / "training.json").write_text(json.dumps(report, indent=1, sort_keys=True))
 
 
-def taxi_expert_table(*, seed: int = 0, episodes: int = 4000) -> np.ndarray:
-    """The trained Q-table, built into the data cache on first use."""
-    folder = ensure_built(TAXI_EXPERT, TAXI_EXPERT_VERSION, build_taxi_expert,
-                          params={"seed": seed, "episodes": episodes})
-    return np.load(folder / "q_table.npy")
+def taxi_expert_folder(*, seed: int = 0, episodes: int = 20_000) -> Path:
+    """The cache folder of the trained expert (``q_table.npy``, ``training.json``), built on first use."""
+    return ensure_built(TAXI_EXPERT, TAXI_EXPERT_VERSION, build_taxi_expert,
+                        params={"seed": seed, "episodes": episodes})
+
+
+def taxi_expert_table(*, seed: int = 0, episodes: int = 20_000) -> np.ndarray:
+    """The trained expert's Q-table."""
+    return np.load(taxi_expert_folder(seed=seed, episodes=episodes) / "q_table.npy")
 
 
 def _random_action(observation: Any, info: dict[str, Any], rng: np.random.Generator) -> int:
@@ -356,11 +365,16 @@ class TaxiBenchmark:
     name = "taxi"
     has_stronger = True
 
-    def __init__(self, *, max_steps: int = 50, seed: int = 0, p_lapse: tuple[float, float] = (0.0, 0.5),
-                 p_loop: tuple[float, float] = (0.0, 0.1), p_premature: tuple[float, float] = (0.0, 0.05),
-                 loop_len: int = 4, expert_seed: int = 0, expert_episodes: int = 4000):
+    def __init__(self, *, max_steps: int = TAXI_MAX_STEPS, seed: int = 0, p_lapse: tuple[float, float] = (0.0, 0.6),
+                 p_loop: tuple[float, float] = (0.0, 0.15), p_premature: tuple[float, float] = (0.0, 0.1),
+                 loop_len: int = 4, expert_seed: int = 0, expert_episodes: int = 20_000):
         self.max_steps, self.seed, self.loop_len = max_steps, seed, loop_len
         self.ranges = {"p_lapse": p_lapse, "p_loop": p_loop, "p_premature": p_premature}
+        if any(not 0.0 <= low <= high <= 1.0 for low, high in self.ranges.values()):
+            raise ValueError("each probability range must be (low, high) with 0 <= low <= high <= 1; "
+                             f"got {self.ranges}")
+        if sum(high for _, high in self.ranges.values()) > 1.0:
+            raise ValueError(f"the ranges' upper ends must sum to at most 1; got {self.ranges}")
         self.q_table = taxi_expert_table(seed=expert_seed, episodes=expert_episodes)
 
     def competence(self, episode: int) -> Competence:

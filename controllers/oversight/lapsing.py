@@ -188,8 +188,9 @@ class LapsingAgent(Agent):
         return action
 
     def snapshot(self) -> LapsingSnapshot:
-        return LapsingSnapshot(rng=copy.deepcopy(dict(self._rng.bit_generator.state)), recent=copy.deepcopy(self._recent),
-                               loop=copy.deepcopy(self._loop), loop_left=self._loop_left,
+        return LapsingSnapshot(rng=copy.deepcopy(dict(self._rng.bit_generator.state)),
+                               recent=copy.deepcopy(self._recent), loop=copy.deepcopy(self._loop),
+                               loop_left=self._loop_left,
                                expert=self.expert.snapshot())
 
     def restore(self, snapshot: LapsingSnapshot) -> None:
