@@ -382,10 +382,15 @@ class ScalarRouter:
         self.threshold = tune_threshold(self.risk.predict_risk(X), utilities[:, 0], utilities[:, 1])
         return self
 
-    def route(self, risk: np.ndarray) -> list[str]:
-        """The action for each risk value."""
+    def thresholds(self) -> dict[str, float]:
+        """The router's cut by name (what an online controller records beside the risk)."""
         if self.threshold is None:
             raise ValueError("the router has no threshold: give one or fit it")
+        return {"threshold": float(self.threshold)}
+
+    def route(self, risk: np.ndarray) -> list[str]:
+        """The action for each risk value."""
+        self.thresholds()
         return [self.intervention if value > self.threshold else "continue" for value in np.asarray(risk)]
 
     def choose(self, X: np.ndarray, allowed: Iterable[str] | None = None) -> list[str]:
@@ -421,9 +426,15 @@ class TwoThresholdRouter:
         self.low, self.high = tune_two_thresholds(self.risk.predict_risk(X), *utilities.T)
         return self
 
-    def route(self, risk: np.ndarray) -> list[str]:
+    def thresholds(self) -> dict[str, float]:
+        """The router's cuts by name (what an online controller records beside the risk)."""
         if self.low is None or self.high is None:
             raise ValueError("the router has no thresholds: give them or fit it")
+        return {"threshold_low": float(self.low), "threshold_high": float(self.high)}
+
+    def route(self, risk: np.ndarray) -> list[str]:
+        """The action for each risk value."""
+        self.thresholds()
         return ["continue" if value <= self.low else self.intervention if value <= self.high else "quit"
                 for value in np.asarray(risk)]
 

@@ -1,0 +1,217 @@
+"""Oversight controllers for the runner: a trained overseer deployed online (``gauntlet.hooks.Controller``).
+
+Before every step the runner asks ``decide(prefix, candidates)``. The controller builds the prefix as
+the overseer sees it (``History.from_steps``: no privileged information), computes the same prefix
+features the branched rows were trained on, and picks an overseer action:
+
+``continue``  the agent's proposal goes ahead (``Decision.proceed``);
+``quit``      the episode ends now (the runner's ``halt``);
+``expert``    from now on the expert acts: every remaining step is a ``replace_action`` with the
+              expert's action (the expert is the benchmark's ``make_expert``);
+``expert_k``  the same for ``k`` steps (the utility configuration's ``k``); then the controller decides
+              again at every step.
+
+``rollback`` and ``stronger`` are not carried out online: rolling back would need the runner to
+rewind an episode it has already recorded, and a stronger agent would need the runner to swap the
+agent. The online controller chooses among the other actions (those of ``ONLINE_ACTIONS`` the model
+knows); the offline evaluation (``metrics.evaluate``) scores all of them.
+
+What is recorded. A decision at prefix ``t`` has ``reason`` equal to the overseer action chosen and
+``scores`` with ``t`` and the model's view: for ``OversightController`` ``utility:<action>`` (the
+predicted mean utility) and ``dispersion:<action>`` (the spread of the ensemble) of every action it
+chooses among; for ``ScalarRoutingController`` ``risk`` and its threshold(s). A step inside a handover
+is a ``replace_action`` whose reason starts with ``handover``. ``overseer_choices`` reads the choices
+back from an episode and ``online_utility`` prices a whole episode as the rows price a branch.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gauntlet.controllers.oversight.benchmarks import Benchmark, get_benchmark
+from gauntlet.controllers.oversight.features import History, prefix_features
+from gauntlet.controllers.oversight.lapsing import BranchableAgent, derive_seed, plain_action
+from gauntlet.controllers.oversight.models import (
+    ActionConditioned,
+    ModelFile,
+    ScalarRouter,
+    TwoThresholdRouter,
+    design_matrix,
+    load_model,
+)
+from gauntlet.controllers.oversight.utility import INTERVENTIONS, UtilityConfig
+from gauntlet.episode import Episode, Event
+from gauntlet.hooks import Decision, Prefix
+
+ONLINE_ACTIONS = ("continue", "quit", "expert", "expert_k")
+"""The overseer actions an online controller can carry out through the runner."""
+HANDOVER = "handover"
+
+
+class _Overseer(ABC):
+    """What both online controllers share: the model file, the benchmark, features, and the handover.
+
+    One instance serves many episodes: a prefix with no steps starts a new one (and ends any handover).
+    """
+
+    name: str
+
+    def __init__(self, model: str | Path, benchmark: str | None, benchmark_options: Mapping[str, Any] | None,
+                 expert_strength: float) -> None:
+        self.file: ModelFile = load_model(model)
+        self.utility: UtilityConfig = self.file.utility
+        self.benchmark: Benchmark = get_benchmark(benchmark or self.file.benchmark, **dict(benchmark_options or {}))
+        self.expert: BranchableAgent = self.benchmark.make_expert(expert_strength)
+        self._handover_left = 0
+        self._handover_action = ""
+        self._seed = 0
+
+    def features(self, prefix: Prefix) -> dict[str, float]:
+        """The prefix features of ``prefix``, as the branching protocol computes them for a row."""
+        history = History.from_steps(prefix.steps, prefix.observation, prefix.info, self.benchmark.max_steps)
+        return prefix_features(history, self.benchmark)
+
+    @abstractmethod
+    def _choose(self, features: dict[str, float]) -> tuple[str, dict[str, float]]:
+        """The overseer action for a prefix with ``features``, and the scores to record with it."""
+
+    def decide(self, prefix: Prefix, candidates: list[Any]) -> Decision:
+        t = len(prefix.steps)
+        if t == 0:
+            self._start_episode(prefix)
+        if self._handover_left > 0:
+            return self._hand_over(prefix, t)
+        action, scores = self._choose(self.features(prefix))
+        scores = {"t": float(t), **scores}
+        if action == "continue":
+            return Decision(kind="continue", reason=action, scores=scores)
+        if action == "quit":
+            return Decision.intervene("halt", reason=action, scores=scores)
+        # ``expert`` lasts to the end of the episode; no episode runs longer than the benchmark's budget.
+        self._handover_left = self.utility.k if action == "expert_k" else self.benchmark.max_steps
+        self._handover_action = action
+        self.expert.reseed(derive_seed(self._seed, t))
+        decision = self._hand_over(prefix, t)
+        return Decision.intervene("replace_action", action=decision.action, reason=action, scores=scores)
+
+    def _start_episode(self, prefix: Prefix) -> None:
+        self._seed = 0 if prefix.seed is None else int(prefix.seed)
+        self._handover_left = 0
+        self.expert.reset(seed=prefix.seed, observation_space=prefix.env.observation_space,
+                          action_space=prefix.env.action_space)
+
+    def _hand_over(self, prefix: Prefix, t: int) -> Decision:
+        """One step of the expert in the agent's place."""
+        self._handover_left -= 1
+        action = plain_action(self.expert.act(prefix.observation, prefix.info))
+        return Decision.intervene("replace_action", action=action, reason=f"{HANDOVER} ({self._handover_action})",
+                                  scores={"t": float(t)})
+
+
+class OversightController(_Overseer):
+    """The action-conditioned overseer online: the argmax of ``mean - dispersion * std`` per prefix.
+
+    ``model``: a file saved by ``models.save_model`` holding an ``ActionConditioned``; ``benchmark``
+    (default: the one the model was trained on) and ``benchmark_options`` build the benchmark whose
+    features and expert are used; ``expert_strength`` weakens the expert (1: the expert itself);
+    ``dispersion`` overrides the model's penalty ``lambda``.
+    """
+
+    def __init__(self, model: str | Path, benchmark: str | None = None, *,
+                 benchmark_options: Mapping[str, Any] | None = None, expert_strength: float = 1.0,
+                 dispersion: float | None = None, name: str = "oversight") -> None:
+        super().__init__(model, benchmark, benchmark_options, expert_strength)
+        if not isinstance(self.file.model, ActionConditioned):
+            raise ValueError(f"{model} holds a {self.file.kind}, not an ActionConditioned model; "
+                             "deploy a scalar router with ScalarRoutingController")
+        self.model: ActionConditioned = self.file.model
+        if dispersion is not None:
+            self.model.dispersion = dispersion
+        self.allowed = [action for action in self.model.actions if action in ONLINE_ACTIONS]
+        if "continue" not in self.allowed:
+            raise ValueError(f"{model} was trained without the continue action; it cannot oversee online")
+        self.name = name
+
+    def _choose(self, features: dict[str, float]) -> tuple[str, dict[str, float]]:
+        X, _ = design_matrix([{"features": features}], self.model.feature_names)
+        mean, std = self.model.predict(X)
+        scores = {}
+        for j, action in enumerate(self.model.actions):
+            if action in self.allowed:
+                scores[f"utility:{action}"] = float(mean[0, j])
+                scores[f"dispersion:{action}"] = float(std[0, j])
+        columns = [j for j, action in enumerate(self.model.actions) if action in self.allowed]
+        penalised = mean[0, columns] - self.model.dispersion * std[0, columns]
+        return self.model.actions[columns[int(np.argmax(penalised))]], scores
+
+
+class ScalarRoutingController(_Overseer):
+    """The scalar baseline online: a ``ScalarRouter`` (risk above its threshold -> its intervention) or a
+    ``TwoThresholdRouter`` (also quit above the second cut), from a file saved by ``models.save_model``.
+
+    Arguments as ``OversightController``'s. The router's intervention must be ``expert`` or ``expert_k``.
+    """
+
+    def __init__(self, model: str | Path, benchmark: str | None = None, *,
+                 benchmark_options: Mapping[str, Any] | None = None, expert_strength: float = 1.0,
+                 name: str = "scalar-routing") -> None:
+        super().__init__(model, benchmark, benchmark_options, expert_strength)
+        if not isinstance(self.file.model, (ScalarRouter, TwoThresholdRouter)):
+            raise ValueError(f"{model} holds a {self.file.kind}, not a scalar router; deploy an "
+                             "ActionConditioned model with OversightController")
+        self.router: ScalarRouter | TwoThresholdRouter = self.file.model
+        self.router.thresholds()  # a router saved without its cuts fails here, not at the first step
+        if self.router.intervention not in ONLINE_ACTIONS:
+            online = [action for action in ONLINE_ACTIONS if action in INTERVENTIONS]
+            raise ValueError(f"the router intervenes with {self.router.intervention!r}, which the runner cannot "
+                             f"carry out online; online interventions are {online}")
+        self.name = name
+
+    def _choose(self, features: dict[str, float]) -> tuple[str, dict[str, float]]:
+        X, _ = design_matrix([{"features": features}], self.router.feature_names)
+        risk = self.router.risk.predict_risk(X)
+        return self.router.route(risk)[0], {"risk": float(risk[0]), **self.router.thresholds()}
+
+
+# ---------------------------------------------------------------------------------- reading episodes
+
+
+def _decision_events(episode: Episode, source: str) -> list[Event]:
+    events = [event for step in episode.steps for event in step.events]
+    events += list(episode.outcome.events) if episode.outcome is not None else []
+    return [event for event in events if event.kind == "decision" and event.source == source]
+
+
+def overseer_choices(episode: Episode, source: str = "oversight") -> list[tuple[int, str]]:
+    """``(t, overseer action)`` of every decision the controller named ``source`` made in ``episode``
+    (handover steps are not decisions). Needs the episode's steps (recorded in memory or loaded)."""
+    choices = []
+    for event in _decision_events(episode, source):
+        reason = event.data.get("reason", "")
+        if not reason.startswith(HANDOVER):
+            choices.append((int(event.data["scores"]["t"]), reason))
+    return choices
+
+
+def online_utility(episode: Episode, config: UtilityConfig, source: str = "oversight") -> float:
+    """The utility of a whole overseen episode, priced as a branch from ``t = 0`` is.
+
+    ``U = w * success - c_continue - c_intervene * interventions - s * steps``, with ``interventions``
+    the number of ``expert``/``expert_k`` choices of the controller ``source`` and ``steps`` the steps
+    run; an episode halted before its first step is worth ``u_quit``. An episode without any
+    intervention is priced exactly as the ``continue`` branch at ``t = 0``.
+    """
+    choices = overseer_choices(episode, source)
+    if choices and choices[0] == (0, "quit"):
+        return config.u_quit
+    interventions = sum(action in INTERVENTIONS for _, action in choices)
+    if episode.outcome is None:
+        raise ValueError(f"episode {episode.episode_id} has no outcome (it did not finish)")
+    success = bool(episode.outcome.success)
+    steps = int(episode.outcome.metrics["length"])
+    return config.w * success - config.c_continue - config.c_intervene * interventions - config.s * steps
