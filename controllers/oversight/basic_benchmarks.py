@@ -30,6 +30,7 @@ from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils import RecordConstructorArgs
 
+from gauntlet.agent import Agent
 from gauntlet.branching import branchable
 from gauntlet.controllers.oversight.features import History
 from gauntlet.controllers.oversight.lapsing import (BranchableAgent, Competence, LapsingAgent, PrivilegedExpert,
@@ -285,19 +286,17 @@ def train_taxi_expert(*, seed: int = 0, episodes: int = 20_000, alpha: float = 0
     return q
 
 
-class QTableExpert:
+class QTableExpert(Agent):
     """Acts greedily on a Q-table (ties to the lowest action). Stateless and deterministic."""
 
     name = "q-table-expert"
 
     def __init__(self, q_table: np.ndarray):
         self.q_table = q_table
-
-    def reset(self, *, seed: int | None, observation_space: spaces.Space, action_space: spaces.Space) -> None:
-        """Nothing to reset: the expert keeps no state."""
+        self._policy = [int(action) for action in q_table.argmax(axis=1)]
 
     def act(self, observation: Any, info: dict[str, Any]) -> int:
-        return int(np.argmax(self.q_table[int(observation)]))
+        return self._policy[int(observation)]
 
     def snapshot(self) -> None:
         return None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -50,6 +51,7 @@ class BranchableAgent(Protocol):
     def reseed(self, seed: int) -> None: ...
 
 
+@lru_cache(maxsize=65536)  # a SeedSequence costs tens of microseconds, and branches ask for the same few seeds
 def derive_seed(*keys: int) -> int:
     """A seed for the stream named by ``keys`` (e.g. episode, prefix, draw): independent streams per key."""
     return int(np.random.SeedSequence(list(keys)).generate_state(1, np.uint32)[0])

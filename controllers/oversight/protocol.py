@@ -92,6 +92,8 @@ class CollectStats:
     replays_matched: int = 0
     replays: int = 0
     seconds: float = 0.0
+    restore_s: float = 0.0
+    """Wall time spent restoring coupled snapshots (env and agents), part of ``seconds``."""
     per_episode_s: list[float] = field(default_factory=list)
 
     @property
@@ -180,6 +182,7 @@ class _Episode:
             return _Branch(False, 0, [])
         draw_seed = derive_seed(self.seed, t, draw, _BASE_STREAM)
         start = self.snapshots[max(0, t - self.config.r)] if action == "rollback" else self.snapshots[t]
+        restoring = time.perf_counter()
         self.env.restore(start.env)
         self.stats.restores += 1
         base: BranchableAgent = self.agent
@@ -196,6 +199,7 @@ class _Episode:
         if expert_steps:
             self.expert.restore(self.expert_start)
             self.expert.reseed(derive_seed(self.seed, t, draw, _EXPERT_STREAM))
+        self.stats.restore_s += time.perf_counter() - restoring
         return self._play(base, start.observation, start.info, expert_steps, self.max_steps - t,
                           record=action == "continue" and draw == 0)
 
@@ -266,9 +270,9 @@ def collect_episode(benchmark: Benchmark, episode: int, *, config: UtilityConfig
                     branches[action] = {"success": bool(result.success), "steps": result.steps,
                                         "utility": config.utility(action, result.success, result.steps)}
                 rows.append({"benchmark": benchmark.name, "episode": episode, "seed": run.seed, "t": t, "draw": draw,
-                             "features": features, "branches": branches, "prefix_match": prefix_match,
+                             "features": dict(features), "branches": branches, "prefix_match": prefix_match,
                              "base_success": bool(base_success), "base_length": base_length,
-                             "expert_strength": strength_expert, "benchmark_meta": meta})
+                             "expert_strength": strength_expert, "benchmark_meta": dict(meta)})
     finally:
         run.env.close()
     elapsed = time.perf_counter() - started
