@@ -30,11 +30,10 @@ from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils import RecordConstructorArgs
 
-from gauntlet.agent import Agent
 from gauntlet.branching import branchable
 from gauntlet.controllers.oversight.features import History
 from gauntlet.controllers.oversight.lapsing import (BranchableAgent, Competence, LapsingAgent, PrivilegedExpert,
-                                                    derive_seed, weakened)
+                                                    StatelessExpert, derive_seed, weakened)
 from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
 from gauntlet.datacache import ensure_built
 from gauntlet.info_keys import PRIVILEGED, SUCCESS
@@ -227,6 +226,8 @@ def corridor(**options: Any) -> CorridorBenchmark:
 TAXI_ID = "Taxi-v4"
 TAXI_EXPERT = "oversight-taxi-expert"
 TAXI_EXPERT_VERSION = "1"
+TAXI_EXPERT_EPISODES = 20_000
+"""Q-learning episodes of the default expert: enough for its greedy policy to be optimal from every start."""
 TAXI_ACTIONS = 6
 TAXI_MAX_STEPS = 40
 """The taxi episode budget: the longest optimal Taxi episode takes 18 steps."""
@@ -256,7 +257,7 @@ def decode_taxi(state: int) -> tuple[int, int, int, int]:
     return row, column, passenger, destination
 
 
-def train_taxi_expert(*, seed: int = 0, episodes: int = 20_000, alpha: float = 0.5, gamma: float = 0.95,
+def train_taxi_expert(*, seed: int = 0, episodes: int = TAXI_EXPERT_EPISODES, alpha: float = 0.5, gamma: float = 0.95,
                       epsilon: float = 0.2, episode_steps: int = 200) -> np.ndarray:
     """A Taxi Q-table learned by tabular Q-learning (epsilon-greedy, ``episodes`` episodes from Taxi's
     start distribution) on the env's own transition table, which ``Taxi-v4`` without rain is a
@@ -286,8 +287,8 @@ def train_taxi_expert(*, seed: int = 0, episodes: int = 20_000, alpha: float = 0
     return q
 
 
-class QTableExpert(Agent):
-    """Acts greedily on a Q-table (ties to the lowest action). Stateless and deterministic."""
+class QTableExpert(StatelessExpert):
+    """Acts greedily on a Q-table (ties to the lowest action)."""
 
     name = "q-table-expert"
 
@@ -297,15 +298,6 @@ class QTableExpert(Agent):
 
     def act(self, observation: Any, info: dict[str, Any]) -> int:
         return self._policy[int(observation)]
-
-    def snapshot(self) -> None:
-        return None
-
-    def restore(self, snapshot: None) -> None:
-        """Nothing to restore: the expert keeps no state."""
-
-    def reseed(self, seed: int) -> None:
-        """Nothing to reseed: the expert draws nothing at random."""
 
 
 def taxi_success_rate(q_table: np.ndarray, *, episodes: int, max_steps: int, seed: int) -> float:
@@ -325,7 +317,7 @@ def taxi_success_rate(q_table: np.ndarray, *, episodes: int, max_steps: int, see
     return solved / episodes
 
 
-def build_taxi_expert(folder: Path, seed: int = 0, episodes: int = 20_000) -> None:
+def build_taxi_expert(folder: Path, seed: int = 0, episodes: int = TAXI_EXPERT_EPISODES) -> None:
     """The ``TAXI_EXPERT`` data builder: ``q_table.npy`` and ``training.json`` (settings and the success
     rate within ``TAXI_MAX_STEPS`` steps over ``HELD_OUT_EPISODES`` episodes whose reset seeds come
     from a stream the benchmark's episodes do not use)."""
@@ -338,13 +330,18 @@ def build_taxi_expert(folder: Path, seed: int = 0, episodes: int = 20_000) -> No
     (Path(folder) / "training.json").write_text(json.dumps(report, indent=1, sort_keys=True))
 
 
-def taxi_expert_folder(*, seed: int = 0, episodes: int = 20_000) -> Path:
-    """The cache folder of the trained expert (``q_table.npy``, ``training.json``), built on first use."""
-    return ensure_built(TAXI_EXPERT, TAXI_EXPERT_VERSION, build_taxi_expert,
-                        params={"seed": seed, "episodes": episodes})
+def taxi_expert_folder(*, seed: int = 0, episodes: int = TAXI_EXPERT_EPISODES) -> Path:
+    """The cache folder of the trained expert (``q_table.npy``, ``training.json``), built on first use.
+
+    Only settings that differ from the builder's defaults key the entry, so the default expert is the
+    one ``gauntlet data build oversight-taxi-expert`` builds.
+    """
+    params = {name: value for name, value, default in (("seed", seed, 0), ("episodes", episodes, TAXI_EXPERT_EPISODES))
+              if value != default}
+    return ensure_built(TAXI_EXPERT, TAXI_EXPERT_VERSION, build_taxi_expert, params=params)
 
 
-def taxi_expert_table(*, seed: int = 0, episodes: int = 20_000) -> np.ndarray:
+def taxi_expert_table(*, seed: int = 0, episodes: int = TAXI_EXPERT_EPISODES) -> np.ndarray:
     """The trained expert's Q-table."""
     return np.load(taxi_expert_folder(seed=seed, episodes=episodes) / "q_table.npy")
 
@@ -366,7 +363,7 @@ class TaxiBenchmark:
 
     def __init__(self, *, max_steps: int = TAXI_MAX_STEPS, seed: int = 0, p_lapse: tuple[float, float] = (0.0, 0.6),
                  p_loop: tuple[float, float] = (0.0, 0.15), p_premature: tuple[float, float] = (0.0, 0.1),
-                 loop_len: int = 4, expert_seed: int = 0, expert_episodes: int = 20_000):
+                 loop_len: int = 4, expert_seed: int = 0, expert_episodes: int = TAXI_EXPERT_EPISODES):
         self.max_steps, self.seed, self.loop_len = max_steps, seed, loop_len
         self.ranges = {"p_lapse": p_lapse, "p_loop": p_loop, "p_premature": p_premature}
         if any(not 0.0 <= low <= high <= 1.0 for low, high in self.ranges.values()):

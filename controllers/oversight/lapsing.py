@@ -62,17 +62,8 @@ def plain_action(output: Any) -> Any:
     return output.action if type(output) is AgentOutput else output
 
 
-class PrivilegedExpert(Agent):
-    """The expert an env provides: acts ``info["privileged"]["expert_action"]``. Stateless and deterministic."""
-
-    name = "privileged-expert"
-
-    def act(self, observation: Any, info: dict[str, Any]) -> Any:
-        try:
-            return info[PRIVILEGED][EXPERT_ACTION]
-        except (KeyError, TypeError):
-            raise ValueError(f"this env's info has no [{PRIVILEGED!r}][{EXPERT_ACTION!r}]: the privileged expert "
-                             "needs an env that names the expert's next action on every reset and step") from None
+class StatelessExpert(Agent):
+    """An expert whose action is a function of what it is shown: nothing to snapshot, restore or reseed."""
 
     def snapshot(self) -> None:
         return None
@@ -82,6 +73,19 @@ class PrivilegedExpert(Agent):
 
     def reseed(self, seed: int) -> None:
         """Nothing to reseed: the expert draws nothing at random."""
+
+
+class PrivilegedExpert(StatelessExpert):
+    """The expert an env provides: acts ``info["privileged"]["expert_action"]``."""
+
+    name = "privileged-expert"
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any:
+        try:
+            return info[PRIVILEGED][EXPERT_ACTION]
+        except (KeyError, TypeError):
+            raise ValueError(f"this env's info has no [{PRIVILEGED!r}][{EXPERT_ACTION!r}]: the privileged expert "
+                             "needs an env that names the expert's next action on every reset and step") from None
 
 
 @dataclass(frozen=True)

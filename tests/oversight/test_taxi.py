@@ -13,6 +13,7 @@ from gauntlet.controllers.oversight.basic_benchmarks import (TAXI_ID, TAXI_MAX_S
                                                              train_taxi_expert)
 from gauntlet.controllers.oversight.protocol import CollectStats, collect_episode
 from gauntlet.controllers.oversight.utility import ACTIONS
+from gauntlet.datacache import entry_dir
 from gauntlet.testing import check_branchable
 
 
@@ -89,3 +90,8 @@ def test_episodes_differ_in_competence_and_base_success():
 def test_probability_ranges_are_checked():
     with pytest.raises(ValueError, match="sum"):
         TaxiBenchmark(p_lapse=(0.0, 0.9), p_loop=(0.0, 0.2))
+
+
+def test_the_default_expert_is_the_entry_the_data_command_builds():
+    # `gauntlet data build oversight-taxi-expert` builds with no parameters.
+    assert taxi_expert_folder() == entry_dir("oversight-taxi-expert", "1")
