@@ -22,6 +22,9 @@ predicted mean utility) and ``dispersion:<action>`` (the spread of the ensemble)
 chooses among; for ``ScalarRoutingController`` ``risk`` and its threshold(s). A step inside a handover
 is a ``replace_action`` whose reason starts with ``handover``. ``overseer_choices`` reads the choices
 back from an episode and ``online_utility`` prices a whole episode as the rows price a branch.
+
+Registered (``registration.py``) as the controllers ``oversight`` and ``oversight-scalar``:
+``gauntlet run ... --controller oversight --controller-config '{"model": "FILE"}'``.
 """
 
 from __future__ import annotations
@@ -31,8 +34,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gauntlet.controllers.oversight.benchmarks import Benchmark, get_benchmark
 from gauntlet.controllers.oversight.features import History, prefix_features
 from gauntlet.controllers.oversight.lapsing import BranchableAgent, derive_seed, plain_action
@@ -41,6 +42,7 @@ from gauntlet.controllers.oversight.models import (
     ModelFile,
     ScalarRouter,
     TwoThresholdRouter,
+    choose_from_scores,
     design_matrix,
     load_model,
 )
@@ -145,9 +147,8 @@ class OversightController(_Overseer):
             if action in self.allowed:
                 scores[f"utility:{action}"] = float(mean[0, j])
                 scores[f"dispersion:{action}"] = float(std[0, j])
-        columns = [j for j, action in enumerate(self.model.actions) if action in self.allowed]
-        penalised = mean[0, columns] - self.model.dispersion * std[0, columns]
-        return self.model.actions[columns[int(np.argmax(penalised))]], scores
+        (action,) = choose_from_scores(mean - self.model.dispersion * std, self.model.actions, self.allowed)
+        return action, scores
 
 
 class ScalarRoutingController(_Overseer):
@@ -159,7 +160,7 @@ class ScalarRoutingController(_Overseer):
 
     def __init__(self, model: str | Path, benchmark: str | None = None, *,
                  benchmark_options: Mapping[str, Any] | None = None, expert_strength: float = 1.0,
-                 name: str = "scalar-routing") -> None:
+                 name: str = "oversight-scalar") -> None:
         super().__init__(model, benchmark, benchmark_options, expert_strength)
         if not isinstance(self.file.model, (ScalarRouter, TwoThresholdRouter)):
             raise ValueError(f"{model} holds a {self.file.kind}, not a scalar router; deploy an "

@@ -20,6 +20,7 @@ so an online controller computes the same columns.
 from __future__ import annotations
 
 import dataclasses
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version as package_version
@@ -352,7 +353,43 @@ def _logit(p: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------------------ routers
 
 
-class ScalarRouter:
+class _RiskRouter(ABC):
+    """A rule from one risk number to an overseer action; subclasses say where the cuts are."""
+
+    def __init__(self, risk: RiskScore | Calibrated, intervention: str) -> None:
+        self.risk = risk
+        self.intervention = intervention
+
+    @property
+    def feature_names(self) -> list[str]:
+        return self.risk.feature_names
+
+    @property
+    @abstractmethod
+    def actions(self) -> tuple[str, ...]:
+        """The actions the router can route to."""
+
+    @abstractmethod
+    def thresholds(self) -> dict[str, float]:
+        """The router's cuts by name (what an online controller records beside the risk)."""
+
+    @abstractmethod
+    def route(self, risk: np.ndarray) -> list[str]:
+        """The action for each risk value."""
+
+    def choose(self, X: np.ndarray, allowed: Iterable[str] | None = None) -> list[str]:
+        """The routed action per prefix; ``allowed`` must include all of the router's actions."""
+        if allowed is not None and not set(self.actions) <= set(allowed):
+            raise ValueError(f"this router needs the actions {list(self.actions)}; allowed are only "
+                             f"{sorted(set(allowed))}")
+        return self.route(self.risk.predict_risk(X))
+
+    def _risk_and_utilities(self, rows: Sequence[Row], actions: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        X, _ = design_matrix(rows, self.feature_names)
+        return self.risk.predict_risk(X), utility_matrix(rows, actions)
+
+
+class ScalarRouter(_RiskRouter):
     """Routes on one number: ``risk > threshold`` -> ``intervention``, otherwise ``continue``.
 
     ``fit`` tunes the threshold on rows to minimise their control regret (equivalently, maximise the
@@ -364,42 +401,29 @@ class ScalarRouter:
 
     def __init__(self, risk: RiskScore | Calibrated, threshold: float | None = None,
                  intervention: str = "expert") -> None:
-        self.risk = risk
+        super().__init__(risk, intervention)
         self.threshold = threshold
-        self.intervention = intervention
-
-    @property
-    def feature_names(self) -> list[str]:
-        return self.risk.feature_names
 
     @property
     def actions(self) -> tuple[str, ...]:
         return ("continue", self.intervention)
 
     def fit(self, rows: Sequence[Row]) -> ScalarRouter:
-        X, _ = design_matrix(rows, self.feature_names)
-        utilities = utility_matrix(rows, ("continue", self.intervention))
-        self.threshold = tune_threshold(self.risk.predict_risk(X), utilities[:, 0], utilities[:, 1])
+        risk, utilities = self._risk_and_utilities(rows, ("continue", self.intervention))
+        self.threshold = tune_threshold(risk, utilities[:, 0], utilities[:, 1])
         return self
 
     def thresholds(self) -> dict[str, float]:
-        """The router's cut by name (what an online controller records beside the risk)."""
         if self.threshold is None:
             raise ValueError("the router has no threshold: give one or fit it")
         return {"threshold": float(self.threshold)}
 
     def route(self, risk: np.ndarray) -> list[str]:
-        """The action for each risk value."""
-        self.thresholds()
-        return [self.intervention if value > self.threshold else "continue" for value in np.asarray(risk)]
-
-    def choose(self, X: np.ndarray, allowed: Iterable[str] | None = None) -> list[str]:
-        """The routed action per prefix; ``allowed`` must include both of the router's actions."""
-        _check_allowed(self.actions, allowed)
-        return self.route(self.risk.predict_risk(X))
+        threshold = self.thresholds()["threshold"]
+        return [self.intervention if value > threshold else "continue" for value in np.asarray(risk)]
 
 
-class TwoThresholdRouter:
+class TwoThresholdRouter(_RiskRouter):
     """Two cuts on one number: ``continue`` up to ``low``, ``intervention`` up to ``high``, ``quit`` above.
 
     Both cuts are tuned jointly on rows to minimise regret, over the same candidates as
@@ -408,44 +432,28 @@ class TwoThresholdRouter:
 
     def __init__(self, risk: RiskScore | Calibrated, low: float | None = None, high: float | None = None,
                  intervention: str = "expert") -> None:
-        self.risk = risk
+        super().__init__(risk, intervention)
         self.low, self.high = low, high
-        self.intervention = intervention
-
-    @property
-    def feature_names(self) -> list[str]:
-        return self.risk.feature_names
 
     @property
     def actions(self) -> tuple[str, ...]:
         return ("continue", "quit", self.intervention)
 
     def fit(self, rows: Sequence[Row]) -> TwoThresholdRouter:
-        X, _ = design_matrix(rows, self.feature_names)
-        utilities = utility_matrix(rows, ("continue", self.intervention, "quit"))
-        self.low, self.high = tune_two_thresholds(self.risk.predict_risk(X), *utilities.T)
+        risk, utilities = self._risk_and_utilities(rows, ("continue", self.intervention, "quit"))
+        self.low, self.high = tune_two_thresholds(risk, *utilities.T)
         return self
 
     def thresholds(self) -> dict[str, float]:
-        """The router's cuts by name (what an online controller records beside the risk)."""
         if self.low is None or self.high is None:
             raise ValueError("the router has no thresholds: give them or fit it")
         return {"threshold_low": float(self.low), "threshold_high": float(self.high)}
 
     def route(self, risk: np.ndarray) -> list[str]:
-        """The action for each risk value."""
-        self.thresholds()
-        return ["continue" if value <= self.low else self.intervention if value <= self.high else "quit"
+        cuts = self.thresholds()
+        low, high = cuts["threshold_low"], cuts["threshold_high"]
+        return ["continue" if value <= low else self.intervention if value <= high else "quit"
                 for value in np.asarray(risk)]
-
-    def choose(self, X: np.ndarray, allowed: Iterable[str] | None = None) -> list[str]:
-        _check_allowed(self.actions, allowed)
-        return self.route(self.risk.predict_risk(X))
-
-
-def _check_allowed(needed: Sequence[str], allowed: Iterable[str] | None) -> None:
-    if allowed is not None and not set(needed) <= set(allowed):
-        raise ValueError(f"this router needs the actions {list(needed)}; allowed are only {sorted(set(allowed))}")
 
 
 def _cut_candidates(scores: np.ndarray) -> np.ndarray:

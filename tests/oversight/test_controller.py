@@ -140,6 +140,9 @@ def test_online_features_are_the_features_of_the_protocols_rows(
         assert seen[row["t"]] == row["features"]
     first = next(e for e in episode.steps[0].events if e.kind == "decision")
     assert first.data["reason"] == "continue" and set(first.data["scores"]) == {"t", "risk", "threshold"}
+    # Without an intervention the overseen episode is worth what the continue branch at t = 0 is.
+    at_start = rows[0]["branches"]["continue"]["utility"]
+    assert online_utility(episode, CONFIG, "oversight-scalar") == pytest.approx(at_start)
 
 
 def test_a_router_that_routes_every_prefix_to_expert_k_hands_over_for_k_steps_then_decides_again(
@@ -159,8 +162,8 @@ def test_a_router_that_quits_everywhere_halts_before_the_first_step(
     quitter = TwoThresholdRouter(RiskScore("logistic").fit(training_rows), low=-np.inf, high=-np.inf)
     episode = overseen(corridor, ScalarRoutingController(save_router(quitter, tmp_path)), 0, tmp_path)
     assert episode.steps == [] and episode.outcome is not None and episode.outcome.metrics["truncated"]
-    assert overseer_choices(episode, "scalar-routing") == [(0, "quit")]
-    assert online_utility(episode, CONFIG, "scalar-routing") == CONFIG.u_quit
+    assert overseer_choices(episode, "oversight-scalar") == [(0, "quit")]
+    assert online_utility(episode, CONFIG, "oversight-scalar") == CONFIG.u_quit
 
 
 def test_each_controller_refuses_the_other_kind_of_model_and_offline_only_interventions(
