@@ -53,7 +53,7 @@ def list_entries() -> None:
         envs.add_row(env_id, str(gym.registry[env_id].entry_point))
     console.print(envs)
     titles = {"server": "tool servers", "suite": "task suites", "agent": "agents", "controller": "controllers",
-              "monitor": "monitors", "data": "data builders", "demo": "demos"}
+              "monitor": "monitors", "data": "data builders", "demo": "demos", "command": "commands"}
     for kind in KINDS:
         title = titles.get(kind, kind)
         entries = registry.entries(kind)
@@ -74,6 +74,33 @@ episodes.register(app)
 data.register(app)
 bench.register(app)
 demo.register(app)
+
+
+def _mount_family_commands() -> None:
+    """Mount the commands families add: registry kind ``command``, a string target naming a ``typer.Typer``
+    (its module must import lightly: it loads on every start of the command line). A family whose optional
+    dependencies are missing still gets its command, which says what to install."""
+    from gauntlet.registry import registry
+
+    taken = {command.name for command in app.registered_commands} | {group.name for group in app.registered_groups}
+    for entry in registry.entries("command"):
+        if entry.name in taken:
+            continue
+        try:
+            group = entry.load()
+        except ImportError as exc:
+            group = typer.Typer(help=entry.description)
+            missing = exc.name or str(exc)
+
+            @group.callback(invoke_without_command=True)
+            def unavailable(name: str = entry.name, missing: str = missing) -> None:
+                raise UserError(f"`gauntlet {name}` needs {missing}, which is not installed; "
+                                "install the project with its extras: pip install -e '.[all]'")
+
+        app.add_typer(group, name=entry.name, help=entry.description)
+
+
+_mount_family_commands()
 
 
 # Errors ------------------------------------------------------------------------------------------

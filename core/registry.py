@@ -1,5 +1,6 @@
 """Registries: environments (Gymnasium's, under the ``gauntlet/`` namespace), tool servers, task
-suites, agents, data builders, demos, oversight controllers and monitors.
+suites, agents, data builders, demos, oversight controllers and monitors, and command-line commands
+(kind ``command``: a family's ``typer.Typer``, mounted as ``gauntlet <name>``).
 
 Every entry names its implementation as a ``"module:attribute"`` string, so registering costs
 nothing and a family's heavy dependencies load only when one of its entries is used. An entry may
@@ -25,7 +26,7 @@ from typing import Any
 import gymnasium as gym
 
 NAMESPACE = "gauntlet"
-KINDS = ("server", "suite", "agent", "data", "demo", "controller", "monitor")
+KINDS = ("server", "suite", "agent", "data", "demo", "controller", "monitor", "command")
 
 
 class UnknownEntryError(KeyError):

@@ -111,7 +111,8 @@ def continue_failed(rows: Sequence[Row]) -> np.ndarray:
 class FeatureModel(Protocol):
     """A trained model whose input columns are ``feature_names`` (what ``save_model`` stores)."""
 
-    feature_names: list[str]
+    @property
+    def feature_names(self) -> list[str]: ...
 
 
 # ------------------------------------------------------------------------------ action-conditioned

@@ -1,0 +1,291 @@
+"""Collecting branched rows at scale: resumable, on local worker processes or a Ray cluster.
+
+A collection lives in a folder::
+
+    meta.json    what is collected (benchmark, options, utility config, actions, draws, prefixes,
+                 expert strengths): written once, atomically; a folder holding another collection is refused
+    rows.jsonl   the rows, append-only: each job's rows, then a line ``{"done": {...}}`` closing that job
+
+A job is one (episode, expert strength): ``collect_episode`` over it is the unit of work, and its rows
+and its ``done`` line go to the file in one ``write`` on a descriptor opened for appending, by the
+driver only (workers return rows). So the file is always whole jobs plus, after a kill, at most one torn
+tail: resuming cuts the tail back to the last ``done`` line and runs only the jobs that have none.
+Branched rows are the expensive part, so jobs fan out: ``workers`` local processes (spawned: the text
+benchmarks run a JVM or a game interpreter that must not be forked), or Ray tasks on a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gauntlet.controllers.oversight.benchmarks import BENCHMARKS, Benchmark, get_benchmark
+from gauntlet.controllers.oversight.protocol import CollectStats, Prefixes, Row, collect_episode
+from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
+from gauntlet.fileio import write_atomically
+
+META, ROWS = "meta.json", "rows.jsonl"
+FORMAT = 1
+
+
+class CollectionError(ValueError):
+    """A collection folder that cannot take this collection (another collection's, or unreadable)."""
+
+
+@dataclass(frozen=True)
+class CollectSpec:
+    """What a collection gathers: everything that decides its rows' content."""
+
+    benchmark: str
+    episodes: tuple[int, ...]
+    options: dict[str, Any] = field(default_factory=dict)
+    config: UtilityConfig = field(default_factory=UtilityConfig)
+    actions: tuple[str, ...] = ACTIONS
+    draws: int = 1
+    prefixes: Any = "all"
+    strengths: tuple[float, ...] = (1.0,)
+
+    def __post_init__(self) -> None:
+        if self.benchmark not in BENCHMARKS:
+            raise ValueError(f"unknown oversight benchmark {self.benchmark!r}; expected one of {sorted(BENCHMARKS)}")
+        unknown = sorted(set(self.actions) - set(ACTIONS))
+        if unknown:
+            raise ValueError(f"unknown overseer actions {unknown}; expected some of {list(ACTIONS)}")
+        if not self.episodes:
+            raise ValueError("a collection needs at least one episode")
+        if self.draws < 1:
+            raise ValueError(f"draws must be at least 1, not {self.draws}")
+        if not self.strengths or any(not 0.0 <= s <= 1.0 for s in self.strengths):
+            raise ValueError(f"expert strengths must lie in [0, 1]; got {list(self.strengths)}")
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["episodes"] = list(self.episodes)
+        data["actions"] = list(self.actions)
+        data["strengths"] = list(self.strengths)
+        data["prefixes"] = self.prefixes if isinstance(self.prefixes, (str, int)) else list(self.prefixes)
+        return {"format": FORMAT, **data}
+
+    def jobs(self) -> list[tuple[int, float]]:
+        return [(episode, strength) for strength in self.strengths for episode in self.episodes]
+
+
+@dataclass
+class CollectResult:
+    out_dir: str
+    rows: int
+    jobs_run: int
+    jobs_resumed: int
+    stats: CollectStats
+    wall_s: float
+
+    @property
+    def rows_per_s(self) -> float:
+        """Rows collected per second of wall time (all workers together)."""
+        collected = self.stats.rows
+        return collected / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def _open_folder(out: Path, spec: CollectSpec) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CollectionError(f"cannot create {out} ({exc.strerror}); choose a writable --out folder") from None
+    meta = out / META
+    wanted = spec.as_json()
+    if meta.exists():
+        try:
+            recorded = json.loads(meta.read_text())
+        except ValueError:
+            raise CollectionError(f"{meta} is not a collection's meta file; choose an empty --out folder") from None
+        if recorded != wanted:
+            differing = sorted(k for k in set(recorded) | set(wanted) if recorded.get(k) != wanted.get(k))
+            raise CollectionError(f"{out} holds another collection (it differs in {', '.join(differing)}); resume it "
+                                  "with the options it was started with, or choose another --out folder")
+        return
+    write_atomically(meta, json.dumps(wanted, indent=2))
+
+
+def _done_jobs(rows_file: Path) -> set[tuple[int, float]]:
+    """The jobs the file holds whole; cuts a torn tail (a killed write) back to the last ``done`` line."""
+    if not rows_file.exists():
+        return set()
+    done: set[tuple[int, float]] = set()
+    good_end = 0
+    with rows_file.open("rb") as handle:
+        offset = 0
+        for line in handle:
+            offset += len(line)
+            if not line.endswith(b"\n"):
+                break
+            if line.startswith(b'{"done"'):
+                try:
+                    marker = json.loads(line)["done"]
+                except (ValueError, KeyError):
+                    break
+                done.add((int(marker["episode"]), float(marker["expert_strength"])))
+                good_end = offset
+    if good_end != rows_file.stat().st_size:
+        with rows_file.open("r+b") as handle:
+            handle.truncate(good_end)
+    return done
+
+
+def load_rows(out_dir: str | os.PathLike[str]) -> list[Row]:
+    """Every row of the whole jobs in a collection folder (a torn tail is ignored, not cut)."""
+    path = Path(out_dir) / ROWS
+    if not path.exists():
+        raise FileNotFoundError(f"no {ROWS} in {out_dir}; collect rows first (gauntlet oversight collect)")
+    rows: list[Row] = []
+    pending: list[Row] = []
+    with path.open("rb") as handle:
+        for line in handle:
+            if not line.endswith(b"\n"):
+                break
+            record = json.loads(line)
+            if "done" in record:
+                rows.extend(pending)
+                pending = []
+            else:
+                pending.append(record)
+    return rows
+
+
+def load_meta(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    path = Path(out_dir) / META
+    if not path.exists():
+        raise FileNotFoundError(f"no {META} in {out_dir}; is it a collection folder (gauntlet oversight collect)?")
+    result: dict[str, Any] = json.loads(path.read_text())
+    return result
+
+
+# Workers ----------------------------------------------------------------------------------------
+_benchmarks: dict[str, Benchmark] = {}
+
+
+def _benchmark(name: str, options: dict[str, Any]) -> Benchmark:
+    key = json.dumps([name, options], sort_keys=True)
+    if key not in _benchmarks:
+        _benchmarks[key] = get_benchmark(name, **options)
+    return _benchmarks[key]
+
+
+def run_job(spec_json: dict[str, Any], episode: int, strength: float) -> tuple[list[Row], dict[str, Any]]:
+    """One job: the rows of ``episode`` with an expert of ``strength``, and its stats (a worker's task)."""
+    import gauntlet  # noqa: F401  (registers the gauntlet/ envs in spawned workers)
+
+    config = UtilityConfig(**spec_json["config"])
+    stats = CollectStats()
+    prefixes: Prefixes = spec_json["prefixes"]
+    rows = collect_episode(_benchmark(spec_json["benchmark"], spec_json["options"]), episode, config=config,
+                           actions=tuple(spec_json["actions"]), draws=spec_json["draws"], prefixes=prefixes,
+                           strength_expert=strength, stats=stats)
+    return rows, stats.as_dict()
+
+
+def _append(rows_file: Path, rows: list[Row], episode: int, strength: float) -> None:
+    lines = [json.dumps(row, separators=(",", ":")) for row in rows]
+    lines.append(json.dumps({"done": {"episode": episode, "expert_strength": strength, "rows": len(rows)}}))
+    payload = ("\n".join(lines) + "\n").encode()
+    fd = os.open(rows_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = 0
+        while written < len(payload):
+            written += os.write(fd, payload[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _run_local(spec_json: dict[str, Any], jobs: Sequence[tuple[int, float]], workers: int
+               ) -> Iterator[tuple[int, float, list[Row], dict[str, Any]]]:
+    if workers == 1:
+        for episode, strength in jobs:
+            rows, stats = run_job(spec_json, episode, strength)
+            yield episode, strength, rows, stats
+        return
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        queue = list(jobs)
+        running: dict[Future[tuple[list[Row], dict[str, Any]]], tuple[int, float]] = {}
+        while queue or running:
+            while queue and len(running) < 2 * workers:
+                episode, strength = queue.pop(0)
+                running[pool.submit(run_job, spec_json, episode, strength)] = (episode, strength)
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                episode, strength = running.pop(future)
+                rows, stats = future.result()
+                yield episode, strength, rows, stats
+
+
+def _run_ray(spec_json: dict[str, Any], jobs: Sequence[tuple[int, float]], workers: int, address: str | None
+             ) -> Iterator[tuple[int, float, list[Row], dict[str, Any]]]:
+    import ray
+
+    if not ray.is_initialized():
+        if address is None:
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    remote = ray.remote(run_job)
+    pending = {remote.remote(spec_json, episode, strength): (episode, strength) for episode, strength in jobs}
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        for ref in ready:
+            episode, strength = pending.pop(ref)
+            rows, stats = ray.get(ref)
+            yield episode, strength, rows, stats
+
+
+def _merge(total: CollectStats, part: dict[str, Any]) -> None:
+    for name in ("episodes", "rows", "branches", "env_steps", "restores", "replays_matched", "replays"):
+        setattr(total, name, getattr(total, name) + int(part.get(name, 0)))
+    total.seconds += float(part.get("seconds", 0.0))
+
+
+def collect(spec: CollectSpec, out_dir: str | os.PathLike[str], *, workers: int = 1, backend: str = "local",
+            ray_address: str | None = None,
+            progress: Callable[[int, int, CollectStats], None] | None = None) -> CollectResult:
+    """Collect ``spec``'s rows into ``out_dir``, resuming what a previous (killed) collection left.
+
+    ``progress(done, total, stats)`` is called after each job. ``stats.seconds`` sums the workers'
+    busy time; the result's ``rows_per_s`` is per second of wall time.
+    """
+    if backend not in ("local", "ray"):
+        raise ValueError(f"backend must be 'local' or 'ray', not {backend!r}")
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
+    if ray_address is not None and backend != "ray":
+        raise ValueError("ray_address goes with backend='ray'")
+    out = Path(out_dir)
+    _open_folder(out, spec)
+    rows_file = out / ROWS
+    done = _done_jobs(rows_file)
+    jobs = [job for job in spec.jobs() if job not in done]
+    spec_json = spec.as_json()
+    stats = CollectStats()
+    started = time.perf_counter()
+    total = len(spec.jobs())
+    finished = total - len(jobs)
+    if progress is not None:
+        progress(finished, total, stats)
+    if jobs:
+        runner = (_run_local(spec_json, jobs, min(workers, len(jobs))) if backend == "local"
+                  else _run_ray(spec_json, jobs, workers, ray_address))
+        for episode, strength, rows, part in runner:
+            _append(rows_file, rows, episode, strength)
+            _merge(stats, part)
+            finished += 1
+            if progress is not None:
+                progress(finished, total, stats)
+    wall = time.perf_counter() - started
+    return CollectResult(out_dir=str(out), rows=len(load_rows(out)), jobs_run=len(jobs),
+                         jobs_resumed=total - len(jobs), stats=stats, wall_s=wall)

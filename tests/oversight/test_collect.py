@@ -1,0 +1,143 @@
+"""Collection at scale: resumable after a kill, refusing another collection's folder, the same rows on
+one or two workers, and the ``gauntlet oversight`` commands end to end (collect, evaluate, train, deploy)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gauntlet.controllers.oversight.collect import (ROWS, CollectionError, CollectSpec, collect, load_meta,
+                                                    load_rows)
+from gauntlet.controllers.oversight.utility import UtilityConfig
+from tests.test_cli import assert_one_line_error, gauntlet
+
+SPEC = CollectSpec(benchmark="corridor", episodes=tuple(range(6)), options={"length": 6, "max_steps": 12},
+                   strengths=(1.0, 0.5))
+
+
+def _keys(rows: list[dict]) -> list[tuple]:
+    return sorted((row["episode"], row["expert_strength"], row["t"], row["draw"]) for row in rows)
+
+
+def test_collect_writes_every_job_once_and_resumes_without_redoing(tmp_path: Path) -> None:
+    first = collect(SPEC, tmp_path)
+    assert first.jobs_run == 12 and first.jobs_resumed == 0
+    rows = load_rows(tmp_path)
+    assert len(_keys(rows)) == len(set(_keys(rows))) == first.rows
+    assert {row["expert_strength"] for row in rows} == {1.0, 0.5}
+    assert all(row["prefix_match"] for row in rows)
+    again = collect(SPEC, tmp_path)
+    assert again.jobs_run == 0 and again.jobs_resumed == 12 and again.rows == first.rows
+    assert load_meta(tmp_path)["benchmark"] == "corridor"
+
+
+def test_a_torn_tail_is_cut_back_to_the_last_whole_job_and_redone(tmp_path: Path) -> None:
+    collect(SPEC, tmp_path)
+    whole = (tmp_path / ROWS).read_bytes()
+    lines = whole.splitlines(keepends=True)
+    # A kill during the last job's write: its done line and half of a row are missing.
+    done_lines = [i for i, line in enumerate(lines) if line.startswith(b'{"done"')]
+    torn = b"".join(lines[:done_lines[-1] - 1]) + lines[done_lines[-1] - 1][:17]
+    (tmp_path / ROWS).write_bytes(torn)
+    assert _keys(load_rows(tmp_path)) == _keys(json.loads(line) for line in lines[:done_lines[-2] + 1]
+                                               if not line.startswith(b'{"done"'))
+    resumed = collect(SPEC, tmp_path)
+    assert resumed.jobs_run == 1
+    assert (tmp_path / ROWS).read_bytes() == whole  # jobs are deterministic: the redone job is byte-identical
+
+
+def test_another_collection_in_the_folder_is_refused(tmp_path: Path) -> None:
+    collect(SPEC, tmp_path)
+    other = CollectSpec(benchmark="corridor", episodes=SPEC.episodes, options=SPEC.options, strengths=SPEC.strengths,
+                        config=UtilityConfig(s=0.02))
+    with pytest.raises(CollectionError, match="differs in config"):
+        collect(other, tmp_path)
+
+
+def test_two_workers_collect_the_same_rows_as_one(tmp_path: Path) -> None:
+    collect(SPEC, tmp_path / "one", workers=1)
+    collect(SPEC, tmp_path / "two", workers=2)
+    key = lambda row: (row["episode"], row["expert_strength"], row["t"], row["draw"])
+    assert sorted(load_rows(tmp_path / "one"), key=key) == sorted(load_rows(tmp_path / "two"), key=key)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"benchmark": "nope", "episodes": (0,)}, "unknown oversight benchmark"),
+    ({"benchmark": "corridor", "episodes": ()}, "at least one episode"),
+    ({"benchmark": "corridor", "episodes": (0,), "actions": ("continue", "pray")}, "unknown overseer actions"),
+    ({"benchmark": "corridor", "episodes": (0,), "strengths": (1.5,)}, r"\[0, 1\]"),
+])
+def test_bad_specs_are_refused(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        CollectSpec(**kwargs)
+
+
+def test_a_collection_killed_with_sigkill_resumes_to_the_same_rows(tmp_path: Path) -> None:
+    """The real command, killed -9 mid-collection, then run again: every job once, rows as a clean run's."""
+    out = tmp_path / "killed"
+    args = ["oversight", "collect", "corridor", "--episodes", "300", "--options",
+            '{"length": 8, "max_steps": 16}', "--out", str(out)]
+    script = Path(sys.executable).with_name("gauntlet")
+    process = subprocess.Popen([str(script), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if (out / ROWS).exists() and (out / ROWS).read_bytes().count(b'{"done"') >= 5:
+            break
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    partial = (out / ROWS).read_bytes().count(b'{"done"')
+    assert partial >= 5
+    result = gauntlet(*args)
+    assert result.returncode == 0, result.stderr
+    clean = tmp_path / "clean"
+    collect(CollectSpec(benchmark="corridor", episodes=tuple(range(300)), options={"length": 8, "max_steps": 16}),
+            clean)
+    key = lambda row: (row["episode"], row["t"], row["draw"])
+    killed_rows = load_rows(out)
+    assert len({key(row) for row in killed_rows}) == len(killed_rows)
+    assert sorted(killed_rows, key=key) == sorted(load_rows(clean), key=key)
+
+
+def test_the_oversight_commands_end_to_end(tmp_path: Path) -> None:
+    rows = tmp_path / "rows"
+    collected = gauntlet("oversight", "collect", "corridor", "-n", "40", "--out", str(rows), "--workers", "2",
+                         "--options", '{"length": 6, "max_steps": 12}')
+    assert collected.returncode == 0, collected.stderr
+    assert "replay match rate" in collected.stdout and "1.0000" in collected.stdout
+    evaluated = gauntlet("oversight", "evaluate", str(rows), "--json", str(tmp_path / "eval.json"))
+    assert evaluated.returncode == 0, evaluated.stderr
+    result = json.loads((tmp_path / "eval.json").read_text())["result"]
+    assert result["methods"]["oracle"]["regret"] == 0.0
+    assert {"action_conditioned_rf", "scalar_raw", "scalar_platt", "always_continue"} <= set(result["methods"])
+    trained = gauntlet("oversight", "train", str(rows), "--out", str(tmp_path / "model.joblib"))
+    assert trained.returncode == 0, trained.stderr
+    assert (tmp_path / "model.scalar.joblib").is_file()
+    deployed = gauntlet("oversight", "deploy", "corridor", "--model", str(tmp_path / "model.joblib"), "-n", "5",
+                        "--options", '{"length": 6, "max_steps": 12}', "--out", str(tmp_path / "online"))
+    assert deployed.returncode == 0, deployed.stderr
+    for method in ("no_oversight", "action_conditioned", "scalar"):
+        assert f"{method}: mean utility" in deployed.stdout
+    assert len(list((tmp_path / "online").glob("action_conditioned-*.jsonl"))) == 5
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["collect", "nope", "--out", "{tmp}/x"], ["unknown oversight benchmark 'nope'"]),
+    (["collect", "corridor", "--out", "{tmp}/x", "--options", "[1]"], ["--options must be a JSON object"]),
+    (["collect", "corridor", "--out", "{tmp}/x", "--expert-strength", "strong"], ["--expert-strength"]),
+    (["collect", "corridor", "--out", "{tmp}/x", "--actions", "pray"], ["unknown overseer actions"]),
+    (["evaluate", "{tmp}/missing"], ["no rows.jsonl"]),
+    (["train", "{tmp}/missing", "--out", "{tmp}/m.joblib"], ["no rows.jsonl"]),
+    (["deploy", "corridor", "--model", "{tmp}/missing.joblib"], ["no model file"]),
+])
+def test_bad_oversight_commands_fail_in_one_line(tmp_path: Path, args: list[str], words: list[str]) -> None:
+    result = gauntlet("oversight", *[arg.replace("{tmp}", str(tmp_path)) for arg in args])
+    assert_one_line_error(result, *words)
