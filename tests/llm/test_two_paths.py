@@ -63,3 +63,27 @@ def test_runner_and_plain_graph_give_the_same_conversation(chem_data, write_scri
     assert state["malformed_calls"] == 1 and state["model_calls"] == len(script_for(task))
     assert sum(m["role"] == "tool" and m["status"] == "error" for m in runner_messages) == 2
     assert episode.steps[-1].info["score"] == pytest.approx(1.0)
+
+
+def test_a_sqlite_checkpointer_gives_the_same_conversation_and_keeps_the_checkpoints(chem_data, write_script,
+                                                                                      tmp_path):
+    import sqlite3
+
+    task = load_suite(chem_data.suite)[0]
+    script = write_script(script_for(task))
+    command = serve_command("chem", "--server-kwargs", chem_data.server_kwargs())
+    conversations = []
+    for checkpointer in ("memory", f"sqlite:{tmp_path / 'checkpoints.db'}"):
+        env = ToolTaskEnv(chem_data.suite, server=command)
+        try:
+            agent = LLMAgent(model=ScriptedChatModel.from_file(script), mode="chemcost", checkpointer=checkpointer)
+            gauntlet.rollout(env, agent, seed=0, record=tmp_path / f"{checkpointer[:6]}.jsonl")
+        finally:
+            env.close()
+        (episode,) = gauntlet.load_episodes(tmp_path / f"{checkpointer[:6]}.jsonl")
+        conversations.append(dumped(conversation(episode)))
+    assert conversations[0] == conversations[1]
+    with sqlite3.connect(tmp_path / "checkpoints.db") as db:
+        (count,) = db.execute("select count(*) from checkpoints").fetchone()
+    # At least one checkpoint per model call, on disk in the file the config named.
+    assert count >= len(script_for(task))
