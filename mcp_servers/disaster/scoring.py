@@ -34,16 +34,6 @@ MODES = ("AP", "IF")
 WORKSPACE_PREFIX = "ws/"
 
 
-def prompt(task: ToolTask, mode: str = "AP") -> str:
-    """The question an agent sees in ``mode`` (IF adds the gold tool order as a hint)."""
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; use AP or IF")
-    if mode == "AP":
-        return task.question
-    order = " -> ".join(call.call for call in task.gold_trajectory)
-    return f"{task.question}\n\nHint: a solution calls these tools in this order: {order}"
-
-
 # Answers ------------------------------------------------------------------------------------------
 def _text(value: Any) -> str:
     return " ".join(str(value).split()).casefold()

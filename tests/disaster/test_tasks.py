@@ -108,12 +108,18 @@ def test_polygon_answers_pass_at_iou_one_half():
     assert grade_answer(spec, square, "not a polygon")[0] == 0.0
 
 
-def test_if_mode_adds_the_gold_tool_order_and_ap_does_not(suite):
+def test_the_if_prompt_is_the_agents_instruction_mode_with_every_gold_call_in_order(suite):
+    """One definition of each DORA mode: the LLM agent's (AP = autonomous, IF = instruction)."""
+    from gauntlet.agents.llm.modes import AUTONOMOUS, INSTRUCTION, user_prompt
+
     task = load_suite(suite)[0]
-    assert scoring.prompt(task, "AP") == task.question
-    hint = scoring.prompt(task, "IF")
-    assert all(call.call in hint for call in task.gold_trajectory)
+    assert user_prompt(AUTONOMOUS, task.question, task.metadata).startswith(task.question)
+    plan = user_prompt(INSTRUCTION, task.question, task.metadata).split("Plan:\n", 1)[1]
+    assert [line.split(". ", 1)[1].split("(", 1)[0] for line in plan.splitlines()] == [
+        call.call for call in task.gold_trajectory]
     assert score_task(task, NO_ANSWER, (), "IF").answer_score == 0.0
+    with pytest.raises(ValueError, match="AP or IF"):
+        score_task(task, NO_ANSWER, (), "XX")
 
 
 def test_truth_vs_gold_is_reported_per_dimension(suite):
