@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -79,3 +81,56 @@ def test_a_corrupted_cache_is_detected_and_rebuilt():
 def test_unknown_split_is_refused():
     with pytest.raises(ValueError, match="expected one of"):
         mnist3d.load("validation")
+
+
+def previous_write_split(folder, split, images, labels, index, resolution) -> None:
+    """The build before it streamed: the whole split extruded at once (one 3-D zoom), measured at
+    once, and each array saved with ``np.save``."""
+    from scipy import ndimage
+
+    inner = resolution - 2 * heightfield.BORDER
+    grey = images[index].astype(np.float64) / 255.0
+    zoom = inner / grey.shape[-1]
+    upsampled = ndimage.zoom(grey, (1, zoom, zoom), order=3, mode="grid-constant", cval=0.0, grid_mode=True)
+    sigma = mnist3d.SMOOTH_SIGMA_PX * zoom
+    t = np.clip((ndimage.gaussian_filter(upsampled, sigma=(0, sigma, sigma)) - 0.3) / 0.4, 0.0, 1.0)
+    fields = np.zeros((len(index), resolution, resolution), np.uint8)
+    border = heightfield.BORDER
+    fields[:, border:-border, border:-border] = np.rint(t * t * (3 - 2 * t) * 255).astype(np.uint8)
+    heights_m = fields.astype(np.float64) * (mnist3d.DIGIT_HEIGHT_M / 255.0)
+    volume, centroid = heightfield.volume_and_centroid(heights_m, mnist3d.FOOTPRINT_M)
+    for name, array in (("fields", fields), ("labels", labels[index]), ("source-index", index),
+                        ("volume-m3", volume), ("centroid-m", centroid)):
+        np.save(folder / f"{split}-{name}.npy", array)
+
+
+def sha256s(folder) -> dict[str, str]:
+    return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(folder.iterdir())}
+
+
+def test_the_streamed_split_is_byte_identical_to_the_split_built_all_at_once(tmp_path):
+    images, labels = mnist3d.read_source()
+    index = mnist3d.split_indices(labels)["test"][::50]  # 20 digits, two of each class
+    (tmp_path / "previous").mkdir()
+    previous_write_split(tmp_path / "previous", "test", images, labels, index, 48)
+    expected = sha256s(tmp_path / "previous")
+    assert len(expected) == 5
+    for chunk_digits in (1, 7, len(index)):
+        folder = tmp_path / f"chunks-of-{chunk_digits}"
+        folder.mkdir()
+        mnist3d.write_split(folder, "test", images, labels, index, 48, chunk_digits=chunk_digits)
+        assert sha256s(folder) == expected, chunk_digits
+
+
+def test_the_builds_peak_memory_grows_with_its_chunk_not_with_the_split(tmp_path):
+    images, labels = mnist3d.read_source()
+    index = mnist3d.split_indices(labels)["train"][:200]
+    # Once untraced first, so the modules the build imports on first use are not counted.
+    mnist3d.write_split(tmp_path, "train", images, labels, index[:2], 64)
+    peaks = {}
+    for chunk_digits in (10, len(index)):
+        tracemalloc.start()
+        mnist3d.write_split(tmp_path, "train", images, labels, index, 64, chunk_digits=chunk_digits)
+        peaks[chunk_digits] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peaks[10] * 10 < peaks[len(index)], peaks
