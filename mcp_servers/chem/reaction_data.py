@@ -26,7 +26,9 @@ from gauntlet.mcp_servers.chem.views import (ROUTE_VIEW, ROUTE_VIEWS, SALT_FORMU
                                              route_view)
 
 DATA_NAME = "chem-reactions"
-BUILDER_VERSION = "3"  # 3: longer routes, Suzuki partners without an aryl halide, noisy route views
+# 3: longer routes, Suzuki partners without an aryl halide, noisy route views; 4: built on the 25,000-identity
+# catalogue (catalogue builder 4: its chemical ids differ from builder 3's)
+BUILDER_VERSION = "4"
 DEFAULT_N_REACTIONS = 1440
 DEFAULT_N_ROUTES = 150
 RECORDS_FILE = "reactions.jsonl"

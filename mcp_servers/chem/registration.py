@@ -29,8 +29,8 @@ def register() -> None:
     registry.add("server", "chem", f"{PACKAGE}.server:build_server",
                  "chemical procurement pricing: ground chemicals, supplier quotes, pack selection, reactions, routes")
     registry.add("data", "chem", f"{PACKAGE}.bundle:build_everything",
-                 "frozen chemical catalogue (2,450 real identities, 120 suppliers, ~280k quotes) in SQLite, the "
-                 "1,440 reactions and 150 routes with their views, and every suite", version="3",
+                 "frozen chemical catalogue (25,000 real identities, 120 suppliers, ~2.9M quotes) in SQLite, the "
+                 "1,440 reactions and 150 routes with their views, and every suite", version="4",
                  inputs=("chem/aliases.json", "chem/salt_formulas.json"))
     for name, (view, tasks) in SUITES.items():
         registry.add("suite", name, f"{PACKAGE}.suite:suite_path",

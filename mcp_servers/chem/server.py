@@ -45,13 +45,51 @@ class Candidate(BaseModel):
     smiles: str = Field(description="RDKit canonical SMILES")
     cas: str | None
     molar_mass_g_mol: float = Field(description="average molar mass, g/mol (per mol of metal for loaded catalysts)")
-    confidence: float = Field(description="1.0 exact identity match; lower for skeleton, prefix or spelling matches")
-    matched_on: str = Field(description="what the query matched: name, abbreviation, cas, smiles, inchikey, ...")
+    confidence: float = Field(description="how surely the query names this compound, by match kind: 1.0 an exact "
+                                          "identifier or preferred name, 0.95 a listed synonym or a parsed "
+                                          "systematic name, 0.9 a normalised spelling, 0.8 a corrected slip")
+    match_kind: grounding.MatchKind = Field(description="identifier (CAS, InChIKey, SMILES), name (preferred name "
+                                                        "or abbreviation), synonym, normalised, parsed name "
+                                                        "(systematic name read as a structure) or fuzzy (an "
+                                                        "OCR-like confusion or one typing slip corrected)")
+    matched_on: str = Field(description="the spelling or reading the query matched")
+
+
+class Suggestion(BaseModel):
+    """A catalogue compound near the query that the query does NOT identify: check before using it."""
+
+    chemical_id: int
+    name: str
+    smiles: str = Field(description="RDKit canonical SMILES")
+    cas: str | None
+    kind: grounding.SuggestionKind = Field(description="ambiguous (the name is shared by several compounds), "
+                                                       "stereo form (same skeleton, other stereochemistry) or "
+                                                       "similar spelling (another compound's name a few edits away)")
+    reason: str
+    confidence: float = Field(description=f"below {grounding.HIT_THRESHOLD}: not an identification")
+
+
+class KnownCompound(BaseModel):
+    """What the query names when that compound is known but this catalogue does not sell it."""
+
+    name: str
+    cas: str | None
+    formula: str
+    pubchem_cid: int | None
 
 
 class SearchResult(BaseModel):
     query: str
-    candidates: list[Candidate] = Field(description="best first")
+    found: bool = Field(description="true: candidates[0] is the compound the query names; false: no catalogue "
+                                    "compound is, and suggestions are other compounds, never the answer")
+    candidates: list[Candidate] = Field(description="the identified compound (one), empty when found is false")
+    suggestions: list[Suggestion] = Field(description="when not found: compounds near the query, for you to check "
+                                                      "(by SMILES or CAS) before using one")
+    known_compound: KnownCompound | None = Field(description="when not found: the compound the query names, if it "
+                                                             "is known but not sold here")
+    parsed_smiles: str | None = Field(description="when not found: the structure read from the query, if any (use "
+                                                  "it with similar_chemicals)")
+    message: str = Field(description="what matched, or why nothing did and what to try")
 
 
 class ChemicalInfo(BaseModel):
@@ -194,21 +232,31 @@ def search_chemical(
         chem: Chem,
         query: Annotated[str, Field(description="a name, abbreviation (THF, HATU), CAS number, SMILES or InChIKey",
                                     max_length=300, examples=["HATU"])],
-        limit: Annotated[int, Field(ge=1, le=20, description="most candidates to return")] = 5) -> SearchResult:
-    """Find catalogue chemicals matching a name, abbreviation, CAS number, SMILES or InChIKey.
+        limit: Annotated[int, Field(ge=1, le=20, description="most suggestions to list when nothing is found")] = 5
+) -> SearchResult:
+    """Find the catalogue compound a name, abbreviation, CAS number, SMILES or InChIKey identifies.
 
-    Works offline over the frozen catalogue. Returns ranked candidates with a confidence: 1.0 is an
-    exact identity match; a lower confidence means a skeleton match (stereo or isomer lost), a name
-    with a stereo prefix removed, or a similar spelling, so check the SMILES before you buy. Use
-    this first for every chemical of a reaction; the chemical_id it returns feeds the other tools.
+    Works offline over the frozen catalogue. found=true: candidates[0] is the compound, with how it
+    matched (match_kind) and a confidence; use its chemical_id with the other tools. found=false:
+    nothing in the catalogue is this compound (it may be a known compound the catalogue does not sell:
+    known_compound says which); the suggestions are OTHER compounds with similar names or the same
+    skeleton, listed so you can check them, never to be bought in its place without checking. Search
+    every chemical of a reaction with this first.
     """
-    candidates = []
-    for found in chem.grounder.search(query, limit):
-        record = chem.catalogue.chemical(found.chemical_id)
-        candidates.append(Candidate(chemical_id=found.chemical_id, name=found.name, smiles=record.smiles,
-                                    cas=record.cas, molar_mass_g_mol=record.molar_mass_g_mol,
-                                    confidence=found.confidence, matched_on=found.matched_on))
-    return SearchResult(query=query, candidates=candidates)
+    found = chem.grounder.ground(query, limit)
+    candidates = [Candidate(chemical_id=hit.chemical_id, name=hit.name, smiles=record.smiles, cas=record.cas,
+                            molar_mass_g_mol=record.molar_mass_g_mol, confidence=hit.confidence,
+                            match_kind=hit.match_kind, matched_on=hit.matched_on)
+                  for hit in found.hits for record in [chem.catalogue.chemical(hit.chemical_id)]]
+    suggestions = [Suggestion(chemical_id=near.chemical_id, name=near.name, smiles=record.smiles, cas=record.cas,
+                              kind=near.kind, reason=near.reason, confidence=near.confidence)
+                   for near in found.suggestions for record in [chem.catalogue.chemical(near.chemical_id)]]
+    known = found.known
+    return SearchResult(query=query, found=found.found, candidates=candidates, suggestions=suggestions,
+                        known_compound=KnownCompound(name=known.name, cas=known.cas, formula=known.formula,
+                                                     pubchem_cid=known.pubchem_cid) if known else None,
+                        parsed_smiles=found.parsed_smiles if not found.found else None,
+                        message=found.explanation())
 
 
 @TOOLS.tool(READ_ONLY)
@@ -337,7 +385,8 @@ def build_server(db_path: str | Path | None = None, reactions_dir: str | Path | 
     catalogue, grounder, similarity = open_catalogue(Path(db_path or catalogue_path()).resolve())
     state = Chem(catalogue, grounder, similarity, catalogue.supplier_names(),
                  Path(reactions_dir) if reactions_dir is not None else None)
-    instructions = ("Price chemical reactions: ground each chemical with search_chemical, read get_chemical for "
-                    "molar mass and density, buy with select_pack, add up with calculate. Catalogue snapshot "
+    instructions = ("Price chemical reactions: ground each chemical with search_chemical (use a result only when "
+                    "found is true; suggestions are other compounds), read get_chemical for molar mass and density, "
+                    "buy with select_pack, add up with calculate. Catalogue snapshot "
                     + str(catalogue.snapshot.get("snapshot_date")))
     return ToolServer(TOOLS, state, name="chem-pricing", instructions=instructions)

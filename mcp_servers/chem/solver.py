@@ -6,7 +6,8 @@ drives a real MCP client session in the suite builder (``suite.py``, the demo an
 acts as an agent in ``ToolTaskEnv`` (the chem agent family wraps it), so the oracle's trajectories are
 exactly the gold trajectories.
 
-* ``oracle`` follows the gold rule with the tools: ground each component (top candidate), buy its
+* ``oracle`` follows the gold rule with the tools: ground each component (the compound the search
+  identifies; it abstains when the search finds none, never buying a suggestion), buy its
   need with ``select_pack``, and divide the total by the product's grams at the stated yield with
   ``calculate``.
 * ``naive`` grounds the same way but prices each component at the cheapest price per gram of any
@@ -144,10 +145,10 @@ def naive(reaction_id: str, view: str = "clean") -> Solver:
 
 
 def _buy_pack(name: str, amount: float, unit: str) -> Generator[Call, tuple[bool, Any], str | None]:
-    """The gold rule's purchase: ground ``name`` (top candidate) and buy the amount with select_pack;
-    the cost as a number for a calculate expression, or None."""
+    """The gold rule's purchase: ground ``name`` (the compound the search identifies) and buy the amount
+    with select_pack; the cost as a number for a calculate expression, or None."""
     is_error, found = yield "search_chemical", {"query": name, "limit": 3}
-    if is_error:
+    if is_error or not found["found"]:
         return None
     is_error, pack = yield "select_pack", {"chemical_id": found["candidates"][0]["chemical_id"],
                                            "required_amount": amount, "unit": unit}
@@ -157,7 +158,7 @@ def _buy_pack(name: str, amount: float, unit: str) -> Generator[Call, tuple[bool
 def _buy_per_gram(name: str, amount: float, unit: str) -> Generator[Call, tuple[bool, Any], str | None]:
     """The naive purchase: grams needed x the cheapest price per gram of any quote, as an expression."""
     is_error, found = yield "search_chemical", {"query": name, "limit": 1}
-    if is_error:
+    if is_error or not found["found"]:
         return None
     chemical_id = found["candidates"][0]["chemical_id"]
     is_error, grams = yield "convert_quantity", {"value": amount, "from_unit": unit, "to_unit": "g",

@@ -1,4 +1,5 @@
-"""Read-only access to the catalogue database: chemicals, their names and their supplier quotes."""
+"""Read-only access to the catalogue database: chemicals, their names, their supplier quotes, and the
+compounds the tables know that the catalogue does not sell."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from gauntlet.mcp_servers.chem.pricing import INVALID_GRADES, VALID_MIN_PURITY_P
 
 
 QUOTE_CACHE_SIZE = 512
+# The InChIKey suffix of a catalyst sold by loading (Pd/C): its own identity, though it has the metal's structure.
+LOADED_SUFFIX = "-LOADED"
 # Quote.is_valid in SQL (parameters: the minimum purity, then the invalid grades in sorted order).
 _VALID_SQL = f"AND purity_pct >= ? AND grade NOT IN ({', '.join('?' * len(INVALID_GRADES))})"
 
@@ -38,7 +41,25 @@ class ChemicalRecord:
     iupac_name: str | None
     note: str
 
+    @property
+    def sold_by_loading(self) -> bool:
+        return self.inchikey.endswith(LOADED_SUFFIX)
 
+
+@dataclass(frozen=True)
+class KnownRecord:
+    """A compound of the PubChem tables that the catalogue does not sell."""
+
+    name: str
+    cas: str | None
+    formula: str
+    inchikey: str
+    pubchem_cid: int | None
+
+
+# Upper bound of a key range: every key that starts with a prefix sorts below prefix + this.
+_AFTER_EVERY_CHARACTER = "\U0010ffff"
+MAX_NEAR_KEYS = 300
 _CHEMICAL_COLUMNS = ("chemical_id, name, smiles, inchikey, formula, molar_mass_g_mol, density_g_ml, physical_state, "
                      "cas, category, source, pubchem_cid, iupac_name, note")
 _QUOTE_COLUMNS = ("quote_id, chemical_id, supplier_id, catalog_number, pack_amount, pack_unit, pack_mass_g, "
@@ -95,6 +116,47 @@ class CatalogueStore:
 
     def all_structures(self) -> list[tuple[int, str]]:
         return self._query("SELECT chemical_id, smiles FROM chemicals ORDER BY chemical_id")
+
+    def names_with_keys(self, keys: list[str], column: str = "name_key") -> list[tuple[int, str, str, str]]:
+        """[(chemical id, name as written, kind, the key it matched)] of the spellings whose ``name_key``
+        (or ``compact_key``) is one of ``keys``, in catalogue order."""
+        if column not in ("name_key", "compact_key"):
+            raise ValueError(f"cannot look names up by {column!r}")
+        if not keys:
+            return []
+        marks = ", ".join("?" * len(keys))
+        return self._query(f"SELECT chemical_id, name, kind, {column} FROM names WHERE {column} IN ({marks}) "
+                           "ORDER BY rowid", tuple(keys))
+
+    def keys_near(self, head: str, tail: str, min_length: int, max_length: int) -> tuple[list[str], bool]:
+        """The distinct name keys of ``min_length`` to ``max_length`` characters that start with ``head``
+        or end with ``tail`` (two indexed range scans), and whether that is all of them: at most
+        ``MAX_NEAR_KEYS`` are read from each side (a crowded neighbourhood, such as a supplier's codes that
+        share a prefix, is cut short)."""
+        starting = self._query("SELECT DISTINCT name_key FROM names WHERE name_key >= ? AND name_key < ? "
+                               "AND length(name_key) BETWEEN ? AND ? LIMIT ?",
+                               (head, head + _AFTER_EVERY_CHARACTER, min_length, max_length, MAX_NEAR_KEYS + 1))
+        reversed_tail = tail[::-1]
+        ending = self._query("SELECT DISTINCT reversed_key FROM names WHERE reversed_key >= ? AND reversed_key < ? "
+                             "AND length(reversed_key) BETWEEN ? AND ? LIMIT ?",
+                             (reversed_tail, reversed_tail + _AFTER_EVERY_CHARACTER, min_length, max_length,
+                              MAX_NEAR_KEYS + 1))
+        complete = len(starting) <= MAX_NEAR_KEYS and len(ending) <= MAX_NEAR_KEYS
+        keys = {key for (key,) in starting[:MAX_NEAR_KEYS]} | {key[::-1] for (key,) in ending[:MAX_NEAR_KEYS]}
+        return sorted(keys), complete
+
+    def known(self, column: str, value: str) -> list[KnownRecord]:
+        """Compounds the catalogue does not sell whose common name has the search key ``value``
+        (``column`` "name_key" or "compact_key": both are stored under one key column), or whose
+        ``inchikey`` or ``cas`` is ``value``."""
+        if column in ("name_key", "compact_key"):
+            sql = ("SELECT k.name, k.cas, k.formula, k.inchikey, k.pubchem_cid FROM known_names n "
+                   "JOIN known k ON k.known_id = n.known_id WHERE n.search_key = ? ORDER BY k.known_id")
+        elif column in ("inchikey", "cas"):
+            sql = f"SELECT name, cas, formula, inchikey, pubchem_cid FROM known WHERE {column} = ? ORDER BY known_id"
+        else:
+            raise ValueError(f"cannot look known compounds up by {column!r}")
+        return [KnownRecord(*row) for row in self._query(sql, (value,))]
 
     def names_with_key(self, key: str) -> list[tuple[int, str, str]]:
         """[(chemical id, name as written, kind)] of the spellings whose search key is ``key``; an indexed

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 CallTool = Callable[[str, dict[str, Any]], tuple[bool, Any]]
 
 DATA_NAME = "chem-suite"
-BUILDER_VERSION = "4"  # 3: select_pack results are flat (gold trajectories record them); 4: noisy route views
+# 3: select_pack results are flat (gold trajectories record them); 4: noisy route views; 5: search results say
+# whether the query was found (the gold trajectories record them), on the reaction set of builder 4
+BUILDER_VERSION = "5"
 SUITE_VIEWS = (*VIEWS, *ROUTE_VIEWS)
 SUITE_FILE = "suite.jsonl"
 CTA_TOLERANCE = 0.25

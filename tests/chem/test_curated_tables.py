@@ -18,9 +18,18 @@ def _alias(name: str) -> Alias:
     return next(alias for alias in ALIASES if alias.name == name)
 
 
-def test_alias_table_holds_the_66_identities_in_their_order():
-    assert len(ALIASES) == 66 and len({alias.name for alias in ALIASES}) == 66
-    assert ALIASES[0].name == "HATU" and ALIASES[-1].name == "water"
+def test_alias_table_holds_the_111_identities_in_their_order():
+    assert len(ALIASES) == 111 and len({alias.name for alias in ALIASES}) == 111
+    assert ALIASES[0].name == "HATU" and ALIASES[65].name == "water" and ALIASES[-1].name == "methanesulfonyl chloride"
+
+
+def test_the_reagents_the_tables_lack_or_name_badly_are_curated():
+    assert _alias("aspirin") == Alias("aspirin", "CC(=O)Oc1ccccc1C(=O)O", ("ASA",), "fine", "50-78-2",
+                                      synonyms=("acetylsalicylic acid", "2-acetoxybenzoic acid",
+                                                "2-(acetyloxy)benzoic acid"))
+    # written as PubChem writes it, so the curated row merges with the table's row
+    assert _alias("lithium aluminium hydride").smiles == "[H-].[H-].[H-].[H-].[Li+].[Al+3]"
+    assert _alias("lithium aluminium hydride").abbreviations == ("LiAlH4", "LAH")
 
 
 def test_known_aliases_read_back_exactly():

@@ -126,18 +126,18 @@ def test_search_finds_the_chemical_with_full_confidence(grounder, query, expecte
     assert (best.name, best.matched_on, best.confidence) == (expected_name, matched_on, 1.0)
 
 
-def test_a_lost_stereo_prefix_still_grounds_with_lower_confidence(grounder):
-    best = grounder.search("(S)-alanine")[0]
-    assert "alanine" in best.name and best.confidence < 1.0
+def test_a_stereo_form_the_catalogue_does_not_sell_is_not_found_but_named(grounder):
+    result = grounder.ground("(S)-alanine")
+    assert not result.found and result.known is not None and result.known.cas == "56-41-7"  # L-alanine
 
 
-def test_a_misspelling_is_found_as_a_close_spelling(grounder):
+def test_a_one_letter_slip_in_a_long_name_is_corrected_at_lower_confidence(grounder):
     best = grounder.search("tetrahydrofurane")[0]
-    assert best.name == "tetrahydrofuran" and best.matched_on == "similar spelling" and best.confidence < 1.0
+    assert best.name == "tetrahydrofuran" and best.match_kind == "fuzzy" and best.confidence < 1.0
 
 
-def test_unknown_names_fail_with_the_closest_spellings(grounder):
-    with pytest.raises(GroundingError, match=r"no chemical matches 'xyzzyq'; closest: '"):
+def test_unknown_names_fail_saying_they_are_not_in_the_catalogue(grounder):
+    with pytest.raises(GroundingError, match=r"'xyzzyq' is not in the catalogue"):
         grounder.search("xyzzyq")
 
 
