@@ -42,7 +42,7 @@ import gauntlet  # noqa: F401  (registers the gauntlet/ envs)
 from gauntlet.controllers.oversight.benchmarks import get_benchmark
 from gauntlet.controllers.oversight.collect import CollectSpec, collect, load_rows
 from gauntlet.controllers.oversight.metrics import (EvaluationConfig, evaluate, evaluate_by_strength, markdown_table,
-                                                    split_by_episode)
+                                                    split_by_episode, tune_dispersion)
 from gauntlet.controllers.oversight.models import ActionConditioned, RiskScore, ScalarRouter, save_model
 from gauntlet.controllers.oversight.online import compare_online
 from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
@@ -127,7 +127,8 @@ def train_controllers(rows: list[dict[str, Any]], folder: Path, benchmark: str, 
                       seed: int) -> tuple[Path, Path]:
     """The deployable controllers, trained on the training episodes only (as ``gauntlet oversight train``)."""
     fit_rows, calibration_rows = split_by_episode(rows, 0.3, seed)
-    model = ActionConditioned("rf", seed=seed).fit(rows)
+    dispersion = tune_dispersion("rf", fit_rows, calibration_rows, EvaluationConfig().dispersion_grid, seed=seed)
+    model = ActionConditioned("rf", dispersion=dispersion, seed=seed).fit(rows)
     router = ScalarRouter(RiskScore("rf", seed=seed).fit(fit_rows), intervention="expert").fit(calibration_rows)
     ac = save_model(folder / f"{benchmark}-controller.joblib", model, utility=config, benchmark=benchmark)
     scalar = save_model(folder / f"{benchmark}-controller.scalar.joblib", router, utility=config, benchmark=benchmark)

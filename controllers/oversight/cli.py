@@ -148,7 +148,9 @@ def evaluate(
     rows: Annotated[Path, typer.Argument(help="A collection folder (gauntlet oversight collect).")],
     test_fraction: Annotated[float, typer.Option(min=0.05, max=0.95, help="Share of episodes held out.")] = 0.3,
     seed: Annotated[int, typer.Option(help="Seed of the episode split and the learners.")] = 0,
-    dispersion: Annotated[float, typer.Option(min=0.0, help="Tree-dispersion penalty of the controller.")] = 0.0,
+    dispersion: Annotated[float | None, typer.Option(min=0.0, help=(
+        "Tree-dispersion penalty of the controller (default: tuned on a calibration split of the training "
+        "episodes, as the scalar router's threshold is)."))] = None,
     by_strength: Annotated[bool, typer.Option(help="Also evaluate each expert strength on its own.")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the full result here (JSON).")] = None,
 ) -> None:
@@ -207,13 +209,14 @@ def train(
     test_fraction: Annotated[float, typer.Option(min=0.0, max=0.95, help=(
         "Share of episodes held out (as evaluate splits them), so the model never sees test episodes."))] = 0.3,
     seed: Annotated[int, typer.Option(help="Seed of the split and the learner.")] = 0,
-    dispersion: Annotated[float, typer.Option(min=0.0, help="Tree-dispersion penalty.")] = 0.0,
+    dispersion: Annotated[float | None, typer.Option(min=0.0, help=(
+        "Tree-dispersion penalty (default: tuned on a calibration split of the training episodes)."))] = None,
 ) -> None:
     """Train the action-conditioned controller (and the scalar router it is compared with) on the
     training episodes and save both for deployment: OUT and OUT with the suffix .scalar.joblib."""
     from gauntlet.cli_commands.common import console
     from gauntlet.controllers.oversight.collect import load_meta
-    from gauntlet.controllers.oversight.metrics import split_by_episode
+    from gauntlet.controllers.oversight.metrics import split_by_episode, tune_dispersion
     from gauntlet.controllers.oversight.models import ActionConditioned, RiskScore, ScalarRouter, save_model
     from gauntlet.controllers.oversight.utility import UtilityConfig
 
@@ -226,6 +229,8 @@ def train(
     utility = UtilityConfig(**meta["config"])
     common = {"rows": str(rows), "training_rows": len(train_rows), "test_fraction": test_fraction, "seed": seed,
               "options": meta["options"]}
+    if dispersion is None:
+        dispersion = tune_dispersion(kind.value, fit_rows, calibration_rows, (0.0, 0.25, 0.5, 1.0, 2.0), seed=seed)
     model = ActionConditioned(kind.value, dispersion=dispersion, seed=seed).fit(train_rows)
     save_model(out, model, utility=utility, benchmark=meta["benchmark"], metadata=common)
     # The scalar baseline as `evaluate` builds it: risk on one part, the threshold tuned on the other.
@@ -233,7 +238,8 @@ def train(
     scalar_out = scalar_path(out)
     save_model(scalar_out, router, utility=utility, benchmark=meta["benchmark"],
                metadata={**common, "threshold": router.threshold})
-    console.print(f"trained on {len(train_rows)} rows ({kind.value}, actions {', '.join(model.actions)}); "
+    console.print(f"trained on {len(train_rows)} rows ({kind.value}, dispersion {dispersion:g}, actions "
+                  f"{', '.join(model.actions)}); "
                   f"model in [bold]{out}[/bold], scalar router (threshold {router.threshold:.3f}) in {scalar_out}")
     console.print(f"deploy: gauntlet oversight deploy {meta['benchmark']} --model {out}")
 

@@ -37,6 +37,7 @@ from gauntlet.controllers.oversight.models import (
     ScalarRouter,
     TwoThresholdRouter,
     actions_in,
+    choose_from_scores,
     continue_failed,
     design_matrix,
 )
@@ -273,7 +274,10 @@ class EvaluationConfig:
     """The scalar routers' intervention."""
     risk_kind: Literal["rf", "logistic"] = "rf"
     controller_kinds: tuple[Literal["rf", "gbr"], ...] = ("rf", "gbr")
-    dispersion: float = 0.0
+    dispersion: float | None = None
+    """The controllers' dispersion penalty; None tunes it on the calibration split from ``dispersion_grid``
+    (as the routers' thresholds are tuned there), then refits on all training rows."""
+    dispersion_grid: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0)
     n_boot: int = 1000
     confidence: float = 0.95
     risk_bins: int = 20
@@ -346,8 +350,17 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
         choices["scalar_two_threshold"] = two.choose(X_test)
         thresholds["two_threshold"] = [two.low, two.high]
 
+    dispersions: dict[str, float] = {}
     for kind in config.controller_kinds:
-        model = ActionConditioned(kind, dispersion=config.dispersion, seed=seed, n_jobs=config.n_jobs)
+        dispersion = config.dispersion
+        if dispersion is None:
+            dispersion = tune_dispersion(kind, fit_rows, calibration_rows, config.dispersion_grid, seed=seed,
+                                         n_jobs=config.n_jobs)
+            untuned = ActionConditioned(kind, dispersion=0.0, seed=seed, n_jobs=config.n_jobs).fit(train_rows)
+            choices[f"action_conditioned_{kind}_lambda0"] = untuned.choose(
+                design_matrix(test.rows, untuned.feature_names)[0])
+        dispersions[kind] = dispersion
+        model = ActionConditioned(kind, dispersion=dispersion, seed=seed, n_jobs=config.n_jobs)
         model.fit(train_rows)
         choices[f"action_conditioned_{kind}"] = model.choose(design_matrix(test.rows, model.feature_names)[0])
 
@@ -368,10 +381,26 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
         "methods": {name: _method_result(test, chosen, config, seed) for name, chosen in choices.items()},
         "calibration": calibration,
         "thresholds": {name: _json_threshold(value) for name, value in thresholds.items()},
+        "dispersion": dispersions,
         "identical_risk_different_action": {"bins": config.risk_bins, "prefixes": len(test.rows), **identical},
         "within_action_variance": within_action_variance(test_rows, actions),
         "config": dataclasses.asdict(config), "seed": seed,
     }
+
+
+def tune_dispersion(kind: Literal["rf", "gbr"], fit_rows: Sequence[Row], calibration_rows: Sequence[Row],
+                    grid: Sequence[float], *, seed: int, n_jobs: int = 1) -> float:
+    """The dispersion penalty of ``grid`` with the least regret on the calibration rows, for a controller
+    fitted on ``fit_rows`` (ties go to the smaller penalty)."""
+    if not grid:
+        raise ValueError("the dispersion grid is empty")
+    model = ActionConditioned(kind, seed=seed, n_jobs=n_jobs).fit(fit_rows)
+    table = prefix_table(calibration_rows, model.actions)
+    mean, std = model.predict(design_matrix(table.rows, model.feature_names)[0])
+    regrets = [(control_regret(table.utilities, model.actions,
+                               choose_from_scores(mean - penalty * std, model.actions)), penalty)
+               for penalty in sorted(grid)]
+    return min(regrets, key=lambda pair: pair[0])[1]
 
 
 def _method_result(table: PrefixTable, chosen: Sequence[str], config: EvaluationConfig, seed: int) -> dict[str, Any]:

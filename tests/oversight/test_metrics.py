@@ -146,7 +146,8 @@ def test_evaluate_builds_the_result_table() -> None:
     methods = result["methods"]
     assert set(methods) == {"oracle", "always_continue", "always_quit", "always_expert", "scalar_raw",
                             "scalar_platt", "scalar_platt_raw_threshold", "scalar_isotonic",
-                            "scalar_isotonic_raw_threshold", "scalar_two_threshold", "action_conditioned_rf"}
+                            "scalar_isotonic_raw_threshold", "scalar_two_threshold", "action_conditioned_rf",
+                            "action_conditioned_rf_lambda0"}
     assert methods["oracle"]["regret"] == 0.0
     for method in methods.values():
         low, high = method["regret_ci"]
@@ -180,3 +181,21 @@ def test_evaluate_by_strength_evaluates_each_expert_strength_apart() -> None:
     assert list(results) == ["0.2", "1.0"]
     # A weak expert is worth less, so always handing over costs more against the oracle.
     assert results["0.2"]["methods"]["always_expert"]["regret"] > results["1.0"]["methods"]["always_expert"]["regret"]
+
+
+
+def test_the_dispersion_penalty_is_tuned_on_the_calibration_split_and_recorded() -> None:
+    from gauntlet.controllers.oversight.metrics import tune_dispersion
+
+    rows = synthetic_rows(40, seed=3, noise=0.3)
+    train, test = split_by_episode(rows, 0.3, 0)
+    fit, calibration = split_by_episode(train, 0.3, 0)
+    grid = (0.0, 0.5, 4.0)
+    chosen = tune_dispersion("rf", fit, calibration, grid, seed=0)
+    assert chosen in grid and chosen == tune_dispersion("rf", fit, calibration, grid, seed=0)
+    tuned = evaluate(train, test, {"controller_kinds": ["rf"], "dispersion_grid": list(grid), "n_boot": 50}, seed=0)
+    assert tuned["dispersion"]["rf"] in grid and "action_conditioned_rf_lambda0" in tuned["methods"]
+    fixed = evaluate(train, test, {"controller_kinds": ["rf"], "dispersion": 0.5, "n_boot": 50}, seed=0)
+    assert fixed["dispersion"] == {"rf": 0.5} and "action_conditioned_rf_lambda0" not in fixed["methods"]
+    with pytest.raises(ValueError, match="empty"):
+        tune_dispersion("rf", fit, calibration, (), seed=0)
