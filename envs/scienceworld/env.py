@@ -46,10 +46,6 @@ class ScienceWorldSnapshot:
 
     commands: tuple[str, ...]
     digests: tuple[str, ...]
-    score: int
-    done: bool
-    observation: dict[str, str]
-    info: dict[str, Any]
     rng: dict[str, Any]
 
 
@@ -102,7 +98,9 @@ class ScienceWorldEnv(gym.Env):
     ScienceWorld cannot save or restore its state, so ``snapshot()`` records the commands since
     reset with a digest of every step's observation and info, and ``restore()`` resets the
     simulator and replays them, checking every step against its digest (``BranchingError`` if one
-    differs). Cost: a reset plus one step per recorded command.
+    differs). Cost: a reset plus one step per recorded command. ``rewind(steps)`` returns the same
+    way to an earlier step of the current episode; ``commands`` lists the commands since reset and
+    ``score`` is the task score now.
 
     ## Arguments
     ``task="find-living-thing"`` (a ScienceWorld task name), ``variation=0``,
@@ -235,21 +233,41 @@ class ScienceWorldEnv(gym.Env):
     def snapshot(self) -> ScienceWorldSnapshot:
         if not self._digests:
             raise ResetNeeded("call reset() before snapshot()")
-        return ScienceWorldSnapshot(commands=tuple(self._commands), digests=tuple(self._digests), score=self._score,
-                                    done=self._done, observation=dict(self._observation), info=self._copy_info(),
+        return ScienceWorldSnapshot(commands=tuple(self._commands), digests=tuple(self._digests),
                                     rng=dict(self.np_random.bit_generator.state))
 
     def restore(self, snapshot: ScienceWorldSnapshot) -> None:
         """Reset the simulator and replay the snapshot's commands, checking every step against its digest."""
-        self._restart()
-        self._check_replay(snapshot, 0)
-        for index, command in enumerate(snapshot.commands, start=1):
-            self._run(command)
-            self._check_replay(snapshot, index)
+        self._replay(snapshot.commands, snapshot.digests)
         self.np_random.bit_generator.state = dict(snapshot.rng)
 
-    def _check_replay(self, snapshot: ScienceWorldSnapshot, index: int) -> None:
-        if self._digests[index] != snapshot.digests[index]:
-            where = "the reset" if index == 0 else f"command {index} ({snapshot.commands[index - 1]!r})"
+    @property
+    def score(self) -> int:
+        """The task score now (0 to 100; negative once failed)."""
+        return self._score
+
+    @property
+    def commands(self) -> tuple[str, ...]:
+        """The commands since the last reset (or restore: those the restored state was reached by)."""
+        return tuple(self._commands)
+
+    def rewind(self, steps: int) -> tuple[dict[str, str], dict[str, Any]]:
+        """Return to the state after the first ``steps`` commands since reset (a restore of that earlier
+        step); the observation and info of that state."""
+        if not 0 <= steps <= len(self._commands):
+            raise ValueError(f"can rewind to 0..{len(self._commands)} commands; got {steps}")
+        self._replay(tuple(self._commands[:steps]), tuple(self._digests[:steps + 1]))
+        return dict(self._observation), self._copy_info()
+
+    def _replay(self, commands: tuple[str, ...], digests: tuple[str, ...]) -> None:
+        self._restart()
+        self._check_replay(commands, digests, 0)
+        for index, command in enumerate(commands, start=1):
+            self._run(command)
+            self._check_replay(commands, digests, index)
+
+    def _check_replay(self, commands: tuple[str, ...], digests: tuple[str, ...], index: int) -> None:
+        if self._digests[index] != digests[index]:
+            where = "the reset" if index == 0 else f"command {index} ({commands[index - 1]!r})"
             raise BranchingError(f"ScienceWorld {self.task} variation {self.variation} did not replay: what "
                                  f"{where} showed differs from the recorded step, so the snapshot cannot be restored")

@@ -123,3 +123,16 @@ def test_an_unknown_task_or_variation_raises_and_leaves_no_jvm_behind():
     with pytest.raises(ValueError, match="variation must be in"):
         make(variation=10_000)
     assert java_children() <= before
+
+
+def test_rewind_returns_to_an_earlier_step_of_the_episode(env):
+    _, info = env.reset(seed=0)
+    gold = info["privileged"]["gold_actions"]
+    first = env.step(gold[0])
+    env.step("look at picture")
+    observation, info = env.unwrapped.rewind(1)
+    assert env.unwrapped.commands == (gold[0],)
+    assert outputs_identical((observation, info), (first[0], first[4]))
+    assert info["privileged"]["on_gold_path"] and info["privileged"]["expert_action"] == gold[1]
+    with pytest.raises(ValueError, match="rewind to 0..1"):
+        env.unwrapped.rewind(2)
