@@ -189,21 +189,51 @@ def logi_supply_needs(ws: Workspace, people: Annotated[float, Field(ge=0, descri
     return ValueOut(value=people * days * per_day[item], unit=item.split("_")[1])
 
 
+# A weight is a preference, not a quantity: a negative one is meaningful (a larger distance lowers the
+# priority). What has no meaning is a ranking where every weight is 0, a weight that is not finite, or
+# a field value the normalisation by the field's maximum cannot take (negative or not finite).
+PriorityWeights = Annotated[dict[str, Annotated[float, Field(allow_inf_nan=False)]], Field(
+    min_length=1, description="field -> weight; score = sum(weight x value / max value of the field). A negative "
+                              "weight makes a larger value lower the priority (e.g. a distance)",
+    examples=[{"people": 1.0, "distance_m": -0.5}])]
+PRIORITY_EXAMPLE = ('{"items": [{"id": "A", "people": 120, "distance_m": 800}, {"id": "B", "people": 40, '
+                    '"distance_m": 200}], "weights": {"people": 1.0, "distance_m": -0.5}}')
+
+
 @tool("logi")
 def logi_priority_scores(ws: Workspace, items: Annotated[list[dict[str, Any]], Field(
-        description="records, each with the weighted fields")], weights: Annotated[dict[str, float], Field(
-        description="field -> weight; score = sum(weight x value / max value of the field)")]) -> ItemsOut:
-    """Weighted priority score per record (each field normalised by its maximum), highest first, with rank."""
-    if not items or not weights:
-        raise CalculationError("give items and weights")
-    top = {}
+        min_length=1, description="records, each with every weighted field as a number >= 0")],
+        weights: PriorityWeights) -> ItemsOut:
+    """Weighted priority score per record (each field normalised by its maximum), highest first, with rank.
+
+    Weighted fields hold amounts >= 0 (people, damage, distance); a negative weight counts a field
+    against the priority, e.g. {"people": 1.0, "distance_m": -0.5} ranks many people close by first."""
+    if not any(weights.values()):
+        raise CalculationError("argument 'weights': every weight is 0, so every record would score 0 and the "
+                               "ranking would mean nothing; give at least one non-zero weight; a valid example: "
+                               + PRIORITY_EXAMPLE)
+    columns: dict[str, list[float]] = {}
     for key in weights:
-        if any(not isinstance(item.get(key), (int, float)) for item in items):
-            raise CalculationError(f"every item needs a numeric {key!r}")
-        top[key] = max(max(float(item[key]) for item in items), 1e-12)
-    scored = [{**item, "score": round(sum(w * item[k] / top[k] for k, w in weights.items()), 6)} for item in items]
+        columns[key] = [amount for item in items if (amount := _amount(item.get(key))) is not None]
+        if len(columns[key]) < len(items):
+            raise CalculationError(f"argument 'items': every record needs a finite number >= 0 in {key!r} (scores "
+                                   f"divide by the field's maximum); a valid example: {PRIORITY_EXAMPLE}")
+    top = {key: max(max(column), 1e-12) for key, column in columns.items()}
+    scored = [{**item, "score": round(sum(w * columns[k][i] / top[k] for k, w in weights.items()), 6)}
+              for i, item in enumerate(items)]
     scored.sort(key=lambda item: -item["score"])
     return ItemsOut(items=[{**item, "rank": i + 1} for i, item in enumerate(scored)], count=len(scored))
+
+
+def _amount(value: Any) -> float | None:
+    """``value`` as a finite float >= 0, or None when it is not one (text, NaN, negative, beyond a float)."""
+    if not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too large for any float
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 @tool("logi")

@@ -151,3 +151,50 @@ def test_every_string_argument_of_every_tool_given_a_bad_file_name_answers_witho
         assert not any(folder in text for folder in private), (tool, argument, text)
         assert "Traceback" not in text, (tool, argument)
         assert not text.startswith("internal error"), (tool, argument, text)
+
+
+PLACES = [{"id": "A", "people": 120, "distance_m": 800}, {"id": "B", "people": 40, "distance_m": 200},
+          {"id": "C", "people": 120, "distance_m": 200}]
+
+
+def ranking(result) -> list[str]:
+    assert not result.isError, result
+    return [item["id"] for item in result.structuredContent["items"]]
+
+
+def test_a_negative_priority_weight_counts_its_field_against_the_priority(server):
+    # A weight is a preference: -1 on distance means "nearer first", which is what a planner asks for.
+    by_people, nearest_first, both = call_all(server, [
+        ("logi_priority_scores", {"items": PLACES, "weights": {"people": 1.0}}),
+        ("logi_priority_scores", {"items": PLACES, "weights": {"distance_m": -1.0}}),
+        ("logi_priority_scores", {"items": PLACES, "weights": {"people": 1.0, "distance_m": -0.5}})])
+    assert ranking(by_people)[2] == "B"
+    assert ranking(nearest_first)[2] == "A"
+    assert ranking(both) == ["C", "A", "B"]  # C: 1 - 0.125; A: 1 - 0.5; B: 1/3 - 0.125
+
+
+@pytest.mark.parametrize("items, weights, argument", [
+    (PLACES, {"people": 0.0, "distance_m": 0.0}, "weights"),
+    (PLACES, {"people": float("nan")}, "weights"),
+    (PLACES, {"people": float("inf")}, "weights"),
+    (PLACES, {}, "weights"),
+    ([], {"people": 1.0}, "items"),
+    ([{"id": "A", "people": -120}, {"id": "B", "people": 40}], {"people": 1.0}, "items"),
+    ([{"id": "A", "people": float("nan")}, {"id": "B", "people": 40}], {"people": 1.0}, "items"),
+    ([{"id": "A", "people": 10 ** 400}, {"id": "B", "people": 40}], {"people": 1.0}, "items"),
+    ([{"id": "A", "people": "many"}, {"id": "B", "people": 40}], {"people": 1.0}, "items"),
+    (PLACES, {"ppl": 1.0}, "items"),
+])
+def test_priority_scores_refuse_weights_that_rank_nothing_and_values_they_cannot_normalise(
+        server, items, weights, argument):
+    [result] = call_all(server, [("logi_priority_scores", {"items": items, "weights": weights})])
+    text = error_text(result)
+    assert f"argument '{argument}" in text and "a valid example" in text, text
+    assert not text.startswith("internal error")
+
+
+def test_priority_constraints_and_the_meaning_of_a_negative_weight_are_in_the_schema(server):
+    schema = schema_of(server, "logi_priority_scores")
+    assert schema["properties"]["items"]["minItems"] == 1
+    assert schema["properties"]["weights"]["minProperties"] == 1
+    assert "negative" in schema["properties"]["weights"]["description"]
