@@ -161,12 +161,10 @@ class _Evidence:
         self.parsed_smiles: str | None = None
         self.names_other_compound = False  # the query is a real name or structure: no spelling correction
 
-    def identify(self, chemical_id: int, kind: MatchKind, matched_on: str, matched_text: str | None = None,
-                 scale: float = 1.0) -> None:
+    def identify(self, chemical_id: int, kind: MatchKind, matched_on: str, matched_text: str | None = None) -> None:
         if self.hit is None:
             name = self.grounder.store.chemical(chemical_id).name
-            self.hit = Candidate(chemical_id, name, matched_on, matched_text or self.text,
-                                 round(CONFIDENCE[kind] * scale, 3), kind)
+            self.hit = Candidate(chemical_id, name, matched_on, matched_text or self.text, CONFIDENCE[kind], kind)
 
     def suggest(self, chemical_id: int, kind: SuggestionKind, reason: str, distance: int = 0) -> None:
         """List a compound the query does not identify; ranked by kind (ambiguous, stereo form, similar

@@ -198,3 +198,22 @@ def test_the_search_result_schema_tells_a_client_about_found_and_suggestions(cli
     schema = {tool.name: tool.outputSchema for tool in client.list_tools()}["search_chemical"]
     assert {"found", "candidates", "suggestions", "known_compound", "message"} <= set(schema["properties"])
     assert "never the answer" in schema["properties"]["found"]["description"]
+
+
+# The warm OPSIN process -----------------------------------------------------------------------------------
+@needs_java
+def test_one_opsin_process_answers_name_after_name_and_comes_back_after_a_timeout(monkeypatch):
+    from gauntlet.mcp_servers.chem import opsin
+
+    parser = opsin.OpsinParser()
+    try:
+        assert parser.parse("4-bromoanisole") == "BrC1=CC=C(C=C1)OC"
+        assert parser.parse("aspirin") is None  # a trivial name OPSIN does not know: no parse, no error
+        process = parser._process
+        assert parser.parse("ethanol") == "C(C)O" and parser._process is process  # the same warm process
+        monkeypatch.setattr(opsin, "PARSE_TIMEOUT_S", 0.0)
+        assert parser.parse("propan-2-ol") is None and parser._process is None  # too slow: the process is replaced
+        monkeypatch.undo()
+        assert parser.parse("propan-2-ol") == "CC(C)O"
+    finally:
+        parser.close()
