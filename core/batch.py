@@ -37,6 +37,7 @@ from gauntlet.agent import Agent
 from gauntlet.episode import AgentSpec
 from gauntlet.fileio import write_atomically
 from gauntlet.hooks import Controller, Monitor
+from gauntlet.info_keys import metrics_of
 from gauntlet.registry import make_agent, make_hook
 from gauntlet.runner import episode_seed, new_run_id, rollout
 from gauntlet.versions import versions
@@ -111,6 +112,8 @@ class EpisodeSummary(BaseModel):
     score: float | None
     length: int
     success: bool | None = None
+    metrics: dict[str, float] = Field(default_factory=dict)
+    """The env's own metrics at the episode's last step (``gauntlet.info_keys.METRICS``), e.g. accuracy."""
 
 
 class RunResult(BaseModel):
@@ -147,13 +150,32 @@ def is_complete(path: Path) -> bool:
         return False
 
 
+def _final_step_metrics(path: Path) -> dict[str, float]:
+    """The env's metrics in the info of a complete episode file's last step (the line before the
+    outcome); empty when the episode has no step or its env reports none."""
+    with open(path, "rb") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        block = 1 << 16
+        while True:  # read back until the last step's line is whole (a line break before it)
+            start = max(0, end - block)
+            handle.seek(start)
+            lines = handle.read(end - start).rstrip(b"\n").split(b"\n")
+            if len(lines) >= 3 or start == 0:
+                break
+            block *= 4
+    if len(lines) < 2:
+        return {}
+    record = json.loads(lines[-2])
+    return metrics_of(record.get("info") or {}) if record.get("kind") == "step" else {}
+
+
 def _summary_of(path: Path, index: int) -> EpisodeSummary:
     with open(path, "rb") as handle:
         header = json.loads(handle.readline())
     outcome = json.loads(_tail(path))
     return EpisodeSummary(index=index, episode_id=header["episode_id"], seed=header["seed"],
                           score=outcome.get("score"), length=int(outcome["metrics"].get("length", 0)),
-                          success=outcome.get("success"))
+                          success=outcome.get("success"), metrics=_final_step_metrics(path))
 
 
 def _differences(old: Any, new: Any, where: str = "") -> list[str]:
@@ -224,8 +246,10 @@ def run_episode(spec: RunSpec, run_id: str, index: int, path: Path, env: gym.Env
                       episode_id=f"{run_id}-{index:06d}", config=config, hooks=hooks or ())
     outcome = episode.outcome
     assert outcome is not None  # rollout returns only finished episodes
+    # The episode is on disk only (its steps are not kept in memory): its last step's metrics are read back.
     return EpisodeSummary(index=index, episode_id=episode.episode_id, seed=seed, score=outcome.score,
-                          length=outcome.metrics["length"], success=outcome.success)
+                          length=outcome.metrics["length"], success=outcome.success,
+                          metrics=_final_step_metrics(path))
 
 
 def _run_chunk(spec: RunSpec, run_id: str, out_dir: str, indices: list[int]) -> list[EpisodeSummary]:

@@ -6,6 +6,7 @@ reports them gets them recorded in the Episode's own fields (docs/architecture.m
 
 from __future__ import annotations
 
+from numbers import Real
 from typing import Any, Final
 
 PRIVILEGED: Final = "privileged"
@@ -26,10 +27,27 @@ TOOL_CALL: Final = "tool_call"
 TASK_ID: Final = "task_id"
 """The tool task an episode runs (``ToolTaskEnv``'s reset info); the episode's ``task_id``."""
 
-PLATFORM_KEYS: Final = (PRIVILEGED, COST, SUCCESS, IS_SUCCESS, TOOL_CALL, TASK_ID)
+METRICS: Final = "metrics"
+"""The episode's own figures of merit as of this step, ``{name: number}`` (a classifier's ``accuracy``,
+a regression's ``error``): the final step's are the episode's, and ``gauntlet run`` shows their
+means over the episodes beside the return."""
+
+PLATFORM_KEYS: Final = (PRIVILEGED, COST, SUCCESS, IS_SUCCESS, TOOL_CALL, TASK_ID, METRICS)
 
 
 def success_of(info: dict[str, Any]) -> bool | None:
     """The success an env reported in ``info`` (``success``, else ``is_success``), or None if it did not."""
     value = info.get(SUCCESS, info.get(IS_SUCCESS))
     return None if value is None else bool(value)
+
+
+def metrics_of(info: dict[str, Any]) -> dict[str, float]:
+    """The metrics an env reported in ``info`` (``metrics``) as plain floats; empty if it reported none.
+
+    Values that are not single numbers (a list, a string) are left out: a summary averages numbers.
+    """
+    reported = info.get(METRICS)
+    if not isinstance(reported, dict):
+        return {}
+    return {str(name): float(value) for name, value in reported.items()
+            if isinstance(value, Real) and not isinstance(value, bool)}

@@ -122,6 +122,14 @@ def _run_summary(result: RunResult) -> Table:
         table.add_row("std return", f"{stats.std:.3f}")
         table.add_row("95% CI of mean (bootstrap)", f"[{stats.ci_low:.3f}, {stats.ci_high:.3f}]")
         table.add_row("min / max return", f"{stats.min:.3f} / {stats.max:.3f}")
+    # Beside the return, the family's own figures (a classifier's accuracy, a regression's error),
+    # each averaged over the episodes that report it.
+    reported: dict[str, list[float]] = {}
+    for summary in result.episodes:
+        for name, value in summary.metrics.items():
+            reported.setdefault(name, []).append(value)
+    for name, values in reported.items():
+        table.add_row(f"mean {name}", f"{sum(values) / len(values):.3f}")
     if lengths:
         table.add_row("mean length", f"{sum(lengths) / len(lengths):.3f}")
     if successes:

@@ -22,6 +22,7 @@ from gauntlet.envs.tactile.rendering import render_platform
 from gauntlet.envs.tactile.sensor import SensorConfig
 from gauntlet.envs.tactile.simulation import ALL, TactileSimulation
 from gauntlet.envs.tactile.tasks import TactileTask, make_task
+from gauntlet.info_keys import METRICS
 
 
 def _spaces(sim: TactileSimulation) -> tuple[spaces.Dict, spaces.Dict]:
@@ -137,7 +138,12 @@ class TactilePerceptionEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     ## Info
     ``loss`` (the step's normalised loss), ``target`` (the ground truth: class or regression
     target), ``stats``: ``final_accuracy``/``average_accuracy`` over the steps so far
-    (classification) or ``final_error``/``average_error`` (Euclidean error, regression).
+    (classification) or ``final_error``/``average_error`` (Euclidean error, regression), and
+    ``metrics`` (``gauntlet.info_keys.METRICS``): the family's own figure for the latest prediction,
+    ``accuracy`` (1 if the arg-max class is right, else 0) or ``error`` (the Euclidean distance to
+    the target, in its units: platform units for a centre of mass, cm^3 for a volume, the
+    (x, y, cos, sin) vector for a pose). At the last step it is the episode's, and ``gauntlet run``
+    shows its mean beside the return.
 
     ## Arguments
     ``family`` (task family), ``split`` (``"train"``/``"test"``; the glyph families and
@@ -264,9 +270,10 @@ class TactilePerceptionVectorEnv(VectorEnv[dict[str, Any], dict[str, Any], np.nd
 
     def _batch_info(self, info: dict[str, Any]) -> dict[str, Any]:
         full = np.ones(self.num_envs, bool)
-        stats = info["stats"]
+        stats, metrics = info["stats"], info[METRICS]
         return {"loss": info["loss"], "_loss": full, "target": info["target"], "_target": full,
-                "stats": {**stats, **{f"_{key}": full for key in stats}}, "_stats": full}
+                "stats": {**stats, **{f"_{key}": full for key in stats}}, "_stats": full,
+                METRICS: {**metrics, **{f"_{key}": full for key in metrics}}, f"_{METRICS}": full}
 
     @property
     def task(self) -> TactileTask:

@@ -17,6 +17,7 @@ import numpy as np
 
 from gauntlet.envs.tactile.sensor import SensorConfig, TactileRenderer
 from gauntlet.envs.tactile.tasks import CELL_HALF_M, TactileTask
+from gauntlet.info_keys import METRICS
 
 # Sensor motion limits of the reference benchmark: 0.2 m/s, 4 m/s^2, pi/2 rad/s, 10 pi rad/s^2,
 # 0.2 s per transfer.
@@ -222,19 +223,23 @@ class TactileSimulation:
         steps = np.maximum(state.step, 1)
         stat = self._stat_name
         return {"loss": np.zeros(self.n) if losses is None else losses, "target": state.targets.copy(),
-                "stats": {f"final_{stat}": state.last_score.copy(), f"average_{stat}": state.score_sum / steps}}
+                "stats": {f"final_{stat}": state.last_score.copy(), f"average_{stat}": state.score_sum / steps},
+                METRICS: {stat: state.last_score.copy()}}
 
     def info(self, i: int, loss: float = 0.0) -> dict[str, Any]:
         """Platform ``i``'s info, as ``infos()``'s slot ``i`` in Python scalars (the single env's)."""
         state = self.state
         target = state.targets[i]
         stat = self._stat_name
+        final = float(state.last_score[i])
         return {"loss": loss, "target": target.item() if target.ndim == 0 else target.copy(),
-                "stats": {f"final_{stat}": float(state.last_score[i]),
-                          f"average_{stat}": float(state.score_sum[i]) / max(int(state.step[i]), 1)}}
+                "stats": {f"final_{stat}": final,
+                          f"average_{stat}": float(state.score_sum[i]) / max(int(state.step[i]), 1)},
+                METRICS: {stat: final}}
 
     @property
     def _stat_name(self) -> str:
+        # Also the family's metric (gauntlet.info_keys.METRICS): the latest prediction's accuracy or error.
         return "accuracy" if self.task.kind == "classification" else "error"
 
     # -- branching ------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from gauntlet.envs.tactile.env import TactilePerceptionEnv, TactilePerceptionVectorEnv
+from gauntlet.info_keys import METRICS
 
 from .conftest import SMOKE_OBJECTS
 
@@ -32,8 +33,9 @@ def test_single_env_observation_and_info_equal_the_vector_slot_in_value_type_and
         assert np.array_equal(info["target"], target)
         assert type(info["target"]) is (int if target.ndim == 0 else np.ndarray)
         assert type(info["loss"]) is float and info["loss"] == batch_info["loss"][0]
-        for key, value in info["stats"].items():
-            assert type(value) is float and value == batch_info["stats"][key][0], (step, key)
+        for group in ("stats", METRICS):
+            for key, value in info[group].items():
+                assert type(value) is float and value == batch_info[group][key][0], (step, group, key)
         action = _action(single, rng)
         observation, reward, terminated, _, info = single.step(action)
         batch_observation, rewards, batch_terminated, _, batch_info = vector.step(
