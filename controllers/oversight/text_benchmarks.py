@@ -9,7 +9,8 @@ games. The expert is TextWorld's winning policy from the current state, exact fr
 replans after any detour (a dropped key becomes "take key" again). A game an irreversible command
 made unwinnable has no policy; there the expert says ``look`` (nothing it can do wins) until the
 budget ends. Lapses are admissible commands other than the expert's; the premature action is the
-plan's last command before its time (the quest's final move made too early: a wasted step).
+plan's last command before its time (the quest's final move made too early: a wasted step). The
+step budget is twice the quest length, so an agent that lapses often runs out of steps.
 TextWorld-v0 snapshots natively, so a branch from any prefix costs one restore (a few ms).
 
 **scienceworld** (``gauntlet/ScienceWorld-v0``). Episode ``e`` is variation ``e // len(tasks)`` of
@@ -41,6 +42,7 @@ Per-episode competence (lapse, loop and premature probabilities) is drawn from t
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -57,6 +59,9 @@ _EPISODE_SEED, _AGENT_SEED, _EXPERT_SEED = 0, 1, 2
 
 TEXTWORLD_ID = "gauntlet/TextWorld-v0"
 SCIENCEWORLD_ID = "gauntlet/ScienceWorld-v0"
+BUDGET_FACTOR = 2
+"""TextWorld's default step budget: this many times the quest length (the expert's walkthrough is about
+as long as the quest), so that a base agent that lapses often can run out of steps."""
 TEXTWORLD_IDLE = "look"
 SCIENCEWORLD_IDLE = "look around"
 PLAN_ACTION = "plan_action"
@@ -111,7 +116,7 @@ def _rooms(history: History, pattern: re.Pattern[str]) -> float:
     return float(len({room for observation in _seen(history) for room in pattern.findall(observation["description"])}))
 
 
-class _TextBenchmark:
+class _TextBenchmark(ABC):
     """What both text benchmarks share: seeds, competence, agents built around the benchmark's experts."""
 
     name: str
@@ -130,17 +135,29 @@ class _TextBenchmark:
             raise ValueError(f"the ranges' upper ends must sum to at most 1; got {self.ranges}")
 
     # What each benchmark defines.
+    @abstractmethod
+    def make_env(self, episode: int) -> gym.Env:
+        """The env of episode ``episode``."""
+
+    @abstractmethod
     def base_expert(self) -> StatelessExpert:
-        raise NotImplementedError
+        """The expert the base agent lapses from."""
 
+    @abstractmethod
     def intervention_expert(self) -> StatelessExpert:
-        raise NotImplementedError
+        """The expert the overseer hands over to."""
 
+    @abstractmethod
     def lapse_action(self, observation: Any, info: dict[str, Any], rng: np.random.Generator) -> str:
-        raise NotImplementedError
+        """A command the base agent says instead of its expert's."""
 
+    @abstractmethod
     def premature_action(self, observation: Any, info: dict[str, Any], rng: np.random.Generator) -> str:
-        raise NotImplementedError
+        """A command that ends or commits too early."""
+
+    @abstractmethod
+    def features(self, history: History) -> dict[str, float]:
+        """The benchmark's own prefix features (never from ``privileged``)."""
 
     # The Benchmark protocol.
     def competence(self, episode: int) -> Competence:
@@ -173,11 +190,12 @@ class TextWorldBenchmark(_TextBenchmark):
 
     name = "textworld"
 
-    def __init__(self, *, nb_rooms: int = 10, nb_objects: int = 20, quest_length: int = 15, max_steps: int = 50,
-                 seed: int = 0, loop_len: int = 3, p_lapse: tuple[float, float] = (0.0, 0.4),
-                 p_loop: tuple[float, float] = (0.0, 0.1), p_premature: tuple[float, float] = (0.0, 0.05)):
-        super().__init__(max_steps=max_steps, seed=seed, loop_len=loop_len, p_lapse=p_lapse, p_loop=p_loop,
-                         p_premature=p_premature)
+    def __init__(self, *, nb_rooms: int = 10, nb_objects: int = 20, quest_length: int = 15,
+                 max_steps: int | None = None, seed: int = 0, loop_len: int = 3,
+                 p_lapse: tuple[float, float] = (0.0, 0.5), p_loop: tuple[float, float] = (0.0, 0.1),
+                 p_premature: tuple[float, float] = (0.0, 0.05)):
+        super().__init__(max_steps=max_steps if max_steps is not None else BUDGET_FACTOR * quest_length, seed=seed,
+                         loop_len=loop_len, p_lapse=p_lapse, p_loop=p_loop, p_premature=p_premature)
         self.knobs: dict[str, Any] = {"nb_rooms": nb_rooms, "nb_objects": nb_objects, "quest_length": quest_length}
 
     def make_env(self, episode: int) -> gym.Env:
@@ -212,8 +230,9 @@ class TextWorldBenchmark(_TextBenchmark):
 
 
 def textworld(**options: Any) -> TextWorldBenchmark:
-    """The TextWorld benchmark (options: ``nb_rooms``, ``nb_objects``, ``quest_length``, ``max_steps``,
-    ``seed``, ``loop_len``, ``p_lapse``/``p_loop``/``p_premature`` ranges)."""
+    """The TextWorld benchmark (options: ``nb_rooms``, ``nb_objects``, ``quest_length``, ``max_steps``
+    (default ``BUDGET_FACTOR`` times the quest length), ``seed``, ``loop_len``,
+    ``p_lapse``/``p_loop``/``p_premature`` ranges)."""
     return TextWorldBenchmark(**options)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import gymnasium as gym
 from gymnasium import spaces
-from gymnasium.error import ResetNeeded
+from gymnasium.error import ClosedEnvironmentError, ResetNeeded
 
 from gauntlet.branching import BranchingError
 from gauntlet.envs.scienceworld.simulator import DeterministicSimulator
@@ -155,7 +155,7 @@ class ScienceWorldEnv(gym.Env):
         """The simulator's Java interface. Commands go to it directly: the Python wrapper's ``step``
         asks for more than this env reports (the valid actions, whatever ``admissible_commands`` says)."""
         if self._simulator is None:
-            raise ResetNeeded("this ScienceWorld env is closed")
+            raise ClosedEnvironmentError("this ScienceWorld env is closed: its simulator has ended")
         return self._simulator.server
 
     # Gymnasium API -------------------------------------------------------------------------------
@@ -223,6 +223,7 @@ class ScienceWorldEnv(gym.Env):
         self._digests.append(step_digest(self._observation, info))
 
     def _copy_info(self) -> dict[str, Any]:
+        """A copy of the info that shares no list with it (callers may change what they are given)."""
         info: dict[str, Any] = {key: list(value) if isinstance(value, list) else value
                                 for key, value in self._info.items()}
         privileged: dict[str, Any] = self._info[PRIVILEGED]

@@ -57,6 +57,13 @@ def interpreter_word(command: str) -> str | None:
     return None
 
 
+def copy_info(info: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a step's info that shares no list with it (callers may change what they are given)."""
+    privileged = info[PRIVILEGED]
+    return {**info, "admissible_commands": list(info["admissible_commands"]),
+            PRIVILEGED: {**privileged, "expert_plan": list(privileged["expert_plan"])}}
+
+
 @dataclass
 class TextWorldSnapshot:
     """The whole state of a ``TextWorldEnv`` mid-episode.
@@ -215,10 +222,7 @@ class TextWorldEnv(gym.Env):
                 PRIVILEGED: {"expert_action": plan[0] if plan else None, "expert_plan": plan}}
 
     def _copy_info(self) -> dict[str, Any]:
-        info = dict(self._info)
-        info["admissible_commands"] = list(info["admissible_commands"])
-        info[PRIVILEGED] = {**info[PRIVILEGED], "expert_plan": list(info[PRIVILEGED]["expert_plan"])}
-        return info
+        return copy_info(self._info)
 
     # Branchable ----------------------------------------------------------------------------------
     def snapshot(self) -> TextWorldSnapshot:
@@ -245,6 +249,5 @@ class TextWorldEnv(gym.Env):
         # print from this output; nothing else of the last output is read again.
         self._carry_over.state = textworld.core.GameState(snapshot.game_state)
         self._score, self._done = snapshot.score, snapshot.done
-        self._observation, self._info = dict(snapshot.observation), dict(snapshot.info)
-        self._info = self._copy_info()
+        self._observation, self._info = dict(snapshot.observation), copy_info(snapshot.info)
         self.np_random.bit_generator.state = dict(snapshot.rng)
