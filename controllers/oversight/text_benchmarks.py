@@ -57,8 +57,6 @@ from gauntlet.info_keys import PRIVILEGED, SUCCESS
 # Streams of ``derive_seed(benchmark seed, ...)``.
 _EPISODE_SEED, _AGENT_SEED, _EXPERT_SEED = 0, 1, 2
 
-TEXTWORLD_ID = "gauntlet/TextWorld-v0"
-SCIENCEWORLD_ID = "gauntlet/ScienceWorld-v0"
 BUDGET_FACTOR = 2
 """TextWorld's default step budget: this many times the quest length (the expert's walkthrough is about
 as long as the quest), so that a base agent that lapses often can run out of steps."""
@@ -199,7 +197,7 @@ class TextWorldBenchmark(_TextBenchmark):
         self.knobs: dict[str, Any] = {"nb_rooms": nb_rooms, "nb_objects": nb_objects, "quest_length": quest_length}
 
     def make_env(self, episode: int) -> gym.Env:
-        return gym.make(TEXTWORLD_ID, game=episode, **self.knobs, max_episode_steps=self.max_steps)
+        return gym.make("gauntlet/TextWorld-v0", game=episode, **self.knobs, max_episode_steps=self.max_steps)
 
     def base_expert(self) -> StatelessExpert:
         return InfoExpert(EXPERT_ACTION, TEXTWORLD_IDLE)
@@ -303,7 +301,7 @@ class ScienceWorldBenchmark(_TextBenchmark):
 
     def make_env(self, episode: int) -> gym.Env:
         task, variation = self.task(episode)
-        return GoldPathRecovery(gym.make(SCIENCEWORLD_ID, task=task, variation=variation,
+        return GoldPathRecovery(gym.make("gauntlet/ScienceWorld-v0", task=task, variation=variation,
                                          simplification=self.simplification, admissible_commands=False,
                                          max_episode_steps=self.max_steps))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tempfile
 
-from py4j.java_gateway import (  # type: ignore[import-untyped]
+from py4j.java_gateway import (
     CallbackServerParameters,
     GatewayParameters,
     JavaGateway,
