@@ -17,5 +17,8 @@ def register() -> None:
                  "(config: model=FILE)")
     registry.add("command", "oversight", f"{PACKAGE}.cli:app",
                  "prefix-branching oversight: collect branched rows, train and evaluate controllers, deploy them")
+    registry.add("demo", "oversight", f"{PACKAGE}.demo:run_demo",
+                 "branch Taxi prefixes into continue/intervene/quit, evaluate scalar routing against the "
+                 "action-conditioned controller, deploy both through the runner")
     registry.add("data", "oversight-taxi-expert", f"{PACKAGE}.basic_benchmarks:build_taxi_expert",
                  "the Taxi expert's Q-table, learned by tabular Q-learning (seeded)", version="1")

@@ -44,3 +44,15 @@ def test_an_unknown_benchmark_is_refused_in_one_line(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.startswith("error: nope not in the smoke plan")
+
+
+@pytest.mark.xdist_group("oversight-experiment")
+def test_the_demo_collects_evaluates_and_records_overseen_episodes(tmp_path: Path, capsys) -> None:
+    from gauntlet import load_episodes
+    from gauntlet.controllers.oversight.demo import run_demo
+
+    run_demo(tmp_path, episodes=10, online_episodes=2)
+    printed = capsys.readouterr().out
+    assert "replay match 1.000" in printed and "| action_conditioned_rf |" in printed
+    overseen = load_episodes(tmp_path / "online" / "action_conditioned-100000.jsonl")[0]
+    assert any(event.kind == "decision" for step in overseen.steps for event in step.events)
