@@ -49,7 +49,7 @@ from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
 from gauntlet.fileio import write_atomically
 
 # Per benchmark and size: base episodes, prefix stride, expert strengths, held-out online episodes,
-# benchmark options. Sizes are set so the full run fits a 2-core machine in about an hour.
+# benchmark options. Sizes are set so the full run fits a 2-core machine in about two hours.
 PLANS: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {
         "corridor": {"episodes": 16, "stride": 1, "strengths": [1.0, 0.5], "online": 3,
@@ -59,10 +59,12 @@ PLANS: dict[str, dict[str, dict[str, Any]]] = {
     "full": {
         "corridor": {"episodes": 600, "stride": 1, "strengths": [1.0, 0.6, 0.3], "online": 200, "options": {}},
         "taxi": {"episodes": 400, "stride": 1, "strengths": [1.0, 0.6, 0.3], "online": 200, "options": {}},
-        "textworld": {"episodes": 120, "stride": 1, "strengths": [1.0, 0.6], "online": 40, "options": {}},
-        "scienceworld": {"episodes": 12, "stride": 3, "strengths": [1.0], "online": 0, "options": {}},
-        "chem": {"episodes": 60, "stride": 1, "strengths": [1.0], "online": 20, "options": {}},
-        "disaster": {"episodes": 40, "stride": 1, "strengths": [1.0], "online": 10, "options": {}},
+        # The text and tool benchmarks branch at under 1 row/s on a loaded 2-core machine (README, figures):
+        # sized to finish in about an hour together.
+        "textworld": {"episodes": 40, "stride": 2, "strengths": [1.0], "online": 10, "options": {}},
+        "scienceworld": {"episodes": 6, "stride": 4, "strengths": [1.0], "online": 0, "options": {}},
+        "chem": {"episodes": 24, "stride": 2, "strengths": [1.0], "online": 6, "options": {}},
+        "disaster": {"episodes": 16, "stride": 2, "strengths": [1.0], "online": 4, "options": {}},
     },
 }
 ONLINE_FIRST = 100_000
@@ -70,20 +72,25 @@ ONLINE_FIRST = 100_000
 
 
 def branch_cost(name: str, options: dict[str, Any], *, ts: tuple[int, ...] = (5, 50), repeats: int = 30,
-                max_episodes: int = 200) -> dict[str, Any]:
+                max_episodes: int = 20) -> dict[str, Any]:
     """Seconds for one restore plus one step from the coupled snapshot at each ``t`` (same run, same env).
 
     Uses the first base episode that lasts past ``max(ts)`` (the benchmark's budget is lifted for it where
-    the benchmark takes a ``max_steps`` option); ``None`` when no episode is long enough.
+    the benchmark takes a ``max_steps`` option, and its base agent made to lapse often where it takes
+    ``p_lapse``, so that long episodes are common); ``None`` when no episode is long enough.
     """
     from gauntlet.branching import branchable
     from gauntlet.controllers.oversight.lapsing import plain_action
 
     longest = max(ts)
-    try:
-        bench = get_benchmark(name, **{**options, "max_steps": longest + 10})
-    except TypeError:
-        bench = get_benchmark(name, **options)
+    bench = None
+    for extra in ({"max_steps": longest + 10, "p_lapse": (0.6, 0.9)}, {"max_steps": longest + 10}, {}):
+        try:
+            bench = get_benchmark(name, **{**options, **extra})
+            break
+        except TypeError:
+            continue
+    assert bench is not None
     for episode in range(max_episodes):
         env = bench.make_env(episode)
         env = env if hasattr(env, "snapshot") else branchable(env)
