@@ -64,8 +64,11 @@ WORKSPACE_PREFIX = "ws/"
 """Files a session wrote (disaster): lapses never name one (see the module docstring)."""
 BUDGET_FACTOR = 1.5
 """The default step budget: this many times the longest gold trajectory (its calls and the answer)."""
-P_LAPSE, P_LOOP, P_PREMATURE = (0.02, 0.25), (0.0, 0.08), (0.0, 0.06)
-"""Default ranges each episode's competence is drawn from (per-step probabilities)."""
+CHEM_COMPETENCE = {"p_lapse": (0.02, 0.25), "p_loop": (0.0, 0.08), "p_premature": (0.0, 0.06)}
+DISASTER_COMPETENCE = {"p_lapse": (0.05, 0.3), "p_loop": (0.0, 0.1), "p_premature": (0.0, 0.12)}
+"""Default ranges each episode's competence is drawn from (per-step probabilities). Disaster tasks take
+1-8 calls where chem's take 6-12, so its rates are higher for a like share of failing base episodes
+(about 40 % under these defaults, measured)."""
 LAPSE_KINDS = ("wrong_tool", "wrong_argument", "malformed")
 LAPSE_SHARES = (0.35, 0.45, 0.20)
 STOP_SHARE = 0.25
@@ -430,34 +433,44 @@ def _suite_tasks(suite: str) -> list[ToolTask]:
     return load_suite(loaded)
 
 
-def _split(tasks: list[ToolTask], split: str | None, keys: Sequence[str]) -> list[ToolTask]:
-    if split is None:
-        return tasks
-    chosen = [task for task in tasks if any(task.metadata.get(key) == split for key in keys)]
-    if not chosen:
-        values = sorted({str(task.metadata[key]) for task in tasks for key in keys if key in task.metadata})
-        raise ValueError(f"no task has split {split!r} (a value of {', '.join(keys)}); the suite's values are "
+def _split(tasks: list[ToolTask], split: str | None, exclude: Sequence[str], keys: Sequence[str]) -> list[ToolTask]:
+    """The tasks with ``split`` (if given) and none of ``exclude`` as a value of one of ``keys``."""
+    values = sorted({str(task.metadata[key]) for task in tasks for key in keys if key in task.metadata})
+    unknown = [value for value in ([split] if split is not None else []) + list(exclude) if value not in values]
+    if unknown:
+        raise ValueError(f"no task has {unknown[0]!r} as its {' or '.join(keys)}; the suite's values are "
                          f"{', '.join(values[:20])}{' ...' if len(values) > 20 else ''}")
-    return chosen
+    return [task for task in tasks
+            if (split is None or any(task.metadata.get(key) == split for key in keys))
+            and not any(task.metadata.get(key) in exclude for key in keys)]
 
 
 class ToolBenchmark:
     """A tool suite as an oversight benchmark (``gauntlet.controllers.oversight.benchmarks.Benchmark``);
-    see the module docstring. Build one with ``chem(...)`` or ``disaster(...)``."""
+    see the module docstring. Build one with ``chem(...)`` or ``disaster(...)``.
+
+    Options: ``suite`` (a registered suite); ``split`` / ``exclude`` (keep only the tasks with, or drop
+    those with, these values of one of ``split_keys``); ``tasks`` (a suite file to use instead of the
+    registered one's, with the registered suite's env options) and ``server_options`` (keyword
+    arguments of the registered server's factory); ``n_episodes`` (the first that many tasks of the
+    seeded shuffle; default all); ``max_steps`` (default ``BUDGET_FACTOR`` times the longest gold
+    trajectory plus its answer); ``seed`` (the shuffle, competences and agents' streams); ``loop_len``;
+    ``p_lapse``, ``p_loop``, ``p_premature``: ``(low, high)`` ranges of the per-episode competence.
+    """
 
     has_stronger = True
 
     def __init__(self, name: str, suite: str, *, split_keys: Sequence[str], split: str | None = None,
-                 tasks: str | None = None, server_options: dict[str, Any] | None = None,
+                 exclude: Sequence[str] = (), tasks: str | None = None, server_options: dict[str, Any] | None = None,
                  n_episodes: int | None = None, max_steps: int | None = None, seed: int = 0, loop_len: int = 3,
-                 p_lapse: tuple[float, float] = P_LAPSE, p_loop: tuple[float, float] = P_LOOP,
-                 p_premature: tuple[float, float] = P_PREMATURE):
+                 p_lapse: tuple[float, float], p_loop: tuple[float, float], p_premature: tuple[float, float]):
         self.name = name
         self.suite = suite
         self.split = split
+        self.exclude = tuple(exclude)
         self.seed = seed
         self.env_kwargs: dict[str, Any] = dict(registry.get("suite", suite).metadata.get("env_kwargs", {}))
-        selected = _split(load_suite(tasks) if tasks is not None else _suite_tasks(suite), split, split_keys)
+        selected = _split(load_suite(tasks) if tasks is not None else _suite_tasks(suite), split, exclude, split_keys)
         order = np.random.default_rng(seed).permutation(len(selected))
         self.tasks = [selected[int(i)] for i in order][:n_episodes]
         if not self.tasks:
@@ -507,8 +520,9 @@ class ToolBenchmark:
 
     def episode_meta(self, episode: int) -> dict[str, Any]:
         competence = self.competence(episode)
-        return {"suite": self.suite, "split": self.split, "task_id": self.task(episode).id,
-                "p_lapse": competence.p_lapse, "p_loop": competence.p_loop, "p_premature": competence.p_premature}
+        return {"suite": self.suite, "split": self.split, "exclude": list(self.exclude),
+                "task_id": self.task(episode).id, "p_lapse": competence.p_lapse, "p_loop": competence.p_loop,
+                "p_premature": competence.p_premature}
 
     def make_agent(self, episode: int, strength: str = "base") -> LapsingAgent:
         competence = self.competence(episode).for_strength(strength)
@@ -538,26 +552,20 @@ class ToolBenchmark:
         return tool_features(history)
 
 
-def chem(*, suite: str = "chem", split: str | None = None, tasks: str | None = None,
-         server_options: dict[str, Any] | None = None, n_episodes: int | None = None, max_steps: int | None = None,
-         seed: int = 0, **competence: Any) -> ToolBenchmark:
-    """The chem pricing suites as a benchmark: ``suite`` is any registered chem suite (a view:
-    ``chem``, ``chem-noisy-high``, ``chem-routes``, ...), ``split`` a reaction class. ``tasks`` (a suite
-    file) and ``server_options`` (the chem server's ``db_path``, ``reactions_dir``) replace the
-    registered data, e.g. with a small catalogue. ``competence``: ``loop_len``, ``p_lapse``, ``p_loop``,
-    ``p_premature`` (ranges)."""
-    return ToolBenchmark("chem", suite, split_keys=("reaction_class",), split=split, tasks=tasks,
-                         server_options=server_options, n_episodes=n_episodes, max_steps=max_steps, seed=seed,
-                         **competence)
+def chem(**options: Any) -> ToolBenchmark:
+    """The chem pricing suites as a benchmark (``ToolBenchmark``'s options). ``suite`` is any registered
+    chem suite (a view: ``chem`` by default, ``chem-noisy-high``, ``chem-routes``, ...); ``split`` and
+    ``exclude`` name reaction classes; ``tasks`` (a suite file) and ``server_options`` (the chem server's
+    ``db_path``, ``reactions_dir``) replace the registered data, e.g. with a small catalogue."""
+    return ToolBenchmark("chem", **{"suite": "chem", "split_keys": ("reaction_class",), **CHEM_COMPETENCE, **options})
 
 
-def disaster(*, suite: str = "disaster", split: str | None = None, tasks: str | None = None,
-             server_options: dict[str, Any] | None = None, n_episodes: int | None = None,
-             max_steps: int | None = None, seed: int = 0, **competence: Any) -> ToolBenchmark:
-    """The disaster-response suite as a benchmark: ``split`` is a dimension (``T1``, ``T2``, ``T3``), a
-    category (``affected_area``, ...) or a hazard (``flood``, ...). ``tasks`` (a suite file) and
-    ``server_options`` (the disaster server's ``data_root``) replace the registered data, e.g. with
-    smaller scenes. ``competence`` as for ``chem``."""
-    return ToolBenchmark("disaster", suite, split_keys=("dimension", "category", "hazard"), split=split, tasks=tasks,
-                         server_options=server_options, n_episodes=n_episodes, max_steps=max_steps, seed=seed,
-                         **competence)
+def disaster(**options: Any) -> ToolBenchmark:
+    """The disaster-response suite as a benchmark (``ToolBenchmark``'s options). ``split`` and ``exclude``
+    name dimensions (``T1``, ``T2``, ``T3``), categories (``affected_area``, ...) or hazards (``flood``,
+    ...); ``tasks`` (a suite file) and ``server_options`` (the disaster server's ``data_root``) replace the
+    registered data, e.g. with smaller scenes. One call of ``seg_storage_tanks`` takes seconds (the rest
+    tens of milliseconds), and a replayed prefix repeats it in every branch, so
+    ``exclude=("storage_tank_count", "largest_tank_radius")`` makes branching several times faster."""
+    return ToolBenchmark("disaster", **{"suite": "disaster", "split_keys": ("dimension", "category", "hazard"),
+                                        **DISASTER_COMPETENCE, **options})

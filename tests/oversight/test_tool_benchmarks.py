@@ -249,13 +249,17 @@ def test_features_join_the_generic_ones_and_success_is_the_envs(small_chem):
     assert not benchmark.success({}) and not benchmark.success({"success": False})
 
 
-def test_splits_narrow_the_tasks_and_an_unknown_split_names_the_known_ones(small_chem):
+def test_splits_keep_or_drop_tasks_and_an_unknown_value_names_the_known_ones(small_chem):
     benchmark = chem(**small_chem)
     reaction_class = benchmark.tasks[0].metadata["reaction_class"]
     narrowed = chem(**small_chem, split=reaction_class)
     assert narrowed.tasks and all(task.metadata["reaction_class"] == reaction_class for task in narrowed.tasks)
+    left = chem(**small_chem, exclude=[reaction_class])
+    assert sorted(t.id for t in left.tasks + narrowed.tasks) == sorted(t.id for t in benchmark.tasks)
     with pytest.raises(ValueError, match=reaction_class):
         chem(**small_chem, split="no such class")
+    with pytest.raises(ValueError, match="no such class"):
+        chem(**small_chem, exclude=["no such class"])
     with pytest.raises(ValueError, match="episodes 0.."):
         benchmark.make_env(benchmark.n_episodes)
 
