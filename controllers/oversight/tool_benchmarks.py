@@ -485,6 +485,9 @@ class ToolBenchmark:
         self.max_steps = max_steps if max_steps is not None else math.ceil(BUDGET_FACTOR * longest)
         self.loop_len = loop_len
         self.competence_ranges = {"p_lapse": p_lapse, "p_loop": p_loop, "p_premature": p_premature}
+        if sum(high for _, high in self.competence_ranges.values()) > 1.0:  # else some episode's agent is impossible
+            raise ValueError(f"the highs of p_lapse, p_loop and p_premature must add up to at most 1; got "
+                             f"{p_lapse[1]} + {p_loop[1]} + {p_premature[1]} (lower one, e.g. p_premature=(0, 0))")
         scorer = self.env_kwargs.get("scorer")
         self.scorer: Scorer = load_target(scorer)() if isinstance(scorer, str) else Scorer()
         self._server: Any = None

@@ -262,6 +262,8 @@ def test_splits_keep_or_drop_tasks_and_an_unknown_value_names_the_known_ones(sma
         chem(**small_chem, exclude=["no such class"])
     with pytest.raises(ValueError, match="episodes 0.."):
         benchmark.make_env(benchmark.n_episodes)
+    with pytest.raises(ValueError, match="at most 1"):
+        chem(**small_chem, p_lapse=(0.6, 0.9), p_loop=(0.0, 0.2))
 
 
 def test_episodes_are_a_seeded_shuffle_of_the_suite_with_a_budget_from_its_longest_gold(small_chem):
