@@ -33,7 +33,7 @@ def from_json(space: spaces.Space, data: Any) -> Any:
     """Decode JSON data into an element of ``space``; ``ValueError`` if it is not one."""
     try:
         value = _decode(space, data)
-    except (TypeError, ValueError, KeyError, IndexError) as exc:
+    except (TypeError, ValueError, KeyError, IndexError, OverflowError) as exc:
         raise ValueError(f"{data!r} is not in {describe(space)} ({exc})") from None
     if not space.contains(value):
         raise ValueError(f"{_short(data)} is not in {describe(space)}")

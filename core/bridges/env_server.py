@@ -140,7 +140,7 @@ Action = Annotated[Any, Field(description="the action, as JSON (the tool descrip
 
 
 def reset(agent: AgentSession,
-          seed: Annotated[int | None, Field(description="random seed for a reproducible episode")] = None,
+          seed: Annotated[int | None, Field(ge=0, description="random seed (>= 0) for a reproducible episode")] = None,
           options: Annotated[dict[str, Any] | None, Field(description="env-specific reset options")] = None,
           ) -> ResetResult:
     observation, info = agent.env.reset(seed, options)

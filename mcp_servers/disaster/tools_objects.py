@@ -67,6 +67,7 @@ def seg_bridges(ws: Workspace, image: Optical, roads: Vector) -> VectorOut:
     (use 'pre_optical.tif': flood water around a road is no bridge). Returns the bridge segments (attributes
     of the road plus water_samples); 'count' is the number of bridges."""
     features, crs = vectors.read_features(ws.resolve(roads, suffixes=VECTOR_SUFFIXES))
+    vectors.require_lines(features)
     flags = detectors.bridges(ws.resolve(image, suffixes=TIF), features)
     out = [{**f, "properties": {**f["properties"], "water_samples": r["water_samples"]}}
            for f, r in zip(features, flags) if r["bridge"]]

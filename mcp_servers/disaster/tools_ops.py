@@ -166,7 +166,12 @@ def logi_truck_trips(ws: Workspace, demand: Annotated[float, Field(ge=0, descrip
                      truck_capacity: Annotated[float, Field(gt=0, description="amount one truck carries per trip")],
                      trucks: Annotated[int, Field(1, ge=1, description="trucks in the fleet")] = 1) -> ValueOut:
     """Round trips needed per truck to move demand with trucks of truck_capacity: ceil(demand / (capacity x trucks))."""
-    return ValueOut(value=float(math.ceil(demand / (truck_capacity * trucks))), unit="trips")
+    trips = demand / (truck_capacity * trucks)
+    if not math.isfinite(trips):
+        raise CalculationError("demand / (truck_capacity x trucks) is beyond any number of trips: check the units of "
+                               "'demand' and 'truck_capacity'; a valid example: "
+                               '{"demand": 12000, "truck_capacity": 8000, "trucks": 2}')
+    return ValueOut(value=float(math.ceil(trips)), unit="trips")
 
 
 @tool("logi")
@@ -254,7 +259,14 @@ def logi_allocate(ws: Workspace, demands: Amounts, capacities: Amounts,
 def logi_shelter_capacity_gap(ws: Workspace, people: Annotated[float, Field(ge=0, description="people to shelter")],
                               capacities: Amounts) -> ValueOut:
     """People left without a place: max(0, people - total capacity)."""
-    return ValueOut(value=max(0.0, people - math.fsum(capacities)), unit="people")
+    try:
+        total = math.fsum(capacities)
+    except OverflowError:  # fsum refuses a sum beyond any float
+        total = math.inf
+    if not math.isfinite(total) or not math.isfinite(float(people)):
+        raise CalculationError("argument 'capacities' (or 'people') is beyond any number of places; a valid "
+                               'example: {"people": 1200, "capacities": [500, 300]}')
+    return ValueOut(value=max(0.0, people - total), unit="people")
 
 
 # Meta -----------------------------------------------------------------------------------------------

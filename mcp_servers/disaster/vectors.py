@@ -283,9 +283,21 @@ def _node(xy) -> tuple[float, float]:
     return (round(xy[0], 2), round(xy[1], 2))
 
 
+def require_lines(features: list[dict[str, Any]], argument: str = "roads") -> None:
+    """Refuse a layer that is not all single lines (a polygon layer given as roads, say)."""
+    for f in features:
+        kind = (f.get("geometry") or {}).get("type")
+        if kind != "LineString":
+            raise VectorError(f"argument {argument!r} must be a layer of road segments (LineString features); "
+                              f"feature {f['properties'].get('id')!r} is a {kind}; a valid example: "
+                              "data/<event>/roads.geojson")
+
+
 def road_graph(roads, exclude_ids: set[str] | None = None):
     """An undirected graph of the road segments (minus ``exclude_ids``), weighted by length (m)."""
     import networkx as nx
+
+    require_lines(roads)
 
     graph: nx.Graph[tuple[float, float]] = nx.Graph()
     for f, g in zip(roads, geometries(roads)):
