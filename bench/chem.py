@@ -15,7 +15,7 @@ Figures and targets:
    found and not found (warm, OPSIN on when Java is installed; target: a name not found answers in
    <= 50 ms p50), vs OPSIN started as a fresh Java process per name (``py2opsin``, what an unknown
    name cost before the parser was kept warm).
-2. grounding throughput: warm ``Grounder.search`` on every catalogue name and abbreviation (names/s,
+2. grounding throughput: warm ``Grounder.ground`` on every catalogue name and abbreviation (names/s,
    p50, p99) vs a bare dict lookup of the same normalised keys; target p50 <= 2 ms.
 3. quote lookup: ``select_pack`` (the pack rule answered by the catalogue's index, the server's path)
    called directly, and through a real MCP client session over stdio, vs a bare FastMCP echo tool
@@ -62,12 +62,12 @@ def grounding(catalogue, limit: int | None) -> dict[str, Any]:
     queries = [names[0][1] for key, names in catalogue.name_index.items()
                if any(kind in ("name", "abbreviation") for _, _, kind in names)][:limit]
     for query in queries[:200]:  # warm: indexes loaded, records cached
-        grounder.search(query)
+        grounder.ground(query)
     samples = []
     start_all = time.perf_counter()
     for query in queries:
         start = time.perf_counter()
-        grounder.search(query)
+        grounder.ground(query)
         samples.append((time.perf_counter() - start) * 1e3)
     total_s = time.perf_counter() - start_all
     index = catalogue.name_index

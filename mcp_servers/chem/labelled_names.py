@@ -149,7 +149,8 @@ def summarise(outcomes: list[Outcome]) -> dict[str, Any]:
                                    "stated_confidence": CONFIDENCE.get(kind)}
                             for kind, rows in sorted(by_kind.items())},
             "latency_found_ms": percentiles(found), "latency_not_found_ms": percentiles(missed),
-            "wrong_hits": [asdict(o) for o in outcomes if o.found and not o.correct]}
+            "wrong_hits": [asdict(o) for o in outcomes if o.found and not o.correct],
+            "missed_in_catalogue": [asdict(o) for o in outcomes if o.in_catalogue and not o.correct]}
 
 
 def percentiles(samples_ms: list[float]) -> dict[str, float | None]:

@@ -92,15 +92,15 @@ class CatalogueStore:
 
     # Chemicals -------------------------------------------------------------------------------
     def chemical(self, chemical_id: int) -> ChemicalRecord:
-        """A chemical's record. Every record loads on the first call (a few thousand short rows, a few
-        milliseconds once), so each later tool call saves a query."""
-        if not self._chemicals:
-            self._chemicals = {row[0]: ChemicalRecord(*row) for row in self._query(
-                f"SELECT {_CHEMICAL_COLUMNS} FROM chemicals")}
+        """A chemical's record, read by its primary key on first use and kept (the catalogue never changes
+        under a store), so a fresh server answers its first call without loading 25,000 records."""
         cached = self._chemicals.get(chemical_id)
         if cached is None:
-            raise UnknownChemicalError(f"no chemical with id {chemical_id} (ids run from 1 to "
-                                       f"{self.snapshot['n_chemicals']}); find ids with search_chemical")
+            rows = self._query(f"SELECT {_CHEMICAL_COLUMNS} FROM chemicals WHERE chemical_id = ?", (chemical_id,))
+            if not rows:
+                raise UnknownChemicalError(f"no chemical with id {chemical_id} (ids run from 1 to "
+                                           f"{self.snapshot['n_chemicals']}); find ids with search_chemical")
+            cached = self._chemicals[chemical_id] = ChemicalRecord(*rows[0])
         return cached
 
     def ids_by(self, column: str, value: str) -> list[int]:
