@@ -41,7 +41,7 @@ SMOOTH_SIGMA_PX = 0.5
 TRAIN_PER_CLASS = 400
 SPLIT_SEED = 0
 SPLITS = ("train", "test")
-# Digits extruded and measured at a time: the build's working arrays are ~2.5 MB per digit at 128 vertices.
+# Digits extruded and measured at a time: the build's working arrays take about 1 MB per digit at 128 vertices.
 CHUNK_DIGITS = 100
 
 
