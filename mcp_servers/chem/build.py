@@ -26,7 +26,7 @@ from gauntlet.mcp_servers.chem.pricing import make_suppliers, quotes_for
 DATA_NAME = "chem-catalogue"  # "chem" is the bundle of everything (bundle.py)
 # 2: N-Boc building blocks derived from the catalogue amines; 3: bifunctional aryl halides; 4: handbook
 # compounds, 25,000 identities, compact and reversed name keys, the compounds not sold (``known``)
-BUILDER_VERSION = "4"
+BUILDER_VERSION = "5"
 SNAPSHOT_DATE = "2026-11-01"
 DATABASE_FILE = "catalogue.sqlite"
 DEFAULT_N_CHEMICALS = 25_000
@@ -64,6 +64,7 @@ INDEXES = """
 CREATE INDEX names_by_key ON names (name_key);
 CREATE INDEX names_by_compact_key ON names (compact_key);
 CREATE INDEX names_by_reversed_key ON names (reversed_key);
+CREATE INDEX names_by_chemical ON names (chemical_id);
 CREATE INDEX known_by_inchikey ON known (inchikey);
 CREATE INDEX known_by_cas ON known (cas);
 CREATE INDEX chemicals_by_inchikey ON chemicals (inchikey);
