@@ -59,18 +59,32 @@ PLANS: dict[str, dict[str, dict[str, Any]]] = {
     "full": {
         "corridor": {"episodes": 600, "stride": 1, "strengths": [1.0, 0.6, 0.3], "online": 200, "options": {}},
         "taxi": {"episodes": 400, "stride": 1, "strengths": [1.0, 0.6, 0.3], "online": 200, "options": {}},
-        # The text and tool benchmarks branch at under 1 row/s on a loaded 2-core machine (README, figures):
-        # sized to finish in about an hour together.
-        "textworld": {"episodes": 40, "stride": 2, "strengths": [1.0], "online": 10, "options": {}},
-        "scienceworld": {"episodes": 6, "stride": 4, "strengths": [1.0], "online": 0, "options": {}},
-        "chem": {"episodes": 24, "stride": 2, "strengths": [1.0], "online": 6, "options": {}},
+        # The text and tool benchmarks branch at about 1 row/s on 2 cores (docs/oversight.md, figures):
+        # sized to finish in under an hour together, so their tables are small and their CIs wide.
+        # Game 22: TextWorld's own planner (its policy_commands, the expert) grew past 6 GB in 10 minutes
+        # on a state a lapsing agent reached; skipped wherever a plan reaches it, and reported.
+        "textworld": {"episodes": 48, "skip": [22], "stride": 2, "strengths": [1.0], "online": 8, "options": {}},
+        "chem": {"episodes": 48, "stride": 2, "strengths": [1.0], "online": 8, "options": {}},
         # Storage-tank tasks excluded: one seg_storage_tanks call takes ~4 s, which every replayed prefix repeats.
         "disaster": {"episodes": 16, "stride": 2, "strengths": [1.0], "online": 4,
                      "options": {"exclude": ["storage_tank_count", "largest_tank_radius"]}},
+        "scienceworld": {"episodes": 3, "stride": 4, "strengths": [1.0], "online": 0, "options": {}},
     },
 }
 ONLINE_FIRST = 100_000
-"""Held-out online episodes start at this index: collection never reaches it."""
+"""Held-out online episodes of generated benchmarks start at this index: collection never reaches it."""
+
+
+def online_episodes(name: str, plan: dict[str, Any]) -> range:
+    """Held-out episodes for the online comparison: past ``ONLINE_FIRST`` where the benchmark generates
+    episodes without end, the suite's last tasks where it has a fixed number (the tool suites)."""
+    count = getattr(get_benchmark(name, **plan["options"]), "n_episodes", None)
+    if count is None:
+        return range(ONLINE_FIRST, ONLINE_FIRST + plan["online"])
+    if count - plan["online"] < plan["episodes"]:
+        raise ValueError(f"{name}: {count} episodes cannot hold {plan['episodes']} collected and "
+                         f"{plan['online']} held out")
+    return range(count - plan["online"], count)
 
 
 def branch_cost(name: str, options: dict[str, Any], *, ts: tuple[int, ...] = (5, 50), repeats: int = 30,
@@ -147,7 +161,8 @@ def train_controllers(rows: list[dict[str, Any]], folder: Path, benchmark: str, 
 
 def run_benchmark(name: str, plan: dict[str, Any], out: Path, work: Path, *, seed: int, workers: int) -> dict[str, Any]:
     config = UtilityConfig()
-    spec = CollectSpec(benchmark=name, episodes=tuple(range(plan["episodes"])), options=plan["options"],
+    episodes = tuple(e for e in range(plan["episodes"]) if e not in plan.get("skip", ()))
+    spec = CollectSpec(benchmark=name, episodes=episodes, options=plan["options"],
                        config=config, actions=ACTIONS, draws=1,
                        prefixes="all" if plan["stride"] == 1 else plan["stride"], strengths=tuple(plan["strengths"]))
     print(f"[{name}] collecting {len(spec.jobs())} jobs into {work / name}", flush=True)
@@ -179,7 +194,7 @@ def run_benchmark(name: str, plan: dict[str, Any], out: Path, work: Path, *, see
         models.mkdir(parents=True, exist_ok=True)
         ac, scalar = train_controllers(train, models, name, config, seed)
         print(f"[{name}] online on {plan['online']} held-out episodes", flush=True)
-        result["online"] = compare_online(name, ac, range(ONLINE_FIRST, ONLINE_FIRST + plan["online"]),
+        result["online"] = compare_online(name, ac, online_episodes(name, plan),
                                           plan["options"], scalar_model=scalar, seed=seed)
     return result
 

@@ -107,10 +107,23 @@ def _open_folder(out: Path, spec: CollectSpec) -> None:
             raise CollectionError(f"{meta} is not a collection's meta file; choose an empty --out folder") from None
         if recorded != wanted:
             differing = sorted(k for k in set(recorded) | set(wanted) if recorded.get(k) != wanted.get(k))
+            if _extends(recorded, wanted, differing):
+                # More episodes or expert strengths than before, everything else equal: the rows already
+                # collected are rows of the larger collection too, so it grows in place.
+                write_atomically(meta, json.dumps(wanted, indent=2))
+                return
             raise CollectionError(f"{out} holds another collection (it differs in {', '.join(differing)}); resume it "
-                                  "with the options it was started with, or choose another --out folder")
+                                  "with the options it was started with (more episodes or expert strengths grow "
+                                  "it), or choose another --out folder")
         return
     write_atomically(meta, json.dumps(wanted, indent=2))
+
+
+def _extends(recorded: dict[str, Any], wanted: dict[str, Any], differing: list[str]) -> bool:
+    """Whether ``wanted`` only adds episodes and/or expert strengths to the ``recorded`` collection."""
+    if not differing or not set(differing) <= {"episodes", "strengths"}:
+        return False
+    return all(isinstance(recorded.get(key), list) and set(recorded[key]) <= set(wanted[key]) for key in differing)
 
 
 def _done_jobs(rows_file: Path) -> set[tuple[int, float]]:

@@ -61,6 +61,19 @@ def test_another_collection_in_the_folder_is_refused(tmp_path: Path) -> None:
         collect(other, tmp_path)
 
 
+def test_a_collection_grows_by_more_episodes_but_never_shrinks(tmp_path: Path) -> None:
+    collect(SPEC, tmp_path)
+    more = CollectSpec(benchmark="corridor", episodes=(*SPEC.episodes, max(SPEC.episodes) + 1, max(SPEC.episodes) + 2),
+                       options=SPEC.options, strengths=SPEC.strengths)
+    grown = collect(more, tmp_path)
+    assert grown.jobs_resumed == len(SPEC.jobs()) and grown.jobs_run == len(more.jobs()) - len(SPEC.jobs())
+    assert {row["episode"] for row in load_rows(tmp_path)} == set(more.episodes)
+    assert collect(more, tmp_path).jobs_run == 0
+    # Fewer episodes than the folder holds would leave rows outside the spec: refused.
+    with pytest.raises(CollectionError, match="differs in episodes"):
+        collect(SPEC, tmp_path)
+
+
 def test_two_workers_collect_the_same_rows_as_one(tmp_path: Path) -> None:
     collect(SPEC, tmp_path / "one", workers=1)
     collect(SPEC, tmp_path / "two", workers=2)
