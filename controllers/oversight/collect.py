@@ -16,6 +16,8 @@ benchmarks run a JVM or a game interpreter that must not be forked), or Ray task
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import multiprocessing
 import os
@@ -93,11 +95,34 @@ class CollectResult:
         return collected / self.wall_s if self.wall_s > 0 else 0.0
 
 
-def _open_folder(out: Path, spec: CollectSpec) -> None:
+LOCK = ".collecting.lock"
+
+
+@contextlib.contextmanager
+def _exclusive(out: Path) -> Iterator[None]:
+    """Hold the folder for one collection at a time: two appending to one rows file would duplicate jobs.
+    The lock is an ``flock``, released by the OS if the holder dies, so a killed collection never
+    leaves the folder locked."""
+    descriptor = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CollectionError(f"another collection is writing to {out}; wait for it to finish (or stop it), "
+                                  "or choose another --out folder") from None
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def _make_folder(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CollectionError(f"cannot create {out} ({exc.strerror}); choose a writable --out folder") from None
+
+
+def _open_folder(out: Path, spec: CollectSpec) -> None:
     meta = out / META
     wanted = spec.as_json()
     if meta.exists():
@@ -279,6 +304,13 @@ def collect(spec: CollectSpec, out_dir: str | os.PathLike[str], *, workers: int 
     if ray_address is not None and backend != "ray":
         raise ValueError("ray_address goes with backend='ray'")
     out = Path(out_dir)
+    _make_folder(out)
+    with _exclusive(out):
+        return _collect(spec, out, workers, backend, ray_address, progress)
+
+
+def _collect(spec: CollectSpec, out: Path, workers: int, backend: str, ray_address: str | None,
+             progress: Callable[[int, int, CollectStats], None] | None) -> CollectResult:
     _open_folder(out, spec)
     rows_file = out / ROWS
     done = _done_jobs(rows_file)

@@ -74,6 +74,15 @@ def test_a_collection_grows_by_more_episodes_but_never_shrinks(tmp_path: Path) -
         collect(SPEC, tmp_path)
 
 
+def test_a_folder_takes_one_collection_at_a_time(tmp_path: Path) -> None:
+    from gauntlet.controllers.oversight.collect import _exclusive
+
+    with _exclusive(tmp_path), pytest.raises(CollectionError, match="another collection is writing"):
+        collect(SPEC, tmp_path)
+    assert not (tmp_path / ROWS).exists()
+    assert collect(SPEC, tmp_path).jobs_run == len(SPEC.jobs())  # the lock went with its holder
+
+
 def test_two_workers_collect_the_same_rows_as_one(tmp_path: Path) -> None:
     collect(SPEC, tmp_path / "one", workers=1)
     collect(SPEC, tmp_path / "two", workers=2)
