@@ -19,6 +19,8 @@ that name files (a suite path) must name them on every machine.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import multiprocessing
 import os
@@ -300,6 +302,22 @@ def _share_cpus(threads: int) -> None:
         os.environ.setdefault(name, str(threads))
 
 
+@contextlib.contextmanager
+def _exclusive(out_dir: Path) -> Iterator[None]:
+    """One run at a time in a run folder (an ``flock``, released by the OS if the holder dies): two
+    runs into one folder would write the same episode files at once."""
+    descriptor = os.open(out_dir / ".running.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunFolderError(f"another run is writing to {out_dir}; wait for it to finish (or stop it), "
+                                 "or choose another --out folder") from None
+        yield
+    finally:
+        os.close(descriptor)
+
+
 def run_many(spec: RunSpec, n_episodes: int, out_dir: str | os.PathLike[str], *, backend: str = "local",
              workers: int | None = None, ray_address: str | None = None,
              progress: bool | Callable[[EpisodeSummary], None] = True, label: str | None = None) -> RunResult:
@@ -321,6 +339,13 @@ def run_many(spec: RunSpec, n_episodes: int, out_dir: str | os.PathLike[str], *,
     gym.spec(spec.env_id)  # fail fast, in the driver, on an unknown env id
     out = Path(out_dir)
     run_id = prepare_run_folder(out, spec)
+    with _exclusive(out):
+        return _run_many(spec, run_id, n_episodes, out, backend, workers, ray_address, progress, label)
+
+
+def _run_many(spec: RunSpec, run_id: str, n_episodes: int, out: Path, backend: str, workers: int | None,
+              ray_address: str | None, progress: bool | Callable[[EpisodeSummary], None],
+              label: str | None) -> RunResult:
     pending = [i for i in range(n_episodes) if not is_complete(episode_path(out, i))]
     skipped = n_episodes - len(pending)
     todo = set(pending)

@@ -238,6 +238,23 @@ def test_run_many_refuses_a_folder_that_holds_another_run(tmp_path):
         run_many(RunSpec(env_id="Pendulum-v1"), 1, tmp_path, workers=1, progress=False)
 
 
+def test_two_runs_into_one_folder_at_once_refuse_in_one_line(tmp_path):
+    """A second run while the first still writes (here: while the first reports its first episode) is
+    refused with a RunFolderError naming the folder; the first finishes whole."""
+    spec = RunSpec(env_id="CartPole-v1")
+    errors: list[Exception] = []
+
+    def second_run(summary) -> None:
+        if not errors:
+            with pytest.raises(RunFolderError, match="another run is writing to") as caught:
+                run_many(spec, 3, tmp_path, workers=1, progress=False)
+            errors.append(caught.value)
+
+    first = run_many(spec, 3, tmp_path, workers=1, progress=second_run)
+    assert len(errors) == 1 and first.ran == 3
+    assert run_many(spec, 3, tmp_path, workers=1, progress=False).skipped == 3  # the lock left with its run
+
+
 def test_run_many_rejects_unknown_env_before_touching_the_folder(tmp_path):
     with pytest.raises(gym.error.Error):
         run_many(RunSpec(env_id="NoSuchEnv-v0"), 1, tmp_path / "out", progress=False)
