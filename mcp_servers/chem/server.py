@@ -220,7 +220,8 @@ class Chem:
 
 TOOLS = ToolSet[Chem](fixable=DOMAIN_ERRORS, includes=[reaction_tools.TOOLS])
 
-ChemicalId = Annotated[int, Field(description="catalogue id from search_chemical", examples=[1])]
+# Catalogue ids are SQLite integers: at least 1, at most 2**63 - 1 (a larger one cannot even be looked up).
+ChemicalId = Annotated[int, Field(description="catalogue id from search_chemical", ge=1, le=2**63 - 1, examples=[1])]
 # A SMILES must hold at least one non-blank character; an empty one would reach RDKit as no molecule.
 Smiles = Annotated[str, Field(description="SMILES of the compound (salts as dot-separated fragments)",
                               min_length=1, max_length=2000, pattern=r"\S", examples=["CCO"])]
@@ -311,8 +312,8 @@ def convert_quantity(
         chem: Chem,
         value: Annotated[float, Field(ge=0, description="the quantity to convert")],
         from_unit: Unit, to_unit: Unit,
-        chemical_id: Annotated[int | None, Field(description="take molar mass and density from this "
-                                                             "catalogue chemical")] = None,
+        chemical_id: Annotated[int | None, Field(ge=1, le=2**63 - 1, description="take molar mass and density "
+                                                 "from this catalogue chemical")] = None,
         molar_mass_g_mol: Annotated[float | None, Field(gt=0, description="molar mass, g/mol")] = None,
         density_g_ml: Annotated[float | None, Field(gt=0, description="density, g/mL")] = None) -> ConvertedQuantity:
     """Convert between mass, amount of substance and volume. Mass <-> moles needs a molar mass,

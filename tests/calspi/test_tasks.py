@@ -128,7 +128,9 @@ def test_the_frozen_pendulum_baseline_is_what_its_training_command_reproduces():
     trained, training = train_ars("InvertedPendulum", seed=record["seed"])
     assert training["iterations"] == record["training"]["iterations"]
     np.testing.assert_array_equal(trained.weights, frozen.weights)
-    np.testing.assert_array_equal(trained.obs_mean, frozen.obs_mean)
+    # The running observation mean is a long float sum whose last bits depend on the numpy build's
+    # summation (seen: 1e-16 apart on another machine); equal weights already prove the same training.
+    np.testing.assert_allclose(trained.obs_mean, frozen.obs_mean, rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
