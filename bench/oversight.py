@@ -32,7 +32,7 @@ from _reporting import bench_parser, figures_table, save_report, show
 
 # Benchmark -> (episodes, full size; episodes, --quick). Corridor episodes are short and cheap, Taxi's
 # longer: between them a per-job start-up cost and a compute-bound job are both seen.
-SIZES = {"corridor": (120, 16), "taxi": (60, 8)}
+SIZES = {"corridor": (1200, 16), "taxi": (300, 8)}
 
 
 def _rows_key(rows: list[dict[str, Any]]) -> list[str]:
