@@ -66,9 +66,9 @@ PLANS: dict[str, dict[str, dict[str, Any]]] = {
         "textworld": {"episodes": 48, "skip": [22], "stride": 2, "strengths": [1.0], "online": 8, "options": {}},
         "chem": {"episodes": 48, "stride": 2, "strengths": [1.0], "online": 8, "options": {}},
         # Storage-tank tasks excluded: one seg_storage_tanks call takes ~4 s, which every replayed prefix repeats.
-        "disaster": {"episodes": 16, "stride": 2, "strengths": [1.0], "online": 4,
+        "disaster": {"episodes": 64, "stride": 2, "strengths": [1.0], "online": 8,
                      "options": {"exclude": ["storage_tank_count", "largest_tank_radius"]}},
-        "scienceworld": {"episodes": 3, "stride": 4, "strengths": [1.0], "online": 0, "options": {}},
+        "scienceworld": {"episodes": 8, "stride": 4, "strengths": [1.0], "online": 0, "options": {}},
     },
 }
 ONLINE_FIRST = 100_000

@@ -54,6 +54,13 @@ RUN: dict[str, dict[str, str]] = {
     "gauntlet report runs/cartpole": {},
     "gauntlet list": {},
     "python -c 'import secrets; print(secrets.token_urlsafe(32))' > token && chmod 600 token": {},
+    "gauntlet run CartPole-v1 -n 4 --controller budget --controller-config '{\"max_steps\": 50}' --out runs/capped": {},
+    "gauntlet oversight collect taxi --episodes 40 --out runs/oversight-taxi --workers 2":
+        {"--episodes 40": "--episodes 8"},
+    "gauntlet oversight evaluate runs/oversight-taxi": {},
+    "gauntlet oversight train runs/oversight-taxi --out runs/taxi-controller.joblib": {},
+    "gauntlet run Taxi-v4 --controller oversight --controller-config '{\"model\": \"runs/taxi-controller.joblib\"}' "
+    "-n 2 --out runs/taxi-overseen": {},
 }
 
 # README command -> ({README text: substitute}, whether clients must send the bearer token in ./token).
@@ -79,6 +86,8 @@ NOT_RUN: dict[str, str] = {
     # The synopsis spans two lines without a backslash, so the rule reads it as two.
     "gauntlet eval SUITE --agent NAME [--view V] [--tasks ID,...] [--limit N] [--repeats K] [--seed S]": SYNOPSIS,
     "[--workers N] [--backend local|ray] [--ray-address ADDR] [--agent-config JSON] [--out DIR]": SYNOPSIS,
+    "gauntlet demo --only oversight": "about a minute of branching and training; tests/oversight/test_experiment.py "
+                                      "runs this demo",
     "gauntlet demo --only llm": "one episode of the offline LLM (minutes, about 4 GB of memory on 2 cores); "
                                 "tests/llm/test_demo.py runs this demo",
     "gauntlet eval chem --agent llm --agent-config '{\"model\": \"offline\", \"mode\": \"chemcost\", "
