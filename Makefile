@@ -29,8 +29,9 @@ lint: $(STAMP)
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/mypy
 
+# The 25 slowest tests are listed at the end, so a suite creeping past its time budget shows where.
 test: lint
-	@$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -q; status=$$?; \
+	@$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -q --durations=25; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure"; exit 1; fi; \
 	exit $$status
 
