@@ -19,8 +19,6 @@ that name files (a suite path) must name them on every machine.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import multiprocessing
 import os
@@ -37,7 +35,7 @@ from pydantic import BaseModel, Field
 
 from gauntlet.agent import Agent
 from gauntlet.episode import AgentSpec
-from gauntlet.fileio import write_atomically
+from gauntlet.fileio import exclusive_folder, write_atomically
 from gauntlet.hooks import Controller, Monitor
 from gauntlet.info_keys import metrics_of
 from gauntlet.registry import make_agent, make_hook
@@ -302,22 +300,6 @@ def _share_cpus(threads: int) -> None:
         os.environ.setdefault(name, str(threads))
 
 
-@contextlib.contextmanager
-def _exclusive(out_dir: Path) -> Iterator[None]:
-    """One run at a time in a run folder (an ``flock``, released by the OS if the holder dies): two
-    runs into one folder would write the same episode files at once."""
-    descriptor = os.open(out_dir / ".running.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise RunFolderError(f"another run is writing to {out_dir}; wait for it to finish (or stop it), "
-                                 "or choose another --out folder") from None
-        yield
-    finally:
-        os.close(descriptor)
-
-
 def run_many(spec: RunSpec, n_episodes: int, out_dir: str | os.PathLike[str], *, backend: str = "local",
              workers: int | None = None, ray_address: str | None = None,
              progress: bool | Callable[[EpisodeSummary], None] = True, label: str | None = None) -> RunResult:
@@ -339,7 +321,9 @@ def run_many(spec: RunSpec, n_episodes: int, out_dir: str | os.PathLike[str], *,
     gym.spec(spec.env_id)  # fail fast, in the driver, on an unknown env id
     out = Path(out_dir)
     run_id = prepare_run_folder(out, spec)
-    with _exclusive(out):
+    busy = lambda: RunFolderError(f"another run is writing to {out}; wait for it to finish (or stop it), "
+                                  "or choose another --out folder")
+    with exclusive_folder(out, ".running.lock", busy):
         return _run_many(spec, run_id, n_episodes, out, backend, workers, ray_address, progress, label)
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -20,3 +23,19 @@ def write_atomically(path: str | os.PathLike[str], content: bytes | str) -> Path
 
 
 __all__ = ["write_atomically"]
+
+
+@contextlib.contextmanager
+def exclusive_folder(folder: str | os.PathLike[str], lock_name: str, busy: Callable[[], Exception]) -> Iterator[None]:
+    """Hold ``folder`` for one writer at a time: an ``flock`` on ``folder/lock_name``, released by the OS
+    if the holder dies (a killed writer never leaves the folder locked). If another process holds it,
+    raise ``busy()`` at once instead of waiting."""
+    descriptor = os.open(Path(folder) / lock_name, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise busy() from None
+        yield
+    finally:
+        os.close(descriptor)

@@ -33,7 +33,7 @@ from gymnasium.utils import RecordConstructorArgs
 from gauntlet.branching import branchable
 from gauntlet.controllers.oversight.features import History
 from gauntlet.controllers.oversight.lapsing import (BranchableAgent, Competence, LapsingAgent, PrivilegedExpert,
-                                                    StatelessExpert, derive_seed, weakened)
+                                                    StatelessExpert, competence_ranges, derive_seed, weakened)
 from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
 from gauntlet.datacache import ensure_built
 from gauntlet.info_keys import PRIVILEGED, SUCCESS
@@ -365,12 +365,7 @@ class TaxiBenchmark:
                  p_loop: tuple[float, float] = (0.0, 0.15), p_premature: tuple[float, float] = (0.0, 0.1),
                  loop_len: int = 4, expert_seed: int = 0, expert_episodes: int = TAXI_EXPERT_EPISODES):
         self.max_steps, self.seed, self.loop_len = max_steps, seed, loop_len
-        self.ranges = {"p_lapse": p_lapse, "p_loop": p_loop, "p_premature": p_premature}
-        if any(not 0.0 <= low <= high <= 1.0 for low, high in self.ranges.values()):
-            raise ValueError("each probability range must be (low, high) with 0 <= low <= high <= 1; "
-                             f"got {self.ranges}")
-        if sum(high for _, high in self.ranges.values()) > 1.0:
-            raise ValueError(f"the ranges' upper ends must sum to at most 1; got {self.ranges}")
+        self.ranges = competence_ranges(p_lapse, p_loop, p_premature)
         self.q_table = taxi_expert_table(seed=expert_seed, episodes=expert_episodes)
 
     def competence(self, episode: int) -> Competence:

@@ -16,8 +16,6 @@ benchmarks run a JVM or a game interpreter that must not be forked), or Ray task
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import multiprocessing
 import os
@@ -31,7 +29,7 @@ from typing import Any
 from gauntlet.controllers.oversight.benchmarks import BENCHMARKS, Benchmark, get_benchmark
 from gauntlet.controllers.oversight.protocol import CollectStats, Prefixes, Row, collect_episode
 from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
-from gauntlet.fileio import write_atomically
+from gauntlet.fileio import exclusive_folder, write_atomically
 
 META, ROWS = "meta.json", "rows.jsonl"
 FORMAT = 1
@@ -96,23 +94,6 @@ class CollectResult:
 
 
 LOCK = ".collecting.lock"
-
-
-@contextlib.contextmanager
-def _exclusive(out: Path) -> Iterator[None]:
-    """Hold the folder for one collection at a time: two appending to one rows file would duplicate jobs.
-    The lock is an ``flock``, released by the OS if the holder dies, so a killed collection never
-    leaves the folder locked."""
-    descriptor = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise CollectionError(f"another collection is writing to {out}; wait for it to finish (or stop it), "
-                                  "or choose another --out folder") from None
-        yield
-    finally:
-        os.close(descriptor)
 
 
 def _make_folder(out: Path) -> None:
@@ -305,7 +286,9 @@ def collect(spec: CollectSpec, out_dir: str | os.PathLike[str], *, workers: int 
         raise ValueError("ray_address goes with backend='ray'")
     out = Path(out_dir)
     _make_folder(out)
-    with _exclusive(out):
+    busy = lambda: CollectionError(f"another collection is writing to {out}; wait for it to finish (or stop it), "
+                                   "or choose another --out folder")
+    with exclusive_folder(out, LOCK, busy):
         return _collect(spec, out, workers, backend, ray_address, progress)
 
 

@@ -88,6 +88,18 @@ class PrivilegedExpert(StatelessExpert):
                              "needs an env that names the expert's next action on every reset and step") from None
 
 
+def competence_ranges(p_lapse: tuple[float, float], p_loop: tuple[float, float],
+                      p_premature: tuple[float, float]) -> dict[str, tuple[float, float]]:
+    """The per-episode probability ranges a lapsing benchmark draws ``Competence`` from, checked: each
+    ``(low, high)`` within [0, 1], and the upper ends summing to at most 1 (one lapse kind per step)."""
+    ranges = {"p_lapse": p_lapse, "p_loop": p_loop, "p_premature": p_premature}
+    if any(not 0.0 <= low <= high <= 1.0 for low, high in ranges.values()):
+        raise ValueError(f"each probability range must be (low, high) with 0 <= low <= high <= 1; got {ranges}")
+    if sum(high for _, high in ranges.values()) > 1.0:
+        raise ValueError(f"the ranges' upper ends must sum to at most 1; got {ranges}")
+    return ranges
+
+
 @dataclass(frozen=True)
 class Competence:
     """How often a lapsing agent lapses per step: a lapse action, a loop, a premature end or answer."""

@@ -51,7 +51,7 @@ import numpy as np
 
 from gauntlet.controllers.oversight.features import History
 from gauntlet.controllers.oversight.lapsing import (EXPERT_ACTION, BranchableAgent, Competence, LapsingAgent,
-                                                    StatelessExpert, derive_seed, weakened)
+                                                    StatelessExpert, competence_ranges, derive_seed, weakened)
 from gauntlet.info_keys import PRIVILEGED, SUCCESS
 
 # Streams of ``derive_seed(benchmark seed, ...)``.
@@ -125,12 +125,7 @@ class _TextBenchmark(ABC):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1; got {max_steps}")
         self.max_steps, self.seed, self.loop_len = max_steps, seed, loop_len
-        self.ranges = {"p_lapse": p_lapse, "p_loop": p_loop, "p_premature": p_premature}
-        if any(not 0.0 <= low <= high <= 1.0 for low, high in self.ranges.values()):
-            raise ValueError("each probability range must be (low, high) with 0 <= low <= high <= 1; "
-                             f"got {self.ranges}")
-        if sum(high for _, high in self.ranges.values()) > 1.0:
-            raise ValueError(f"the ranges' upper ends must sum to at most 1; got {self.ranges}")
+        self.ranges = competence_ranges(p_lapse, p_loop, p_premature)
 
     # What each benchmark defines.
     @abstractmethod

@@ -75,9 +75,11 @@ def test_a_collection_grows_by_more_episodes_but_never_shrinks(tmp_path: Path) -
 
 
 def test_a_folder_takes_one_collection_at_a_time(tmp_path: Path) -> None:
-    from gauntlet.controllers.oversight.collect import _exclusive
+    from gauntlet.controllers.oversight.collect import LOCK
+    from gauntlet.fileio import exclusive_folder
 
-    with _exclusive(tmp_path), pytest.raises(CollectionError, match="another collection is writing"):
+    with (exclusive_folder(tmp_path, LOCK, RuntimeError),
+          pytest.raises(CollectionError, match="another collection is writing")):
         collect(SPEC, tmp_path)
     assert not (tmp_path / ROWS).exists()
     assert collect(SPEC, tmp_path).jobs_run == len(SPEC.jobs())  # the lock went with its holder
