@@ -86,6 +86,7 @@ class LLMAgentSnapshot:
     results: tuple[tuple[str, ToolMessage], ...]
     emitted: int
     elapsed_s: float
+    seed: int | None = None
 
 
 class LLMAgent(Agent):
@@ -99,8 +100,12 @@ class LLMAgent(Agent):
     metadata (its tool plan, its answer format). ``model_retries``: how often a model call that
     timed out or was rate-limited is retried, the first wait ``retry_backoff_s`` seconds, doubling
     up to 30 s. ``price_usd_per_mtok``: ``[input, output]`` US dollars per million tokens, for
-    ``cost_usd``. ``checkpointer``: ``memory`` or ``sqlite:PATH``. A bad config is a ``UserError``
-    here, before any episode (the model itself loads at the first step).
+    ``cost_usd``. ``checkpointer``: ``memory`` or ``sqlite:PATH``. ``tools``: the names of the
+    server's tools the model is shown (default: all of them); a call of any other tool is malformed,
+    and a name the server does not have ends the episode's first step with a ``UserError``. A small
+    model reads thousands of tokens of schemas per call, so a short list is the cheapest speed-up a
+    local model has. A bad config is a ``UserError`` here, before any episode (the model itself loads
+    at the first step).
     """
 
     name = "llm"
@@ -109,7 +114,10 @@ class LLMAgent(Agent):
                  mode: str = "autonomous", system_prompt: str | None = None, max_steps: int = 30,
                  max_tokens: int | None = None, wall_time_s: float | None = None, model_retries: int = 2,
                  retry_backoff_s: float = 1.0, price_usd_per_mtok: Sequence[float] | None = None,
-                 checkpointer: str = "memory", suite: str | None = None):
+                 checkpointer: str = "memory", suite: str | None = None, tools: Sequence[str] | None = None):
+        if tools is not None and (isinstance(tools, str) or not all(isinstance(name, str) for name in tools)
+                                  or not tools):
+            raise UserError("agent llm: tools is a non-empty list of tool names; fix the agent config")
         if isinstance(model, str):
             from gauntlet.agents.llm.models import parse_spec
 
@@ -127,7 +135,8 @@ class LLMAgent(Agent):
             model=model, model_options=model_options, mode=mode, system_prompt=system_prompt, max_steps=max_steps,
             max_tokens=max_tokens, wall_time_s=wall_time_s, model_retries=model_retries,
             retry_backoff_s=retry_backoff_s, price_usd_per_mtok=price_usd_per_mtok, checkpointer=checkpointer,
-            suite=suite)
+            suite=suite, tools=list(tools) if tools is not None else None)
+        self._shown = tuple(tools) if tools is not None else None
         self._model: BaseChatModel | None = model if isinstance(model, BaseChatModel) else None
         self._system_prompt = system_prompt if system_prompt is not None else self._mode.system_prompt
         self._model_retries, self._retry_backoff_s = model_retries, retry_backoff_s
@@ -136,6 +145,7 @@ class LLMAgent(Agent):
         self._graphs: dict[str, CompiledStateGraph] = {}
         self._thread: str | None = None
         self._max_call_chars: int | None = None
+        self._seed: int | None = None
         self._clear_episode()
 
     def config(self) -> dict[str, Any]:
@@ -167,6 +177,7 @@ class LLMAgent(Agent):
 
     def reset(self, *, seed: int | None, observation_space: spaces.Space, action_space: spaces.Space) -> None:
         self._clear_episode()
+        self._seed = seed
         self._max_call_chars = action_space.max_length if isinstance(action_space, spaces.Text) else None
 
     def _settings(self) -> LoopSettings:
@@ -186,6 +197,7 @@ class LLMAgent(Agent):
             raise RuntimeError("the agent has not started an episode; call act() after reset()")
         config = run_config(self._thread, self._settings(), started_at=self._started_at)
         config["callbacks"] = [self._recorder]
+        config["metadata"] = {"sampling_seed": self._seed}  # a sampling model draws from the episode's seed
         return config
 
     def _state(self) -> AgentState:
@@ -205,14 +217,32 @@ class LLMAgent(Agent):
         return AgentOutput(action=action, messages=records(self._new_messages()), events=events)
 
     def _begin(self, observation: Any, info: dict[str, Any]) -> str:
-        self._tools = tuple(ToolSpec.of(tool) for tool in info.get("tools", [])
-                            if tool["name"] != info.get("answer_tool"))
+        offered = [tool for tool in info.get("tools", []) if tool["name"] != info.get("answer_tool")]
+        if self._shown is not None:
+            missing = sorted(set(self._shown) - {tool["name"] for tool in offered})
+            if missing:
+                raise UserError(f"agent llm: tools names {', '.join(missing)}, which the server does not have; "
+                                f"its tools are {', '.join(tool['name'] for tool in offered)}")
+            offered = [tool for tool in offered if tool["name"] in self._shown]
+        self._tools = tuple(ToolSpec.of(tool) for tool in offered)
         task = self._tasks.get(str(info.get(TASK_ID)))
         text = observation["task"] if isinstance(observation, dict) else str(observation)
         messages: list[AnyMessage] = [SystemMessage(self._system_prompt),
                                       HumanMessage(user_prompt(self._mode, text, _metadata(task)))]
         self._thread = uuid.uuid4().hex
+        self._load_weights()
         return self._advance(initial_state(messages))
+
+    def _load_weights(self) -> None:
+        """Load a local model's weights before its first call, so that call's latency is the call's: the
+        load is a ``note`` event ``{"model_load_s": ...}`` of the step where it happened."""
+        model = self._chat_model()
+        if "weights" in dir(type(model)):
+            start = time.perf_counter()
+            getattr(model, "weights")  # noqa: B009 - a property that loads once per process
+            seconds = time.perf_counter() - start
+            if seconds > 0.5:
+                self._events.append(Event(source=self.name, kind="note", data={"model_load_s": round(seconds, 1)}))
 
     def _receive(self, observation: Any, info: dict[str, Any]) -> str:
         proposed = self._proposed
@@ -286,7 +316,7 @@ class LLMAgent(Agent):
             metadata=copy.deepcopy(found.metadata) if found else None, tools=self._tools,
             max_call_chars=self._max_call_chars, reply_calls=tuple(self._reply_calls), pending=tuple(self._pending),
             proposed=self._proposed, results=tuple(copy.deepcopy(self._results).items()), emitted=self._emitted,
-            elapsed_s=time.monotonic() - self._started_at)
+            elapsed_s=time.monotonic() - self._started_at, seed=self._seed)
 
     def restore(self, snapshot: LLMAgentSnapshot) -> None:
         """Stand at ``snapshot``: its checkpoint copied into a fresh thread of this agent's checkpointer."""
@@ -295,6 +325,7 @@ class LLMAgent(Agent):
         self._reply_calls, self._pending = list(snapshot.reply_calls), list(snapshot.pending)
         self._proposed, self._results = snapshot.proposed, copy.deepcopy(dict(snapshot.results))
         self._emitted, self._started_at = snapshot.emitted, time.monotonic() - snapshot.elapsed_s
+        self._seed = snapshot.seed
         if snapshot.checkpoint is not None and snapshot.metadata is not None:
             self._thread = uuid.uuid4().hex
             checkpoint = copy.deepcopy(snapshot.checkpoint)

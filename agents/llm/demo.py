@@ -3,8 +3,8 @@
 ``run_demo(out_dir)`` starts the chem server on the demo-size catalogue, asks the offline model
 (``gauntlet.agents.llm.offline_model``, pinned and checked by SHA-256) one question that takes a tool
 call and an answer, records the episode through the runner and writes its trace
-(``out_dir/llm_episode.jsonl``, ``out_dir/llm_trace.html``). The model runs on the CPU, so even this
-short episode takes a minute or two; what it answers is scored honestly, right or wrong.
+(``out_dir/llm_episode.jsonl``, ``out_dir/llm_trace.html``). The model runs on the CPU, so it is shown
+only the tool the question needs and its replies are capped; the episode takes a minute or two; what it answers is scored honestly, right or wrong.
 """
 
 from __future__ import annotations
@@ -16,9 +16,14 @@ QUESTION = ("What is the catalogue id (chemical_id) of {name}? Look it up with s
             "with the id alone.")
 CHEMICAL = "ethanol"
 MAX_MODEL_CALLS = 4
+# The model is shown the one tool the question needs: with all of the chem server's tools its first
+# prompt is 3,300 tokens and reading it alone took 183 s on one CPU core; with one tool, a few hundred.
+TOOLS = ("search_chemical",)
+# A call or the id fits in this; a reply that rambles past it is cut (8 tokens/s on one core).
+MAX_NEW_TOKENS = 96
 
 
-def run_demo(out_dir: Path) -> None:
+def run_demo(out_dir: Path, max_model_calls: int = MAX_MODEL_CALLS) -> None:
     from gauntlet import load_episodes, rollout
     from gauntlet.agents.llm.agent import LLMAgent
     from gauntlet.agents.llm.records import conversation
@@ -38,8 +43,9 @@ def run_demo(out_dir: Path) -> None:
                     eval_spec=EvalSpec(kind="numeric"))
     env = ToolTaskEnv([task], server=functools.partial(build_server, database))
     print(f"LLM agent demo: the offline model looks up {CHEMICAL!r} on the chem server "
-          f"(at most {MAX_MODEL_CALLS} model calls on the CPU; loading the model takes about a minute)")
-    agent = LLMAgent(model="offline", max_steps=MAX_MODEL_CALLS)
+          f"(at most {max_model_calls} model calls on the CPU; loading the model takes about a minute)")
+    agent = LLMAgent(model="offline", model_options={"max_new_tokens": MAX_NEW_TOKENS}, max_steps=max_model_calls,
+                     tools=TOOLS)
     path = out / "llm_episode.jsonl"
     path.unlink(missing_ok=True)
     try:

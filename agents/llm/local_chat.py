@@ -20,6 +20,7 @@ longest prefix it shares with a recent sequence and reads only the rest.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import threading
 import time
@@ -53,6 +54,9 @@ _TOOLS_PROMPT = ("# Tools\n\nYou may call one or more functions to assist with t
 
 # Key-value caches of recent sequences kept per loaded model, for as many conversations as share it.
 PREFIXES_KEPT = 4
+# A prompt is read this many tokens at a time: attention over a whole 19,000-token prompt (the disaster
+# server's 119 tool schemas) at once would hold 14 heads x 19,000^2 scores, ~20 GB in fp32.
+PREFILL_CHUNK = 2048
 
 
 @dataclass
@@ -171,6 +175,29 @@ def render_messages(messages: Sequence[BaseMessage], tools: Sequence[Mapping[str
     return rendered
 
 
+def prefill(model: Any, prompt: Sequence[int], cache: Any, device: str) -> Any:
+    """``cache`` (None: empty) extended over ``prompt`` in ``PREFILL_CHUNK``-token pieces, leaving the last
+    piece (at most a chunk, at least one token) for ``generate`` to read; unchanged for a short prompt."""
+    import torch
+    from transformers import DynamicCache
+
+    done = cache.get_seq_length() if cache is not None else 0
+    if len(prompt) - done <= PREFILL_CHUNK:
+        return cache
+    cache = cache if cache is not None else DynamicCache(config=model.config)
+    while len(prompt) - done > PREFILL_CHUNK:
+        piece = torch.tensor([list(prompt[done:done + PREFILL_CHUNK])], device=device)
+        model(input_ids=piece, cache=cache, use_cache=True, logits_to_keep=1)
+        done += PREFILL_CHUNK
+    return cache
+
+
+def sampling_seed(seed: Any, prompt: Sequence[int]) -> int:
+    """torch's seed for sampling a reply to ``prompt`` in an episode seeded ``seed``."""
+    digest = hashlib.sha256(json.dumps([seed, list(prompt)]).encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
 class LocalChatModel(BaseChatModel):
     """A local causal LM (GGUF file or model folder) that answers in text and calls tools.
 
@@ -185,6 +212,11 @@ class LocalChatModel(BaseChatModel):
         threads: torch's CPU threads during a call. One by default: on a 2-core machine shared with
             other work, two threads made the 0.5B model's decoding 3-7x slower than one (threads
             that wait on each other are descheduled), and its prompt reading slower too.
+        temperature, top_p, top_k: 0 (the default) decodes greedily; above 0 samples, with torch's
+            generator seeded from the call's ``sampling_seed`` (run metadata; the LLM agent sets its
+            episode seed there) and the prompt's tokens, so the same episode seed and conversation
+            give the same reply, and other seeds give other replies (pass^k needs attempts that
+            can differ).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -194,6 +226,9 @@ class LocalChatModel(BaseChatModel):
     device: str = "cpu"
     reuse_prefix: bool = True
     threads: int = Field(default=1, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    top_k: int | None = Field(default=None, ge=1)
 
     @property
     def _llm_type(self) -> str:
@@ -202,7 +237,8 @@ class LocalChatModel(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_path": self.model_path, "max_new_tokens": self.max_new_tokens, "device": self.device,
-                "reuse_prefix": self.reuse_prefix, "threads": self.threads}
+                "reuse_prefix": self.reuse_prefix, "threads": self.threads, "temperature": self.temperature,
+                "top_p": self.top_p, "top_k": self.top_k}
 
     @property
     def weights(self) -> LoadedWeights:
@@ -243,12 +279,21 @@ class LocalChatModel(BaseChatModel):
         input_ids = torch.tensor([prompt], device=self.device)
         options: dict[str, Any] = {"stop_strings": stop, "tokenizer": weights.tokenizer} if stop else {}
         eos = weights.tokenizer.eos_token_id
+        if self.temperature > 0:
+            seed = (run_manager.metadata if run_manager else {}).get("sampling_seed", 0)
+            sampling: dict[str, Any] = {"do_sample": True, "temperature": self.temperature, "top_p": self.top_p,
+                                        "top_k": self.top_k}
+        else:
+            sampling = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
         start = time.perf_counter()
         with weights.lock, torch_threads(self.threads), torch.inference_mode():
+            if self.temperature > 0:
+                torch.manual_seed(sampling_seed(seed, prompt))
             cache, reused = weights.reusable_cache(prompt) if self.reuse_prefix else (None, 0)
+            cache = prefill(weights.model, prompt, cache, self.device)
             output = weights.model.generate(
                 input_ids=input_ids, attention_mask=torch.ones_like(input_ids), max_new_tokens=self.max_new_tokens,
-                do_sample=False, temperature=None, top_p=None, top_k=None,
+                **sampling,
                 pad_token_id=weights.tokenizer.pad_token_id if weights.tokenizer.pad_token_id is not None else eos,
                 cache=cache, return_dict_in_generate=True, **options)
             sequence = output.sequences[0].tolist()

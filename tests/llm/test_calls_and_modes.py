@@ -117,3 +117,107 @@ def test_the_agent_config_records_model_mode_prompt_and_budgets_and_rebuilds_the
 def test_a_bad_agent_config_is_the_users_error(config, problem):
     with pytest.raises(UserError, match=problem.replace("[", r"\[")):
         LLMAgent(**config)
+
+
+def test_a_tool_list_shows_the_model_only_those_tools_and_a_name_the_server_lacks_is_one_line():
+    from gauntlet.agents.llm.scripted import ScriptedChatModel
+    from gauntlet.bridges.tool_task_env import ToolTaskEnv
+    from tests.llm.helpers import small_server, small_task, text_call
+
+    turns = [text_call("wait", {"seconds": 0}), text_call("add", {"a": 2, "b": 3}), {"text": "5"}]
+    env = ToolTaskEnv([small_task()], small_server)
+    try:
+        agent = LLMAgent(model=ScriptedChatModel.model_validate({"turns": turns}), tools=["add"])
+        episode = gauntlet.rollout(env, agent, seed=0)
+        assert episode.agent.config["tools"] == ["add"]
+        notes = [e.data for s in episode.steps for e in s.events if e.kind == "note"]
+        assert [[call["problem"] for call in note["malformed_calls"]] for note in notes] == [
+            ["unknown tool 'wait'; the tools are add"]]
+        assert [s.action for s in episode.steps][0] == '{"name": "add", "arguments": {"a": 2, "b": 3}}'
+        assert episode.outcome.score == 1.0
+        with pytest.raises(UserError, match="tools names nope, which the server does not have; its tools are add"):
+            gauntlet.rollout(env, LLMAgent(model=ScriptedChatModel.model_validate({"turns": turns}),
+                                           tools=["add", "nope"]), seed=0)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("tools", ["add", [], [1]])
+def test_a_tool_list_that_is_not_a_list_of_names_is_refused(tools):
+    with pytest.raises(UserError, match="tools is a non-empty list of tool names"):
+        LLMAgent(model="offline", tools=tools)
+
+
+def test_every_model_call_of_an_episode_gets_the_episode_seed_and_a_fork_keeps_it():
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    from gauntlet.bridges.tool_task_env import ToolTaskEnv
+    from tests.llm.helpers import small_server, small_task
+
+    seen = []
+
+    class SeedEcho(BaseChatModel):
+        @property
+        def _llm_type(self):
+            return "seed-echo"
+
+        def bind_tools(self, tools, **kwargs):
+            return self
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            seen.append(run_manager.metadata.get("sampling_seed"))
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="5"))])
+
+    env = ToolTaskEnv([small_task()], small_server)
+    try:
+        agent = LLMAgent(model=SeedEcho())
+        for seed in (7, 8):
+            gauntlet.rollout(env, agent, seed=seed)
+        assert seen == [7, 8]
+        assert agent.fork(agent.snapshot()).snapshot().seed == 8
+    finally:
+        env.close()
+
+
+def test_a_local_models_load_is_a_note_of_the_first_step_and_not_part_of_a_calls_latency():
+    import time
+
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    from gauntlet.bridges.tool_task_env import ToolTaskEnv
+    from tests.llm.helpers import small_server, small_task
+
+    class SlowToLoad(BaseChatModel):
+        loaded: bool = False
+
+        @property
+        def _llm_type(self):
+            return "slow-to-load"
+
+        @property
+        def weights(self):
+            if not self.loaded:
+                time.sleep(0.7)
+                self.loaded = True
+            return "weights"
+
+        def bind_tools(self, tools, **kwargs):
+            return self
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            loaded_when_called.append(self.loaded)
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="5"))])
+
+    loaded_when_called = []
+    env = ToolTaskEnv([small_task()], small_server)
+    try:
+        agent = LLMAgent(model=SlowToLoad())
+        first, second = (gauntlet.rollout(env, agent, seed=seed) for seed in (0, 1))
+    finally:
+        env.close()
+    (load,) = [e.data for s in first.steps for e in s.events if e.kind == "note"]
+    assert load["model_load_s"] >= 0.7
+    assert loaded_when_called == [True, True]  # loaded before the first call, so not timed as part of it
+    assert not [e for s in second.steps for e in s.events if e.kind == "note"]  # loaded once

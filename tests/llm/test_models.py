@@ -102,7 +102,9 @@ def test_a_local_model_is_built_without_loading_and_a_bad_option_is_one_line(tmp
     model = make_chat_model(f"hf:{gguf}", max_new_tokens=32)
     assert model.model_path == str(gguf) and model.max_new_tokens == 32
     assert "max_new_tokens" in one_line_error(f"hf:{gguf}", max_new_tokens=0)
-    assert "temperature" in one_line_error(f"hf:{gguf}", temperature=0.7)
+    assert make_chat_model(f"hf:{gguf}", temperature=0.7, top_p=0.8, top_k=20).temperature == 0.7
+    assert "temperature" in one_line_error(f"hf:{gguf}", temperature=-0.5)
+    assert "temprature" in one_line_error(f"hf:{gguf}", temprature=0.7)
 
 
 def test_a_script_file_is_played_and_a_bad_or_missing_one_is_one_line(tmp_path):
