@@ -44,7 +44,7 @@ from gauntlet.controllers.oversight.collect import CollectSpec, collect, load_ro
 from gauntlet.controllers.oversight.metrics import (EvaluationConfig, evaluate, evaluate_by_strength, markdown_table,
                                                     split_by_episode, tune_dispersion)
 from gauntlet.controllers.oversight.models import ActionConditioned, RiskScore, ScalarRouter, save_model
-from gauntlet.controllers.oversight.online import compare_online
+from gauntlet.controllers.oversight.online import compare_online, held_out_episodes
 from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
 from gauntlet.fileio import write_atomically
 
@@ -53,8 +53,9 @@ from gauntlet.fileio import write_atomically
 PLANS: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {
         "corridor": {"episodes": 16, "stride": 1, "strengths": [1.0, 0.5], "online": 3,
-                     "options": {"length": 6, "max_steps": 12}, "n_boot": 100},
-        "taxi": {"episodes": 12, "stride": 3, "strengths": [1.0], "online": 2, "options": {}, "n_boot": 100},
+                     "options": {"length": 6, "max_steps": 12}, "n_boot": 100, "controller_kinds": ["rf"]},
+        "taxi": {"episodes": 12, "stride": 3, "strengths": [1.0], "online": 2, "options": {}, "n_boot": 100,
+                 "controller_kinds": ["rf"]},
     },
     "full": {
         "corridor": {"episodes": 600, "stride": 1, "strengths": [1.0, 0.6, 0.3], "online": 200, "options": {}},
@@ -71,20 +72,11 @@ PLANS: dict[str, dict[str, dict[str, Any]]] = {
         "scienceworld": {"episodes": 8, "stride": 4, "strengths": [1.0], "online": 0, "options": {}},
     },
 }
-ONLINE_FIRST = 100_000
-"""Held-out online episodes of generated benchmarks start at this index: collection never reaches it."""
 
 
 def online_episodes(name: str, plan: dict[str, Any]) -> range:
-    """Held-out episodes for the online comparison: past ``ONLINE_FIRST`` where the benchmark generates
-    episodes without end, the suite's last tasks where it has a fixed number (the tool suites)."""
-    count = getattr(get_benchmark(name, **plan["options"]), "n_episodes", None)
-    if count is None:
-        return range(ONLINE_FIRST, ONLINE_FIRST + plan["online"])
-    if count - plan["online"] < plan["episodes"]:
-        raise ValueError(f"{name}: {count} episodes cannot hold {plan['episodes']} collected and "
-                         f"{plan['online']} held out")
-    return range(count - plan["online"], count)
+    """Held-out episodes for the online comparison (``held_out_episodes``), clear of the collected ones."""
+    return held_out_episodes(name, plan["options"], plan["online"], collected=plan["episodes"])
 
 
 def branch_cost(name: str, options: dict[str, Any], *, ts: tuple[int, ...] = (5, 50), repeats: int = 30,
@@ -176,7 +168,9 @@ def run_benchmark(name: str, plan: dict[str, Any], out: Path, work: Path, *, see
                        "workers": workers, **stats.as_dict()},
         "replay_match_rate": float(np.mean([row["prefix_match"] for row in rows])),
     }
-    evaluation_config = EvaluationConfig(n_boot=plan.get("n_boot", 1000))
+    # The smoke size fits only the forest controller: the bagged boosted one is most of its time.
+    evaluation_config = EvaluationConfig(n_boot=plan.get("n_boot", 1000),
+                                         controller_kinds=tuple(plan.get("controller_kinds", ("rf", "gbr"))))
     full_strength = [row for row in rows if row["expert_strength"] == max(plan["strengths"])]
     train, test = split_by_episode(full_strength, 0.3, seed)
     print(f"[{name}] evaluating on {len(test)} test rows", flush=True)

@@ -57,8 +57,11 @@ PROTOCOL_VERSION = "2025-06-18"
 
 # The small data the servers run on: one disaster event at 64 x 64 cells, a small chem catalogue.
 DISASTER_EVENT = "ahr-2021-flood"
-CHEM_CATALOGUE = {"n_chemicals": 200, "n_suppliers": 10}
-CHEM_REACTIONS = {"n_reactions": 8, "n_routes": 2, "catalogue": CHEM_CATALOGUE}
+# The small chem data the chem tests build too (shared_data_home builds them once per run). Not fewer
+# chemicals: on 200 the route generator finds too few two-step chains and draws all of its 60,000
+# first steps (87 s).
+CHEM_CATALOGUE = {"n_chemicals": 600, "n_suppliers": 30}
+CHEM_REACTIONS = {"n_reactions": 24, "n_routes": 8, "catalogue": CHEM_CATALOGUE}
 
 HUGE = 100_000
 HOSTILE_STRINGS = [
@@ -274,7 +277,7 @@ class FuzzedServer:
     examples_per_tool: int = 20
 
 
-def disaster_server(home: Path) -> FuzzedServer:
+def disaster_server(home: Path, shared: Path) -> FuzzedServer:
     from gauntlet.mcp_servers.disaster.scenes import build_scenes
 
     root = home / "disaster-data"
@@ -288,13 +291,15 @@ def disaster_server(home: Path) -> FuzzedServer:
                         examples_per_tool=25)
 
 
-def chem_server(home: Path) -> FuzzedServer:
+def chem_server(home: Path, shared: Path) -> FuzzedServer:
     from gauntlet.mcp_servers.chem.build import catalogue_path
     from gauntlet.mcp_servers.chem.reaction_data import reactions_dir
     from gauntlet.mcp_servers.chem.store import CatalogueStore
 
-    database = catalogue_path(**CHEM_CATALOGUE)
-    reactions = reactions_dir(**CHEM_REACTIONS)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GAUNTLET_HOME", str(shared))
+        database = catalogue_path(**CHEM_CATALOGUE)
+        reactions = reactions_dir(**CHEM_REACTIONS)
     store = CatalogueStore(database)
     try:
         chemicals = [store.chemical(chemical_id) for chemical_id in range(1, 11)]
@@ -304,16 +309,17 @@ def chem_server(home: Path) -> FuzzedServer:
     strings += ["g", "mg", "kg", "mol", "mmol", "mL", "L", "clean", "noisy-high", "1 + 2", "(12.5 + 3.2) / 0.85",
                 "1/0", "2**2**2**2**2", "__import__('os')"]
     options = {"db_path": str(database), "reactions_dir": str(reactions)}
-    return FuzzedServer("chem", ("--server-kwargs", json.dumps(options)), private_folders=(database.parent, reactions),
-                        strings=tuple(strings), probe=("calculate", {"expression": "1 + 2"}), examples_per_tool=40)
+    return FuzzedServer("chem", ("--server-kwargs", json.dumps(options)),
+                        private_folders=(database.parent, reactions, shared), strings=tuple(strings),
+                        probe=("calculate", {"expression": "1 + 2"}), examples_per_tool=40)
 
 
 SERVERS = {
     "disaster": disaster_server,
     "chem": chem_server,
-    "env:CartPole-v1": lambda home: FuzzedServer("env:CartPole-v1", examples_per_tool=100),
+    "env:CartPole-v1": lambda home, shared: FuzzedServer("env:CartPole-v1", examples_per_tool=100),
     # A Box action and a Dict observation, with the reward shown: the other step tool.
-    "env:gauntlet/LocationFinding-v0": lambda home: FuzzedServer("env:gauntlet/LocationFinding-v0",
+    "env:gauntlet/LocationFinding-v0": lambda home, shared: FuzzedServer("env:gauntlet/LocationFinding-v0",
                                                                  ("--expose-reward",), examples_per_tool=100),
 }
 
@@ -399,9 +405,9 @@ def admits_numbers(schema: dict[str, Any], definitions: dict[str, Any]) -> bool:
 
 
 @pytest.fixture(params=sorted(SERVERS))
-def server(request, fuzz_home) -> FuzzedServer:
+def server(request, fuzz_home, shared_data_home) -> FuzzedServer:
     """Each server to fuzz, its small data built (in setup, so the fuzzing's own time shows apart)."""
-    return SERVERS[request.param](fuzz_home)
+    return SERVERS[request.param](fuzz_home, shared_data_home)
 
 
 def test_every_tool_answers_fuzzed_input_with_a_result_or_a_clean_refusal_and_the_server_keeps_answering(

@@ -28,8 +28,8 @@ class SmallData:
 
 
 @pytest.fixture(scope="session")
-def small_data(tmp_path_factory) -> SmallData:
-    home = tmp_path_factory.mktemp("chem-home")
+def small_data(shared_data_home) -> SmallData:
+    home = shared_data_home
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GAUNTLET_HOME", str(home))
         from gauntlet.mcp_servers.chem.build import catalogue_path

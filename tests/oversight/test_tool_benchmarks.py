@@ -30,14 +30,14 @@ pytestmark = pytest.mark.filterwarnings("ignore:Use `@` matmul:PendingDeprecatio
 
 
 @pytest.fixture(scope="module")
-def small_chem(tmp_path_factory) -> dict:
+def small_chem(shared_data_home) -> dict:
     """A small catalogue and reaction set, and their clean suite: the ``chem`` options that use them."""
     from gauntlet.mcp_servers.chem.build import catalogue_path
     from gauntlet.mcp_servers.chem.reaction_data import reactions_dir
     from gauntlet.mcp_servers.chem.suite import suite_path
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GAUNTLET_HOME", str(tmp_path_factory.mktemp("chem-home")))
+        patch.setenv("GAUNTLET_HOME", str(shared_data_home))
         server = {"db_path": str(catalogue_path(**SMALL_CATALOGUE)),
                   "reactions_dir": str(reactions_dir(**SMALL_REACTIONS))}
         return {"tasks": str(suite_path("clean", **SMALL_REACTIONS)), "server_options": server}
@@ -273,3 +273,14 @@ def test_episodes_are_a_seeded_shuffle_of_the_suite_with_a_budget_from_its_longe
     longest = max(len(task.gold_trajectory) for task in first.tasks) + 1
     assert first.max_steps == int(np.ceil(1.5 * longest))
     assert Path(small_chem["tasks"]).is_file()
+
+
+def test_held_out_episodes_are_a_suites_last_tasks_and_past_any_collection_on_a_generated_benchmark(small_chem):
+    from gauntlet.controllers.oversight.online import UNSEEN_FIRST, held_out_episodes
+
+    total = chem(**small_chem).n_episodes
+    assert held_out_episodes("chem", small_chem, 3) == range(total - 3, total)
+    assert held_out_episodes("chem", small_chem, 3, collected=total - 3) == range(total - 3, total)
+    with pytest.raises(ValueError, match=f"its {total} episodes cannot hold {total - 2} collected and 3 held out"):
+        held_out_episodes("chem", small_chem, 3, collected=total - 2)
+    assert held_out_episodes("corridor", {}, 4) == range(UNSEEN_FIRST, UNSEEN_FIRST + 4)
