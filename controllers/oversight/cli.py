@@ -254,17 +254,22 @@ def deploy(
     benchmark: Annotated[str, typer.Argument(help="The benchmark the model was trained on.")],
     model: Annotated[Path, typer.Option(help="Model file (gauntlet oversight train).")],
     episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Held-out episodes to run.")] = 20,
-    first: Annotated[int, typer.Option(min=0, help="Index of the first episode (use ones not collected).")] = 10_000,
+    first: Annotated[int | None, typer.Option(
+        min=0, help="Index of the first episode (use ones not collected). Default: the last --episodes of a "
+                    "benchmark with a fixed number (the tool suites), else episodes from 100,000 on.")] = None,
     options: Annotated[str | None, typer.Option(help="Benchmark options as a JSON object.")] = None,
     out: Annotated[Path | None, typer.Option(help="Record every overseen episode in this folder.")] = None,
 ) -> None:
     """Run held-out episodes with no oversight and under the controller, through the runner; compare utility."""
     from gauntlet.cli_commands.common import console
-    from gauntlet.controllers.oversight.online import compare_online
+    from gauntlet.controllers.oversight.online import compare_online, held_out_episodes
 
     scalar = scalar_path(model)
+    bench_options = _json_object("--options", options)
     try:
-        result = compare_online(benchmark, model, range(first, first + episodes), _json_object("--options", options),
+        chosen = (held_out_episodes(benchmark, bench_options, episodes) if first is None
+                  else range(first, first + episodes))
+        result = compare_online(benchmark, model, chosen, bench_options,
                                 scalar_model=scalar if scalar.exists() else None, record_dir=out)
     except (FileNotFoundError, ValueError) as exc:
         raise UserError(str(exc)) from None

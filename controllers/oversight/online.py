@@ -27,6 +27,22 @@ from gauntlet.runner import rollout
 NONE = "no_oversight"
 
 
+# Where held-out episodes start on a benchmark that generates episodes without end: past any collection.
+UNSEEN_FIRST = 100_000
+
+
+def held_out_episodes(benchmark: str, options: Mapping[str, Any], count: int, *, collected: int = 0) -> range:
+    """``count`` episodes to deploy on: from ``UNSEEN_FIRST`` where ``benchmark`` generates episodes
+    without end, its last ``count`` where it has a fixed number (the tool suites' tasks); ``collected``
+    first episodes must stay clear of them (``ValueError`` when the suite is too small)."""
+    total = getattr(get_benchmark(benchmark, **options), "n_episodes", None)
+    if total is None:
+        return range(UNSEEN_FIRST, UNSEEN_FIRST + count)
+    if total - count < collected:
+        raise ValueError(f"{benchmark}: its {total} episodes cannot hold {collected} collected and {count} held out")
+    return range(total - count, total)
+
+
 def _ci(values: np.ndarray, seed: int, n_boot: int = 2000) -> tuple[float, float]:
     if len(values) == 0:
         return (float("nan"), float("nan"))
