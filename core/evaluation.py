@@ -180,6 +180,11 @@ def _read_suite(entry: Entry, out_dir: Path) -> _Suite:
                     "file path or a list of tasks; the family that registers it must fix the entry")
 
 
+def suite_tasks(suite: str) -> list[ToolTask]:
+    """The tasks of the registered suite ``suite`` (built on first use, as ``evaluate_suite`` reads them)."""
+    return _read_suite(registry.get("suite", suite), Path.cwd()).tasks
+
+
 def resolve_view(suite: str, view: str | None) -> str:
     """The suite registered for ``view`` of ``suite`` (see the module docstring); ``suite`` when no view."""
     if view is None:
@@ -321,4 +326,4 @@ def _scorer(env_kwargs: dict[str, Any]) -> Any:
         env.close()
 
 
-__all__ = ["MODEL_CALL", "Evaluation", "TaskResult", "TaskTally", "evaluate_suite", "resolve_view"]
+__all__ = ["MODEL_CALL", "Evaluation", "TaskResult", "TaskTally", "evaluate_suite", "resolve_view", "suite_tasks"]

@@ -1,0 +1,76 @@
+"""experiments/llm_offline.py at its smoke size, on small registered suites and a scripted model: the
+evaluation runs, and pass^k, DORA accuracy per dimension and the malformed-call share are what the
+episodes say."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from gauntlet import registry
+from gauntlet.registry import Entry
+
+SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "llm_offline.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("llm_offline", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _task(task_id: str, **metadata) -> dict:
+    return {"id": task_id, "server": "env:CartPole-v1", "answer": 4, "eval_spec": {"kind": "numeric"},
+            "question": "How many numbers are in the observation?", "metadata": metadata,
+            "gold_trajectory": [{"call": "reset", "args": {"seed": 0}, "obs": None}]}
+
+
+@pytest.fixture
+def small_suites(tmp_path, monkeypatch):
+    chem = tmp_path / "chem.jsonl"
+    chem.write_text("".join(json.dumps(_task(f"c-{k}")) + "\n" for k in range(2)))
+    disaster = tmp_path / "disaster.jsonl"
+    disaster.write_text("".join(json.dumps(_task(f"d-{dim}-{k}", dimension=dim, eval_spec={"type": "numeric"},
+                                                  tool_plan=[{"call": "reset", "args": {"seed": 0}}]))
+                                + "\n" for dim in ("T1", "T2", "T3") for k in range(2)))
+    (tmp_path / "small_suites_module.py").write_text(f"CHEM = {str(chem)!r}\nDISASTER = {str(disaster)!r}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    scorer = {"env_kwargs": {"scorer": "gauntlet.mcp_servers.disaster.scoring:DoraScorer"}}
+    monkeypatch.setitem(registry._entries["suite"], "small-chem",
+                        Entry("suite", "small-chem", "small_suites_module:CHEM"))
+    monkeypatch.setitem(registry._entries["suite"], "small-disaster",
+                        Entry("suite", "small-disaster", "small_suites_module:DISASTER", metadata=scorer))
+
+
+def test_the_smoke_size_scores_pass_k_dora_accuracy_and_malformed_calls(tmp_path, small_suites, capsys):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": 'Let me check. {"name": "no_such_tool", "arguments": {}}'},
+                                  {"text": "4"}]))
+    results = _load().main(["--size", "smoke", "--model", f"scripted:{script}", "--out", str(tmp_path / "out"),
+                            "--chem-suite", "small-chem", "--disaster-suite", "small-disaster"])
+    chem = results["chem"]
+    assert (chem["tasks"], chem["repeats"], chem["episodes"]) == (1, 2, 2)
+    assert [(row["k"], row["pass_hat_k"]) for row in chem["pass_k"]] == [(1, 1.0), (2, 1.0)]
+    assert (chem["malformed_calls"], chem["calls_proposed"], chem["malformed_share"]) == (2, 2, 1.0)
+    assert chem["model_calls_per_episode"] == 2.0
+    assert chem["config"]["model_options"] == {}  # a scripted model takes no sampling options
+    disaster = results["disaster"]
+    assert [task.split("-")[1] for task in disaster["tasks"]] == ["T1", "T2", "T3"]
+    for mode in ("autonomous", "instruction"):
+        assert disaster[mode]["accuracy"] == {"T1": 1.0, "T2": 1.0, "T3": 1.0}
+        assert disaster[mode]["dora_score"] == 1.0 and disaster[mode]["trajectory"]["tool_in_order"] == 0.0
+    written = json.loads((tmp_path / "out" / "smoke" / "llm_offline.json").read_text())
+    assert written["chem"]["pass_k"] == json.loads(json.dumps(chem["pass_k"]))
+    assert "| autonomous | 1.00 | 1.00 | 1.00 | 1.00 |" in capsys.readouterr().out
+
+
+def test_a_local_model_samples_only_for_repeated_attempts_and_an_api_model_keeps_its_defaults():
+    module = _load()
+    assert module.model_options("offline", sample=True, device=None) == {"max_new_tokens": 256, **module.SAMPLING}
+    assert module.model_options("offline", sample=False, device="cuda:0") == {"max_new_tokens": 256,
+                                                                               "device": "cuda:0"}
+    assert module.model_options("openai:gpt-4o-mini", sample=True, device=None) == {}
