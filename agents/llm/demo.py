@@ -4,7 +4,8 @@
 (``gauntlet.agents.llm.offline_model``, pinned and checked by SHA-256) one question that takes a tool
 call and an answer, records the episode through the runner and writes its trace
 (``out_dir/llm_episode.jsonl``, ``out_dir/llm_trace.html``). The model runs on the CPU, so it is shown
-only the tool the question needs and its replies are capped; the episode takes a minute or two; what it answers is scored honestly, right or wrong.
+only the tool the question needs and its replies are capped; the episode takes a few minutes; what
+it answers is scored honestly, right or wrong.
 """
 
 from __future__ import annotations
