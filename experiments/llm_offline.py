@@ -107,16 +107,29 @@ def usage(folder: Path) -> dict[str, Any]:
             "model_calls_per_episode": calls / len(episodes) if episodes else None}
 
 
-def dora_reports(folder: Path) -> list[dict[str, Any]]:
-    """The DORA report of every finished attempt in a run folder."""
+def dora_reports(folder: Path, suite: str) -> list[dict[str, Any]]:
+    """The DORA report of every finished attempt in a run folder, its answer graded again with the
+    current grader (the recorded report is what the grader said when the episode ran; a grader fix
+    since then changes the answer score, and ``recorded_answer_score`` keeps the old one)."""
     from gauntlet import load_episodes
+    from gauntlet.evaluation import suite_tasks
+    from gauntlet.mcp_servers.disaster.scoring import grade_answer
 
+    tasks = {task.id: task for task in suite_tasks(suite)}
     reports = []
     for episode in load_episodes(folder):
         final = episode.steps[-1] if episode.steps else None
         details = (final.privileged or {}).get("details", {}) if final is not None else {}
-        if "dora" in details:
-            reports.append(details["dora"])
+        if "dora" not in details:
+            continue
+        report = dict(details["dora"])
+        answer = json.loads(final.action).get("answer") if final is not None and final.action.startswith("{") else None
+        task = tasks[report["task_id"]]
+        if answer is not None:
+            score, correct, check = grade_answer(task.metadata["eval_spec"], task.answer, answer)
+            report.update(recorded_answer_score=report["answer_score"], answer_score=score, answer_correct=correct,
+                          answer_check=check)
+        reports.append(report)
     return reports
 
 
@@ -159,7 +172,7 @@ def run_disaster(out: Path, model: str, plan: dict[str, Any], device: str | None
                   "model_options": model_options(model, sample=False, device=device)}
         evaluation = evaluate_suite(suite, "llm", folder, agent_config=config, task_ids=ids, workers=1)
         result[mode] = {"config": config, "mean_score": evaluation.mean_score,
-                        **dora_summary(dora_reports(folder)), **usage(folder)}
+                        **dora_summary(dora_reports(folder, suite)), **usage(folder)}
     return result
 
 

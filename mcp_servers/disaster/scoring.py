@@ -49,16 +49,26 @@ def _number(value: Any) -> float | None:
 
 
 def kendall_tau(expected: Sequence[Any], answer: Sequence[Any]) -> float:
-    """Kendall's tau-a between the expected order and the answer's (missing items appended)."""
+    """Kendall's tau-a between the expected order and the answer's. Items the answer names rank above
+    those it leaves out, in the order given; a pair of two left-out items is discordant, so an answer
+    that names none of the items (an empty list, other names) scores -1, not 1."""
     keys = [_text(x) for x in expected]
     given = [k for k in dict.fromkeys(_text(x) for x in answer) if k in keys]
-    order = given + [k for k in keys if k not in given]
-    position = {k: i for i, k in enumerate(order)}
+    position = {k: i for i, k in enumerate(given)}
     n = len(keys)
     if n < 2:
-        return 1.0 if order == keys else -1.0
-    concordant = sum(1 if position[keys[i]] < position[keys[j]] else -1 for i in range(n) for j in range(i + 1, n))
-    return concordant / (n * (n - 1) / 2)
+        return 1.0 if given == keys else -1.0
+    total = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b = position.get(keys[i]), position.get(keys[j])
+            if a is None and b is None:
+                total -= 1
+            elif b is None or (a is not None and a < b):
+                total += 1
+            else:
+                total -= 1
+    return total / (n * (n - 1) / 2)
 
 
 def polygon_iou(a: Any, b: Any) -> float:

@@ -96,7 +96,17 @@ def test_answer_checks(spec, expected, answer, correct):
 def test_set_f1_and_kendall_give_partial_credit():
     assert grade_answer({"type": "set"}, ["a", "b"], ["a", "c"])[0] == pytest.approx(0.5)
     assert scoring.kendall_tau(["x", "y", "z"], ["z", "y", "x"]) == -1.0
-    assert scoring.kendall_tau(["x", "y", "z"], ["x"]) == 1.0  # missing items appended in order
+    # Named items rank above the rest; two unnamed items are a discordant pair.
+    assert scoring.kendall_tau(["x", "y", "z"], ["x"]) == pytest.approx(1 / 3)
+    assert scoring.kendall_tau(["x", "y", "z"], ["y"]) == pytest.approx(-1 / 3)
+
+
+@pytest.mark.parametrize("answer", [[], ["Attapeu-2018-dam-failure"], ["w", "v"]])
+def test_a_ranking_that_names_none_of_the_items_scores_nothing(answer):
+    # Found by the offline LLM: it answered a district ranking with the event's name, which scored 1.0
+    # when left-out items were appended in the expected order.
+    assert scoring.kendall_tau(["x", "y", "z"], answer) == -1.0
+    assert grade_answer({"type": "kendall"}, ["x", "y", "z"], answer) == (0.0, False, "tau -1.000")
 
 
 def test_polygon_answers_pass_at_iou_one_half():
