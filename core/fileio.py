@@ -22,8 +22,6 @@ def write_atomically(path: str | os.PathLike[str], content: bytes | str) -> Path
     return path
 
 
-__all__ = ["write_atomically"]
-
 
 @contextlib.contextmanager
 def exclusive_folder(folder: str | os.PathLike[str], lock_name: str, busy: Callable[[], Exception]) -> Iterator[None]:
@@ -39,3 +37,6 @@ def exclusive_folder(folder: str | os.PathLike[str], lock_name: str, busy: Calla
         yield
     finally:
         os.close(descriptor)
+
+
+__all__ = ["exclusive_folder", "write_atomically"]

@@ -81,30 +81,26 @@ def disaster_sample(per_dimension: int, suite: str = "disaster", seed: int = 0) 
     return chosen
 
 
-def usage(folder: Path) -> dict[str, Any]:
-    """Model calls, malformed calls, tokens and seconds over the episodes of a run folder."""
+def usage(evaluation: Any, folder: Path) -> dict[str, Any]:
+    """Model calls, tokens and seconds per attempt (the evaluation's own figures), and the calls the
+    model proposed and how many were malformed (read from the episodes: a malformed call never runs, so
+    it is a ``note`` event, and every call that ran on the server is a step's ``tool_call``; answers
+    and stops are the env's own calls)."""
     from gauntlet import load_episodes
+    from gauntlet.bridges.tool_task_env import ENV_SERVER
 
-    episodes = load_episodes(folder)
-    calls = malformed = tokens = 0
-    seconds: list[float] = []
-    for episode in episodes:
-        for step in episode.steps:
-            for event in step.events:
-                if event.kind == "model_call" and "error" not in event.data:
-                    calls += 1
-                    tokens += int(event.data.get("input_tokens") or 0) + int(event.data.get("output_tokens") or 0)
-                elif event.kind == "note" and "malformed_calls" in event.data:
-                    malformed += len(event.data["malformed_calls"])
-        if episode.outcome is not None and "wall_s" in episode.outcome.metrics:
-            seconds.append(float(episode.outcome.metrics["wall_s"]))
-    proposed = sum(1 for episode in episodes for step in episode.steps if step.action.startswith('{"name"'))
-    return {"episodes": len(episodes), "model_calls": calls, "calls_proposed": proposed + malformed,
-            "malformed_calls": malformed,
-            "malformed_share": malformed / (proposed + malformed) if proposed + malformed else None,
-            "tokens_per_episode": tokens / len(episodes) if episodes else None,
+    results = evaluation.results
+    steps = [step for episode in load_episodes(folder) for step in episode.steps]
+    ran = sum(step.tool_call is not None and step.tool_call.server != ENV_SERVER for step in steps)
+    malformed = sum(len(event.data["malformed_calls"]) for step in steps for event in step.events
+                    if event.kind == "note" and "malformed_calls" in event.data)
+    seconds = [result.wall_s for result in results if result.wall_s is not None]
+    return {"episodes": len(results), "model_calls": sum(result.model_calls for result in results),
+            "calls_proposed": ran + malformed, "malformed_calls": malformed,
+            "malformed_share": malformed / (ran + malformed) if ran + malformed else None,
+            "tokens_per_episode": fmean(r.input_tokens + r.output_tokens for r in results) if results else None,
             "seconds_per_episode": fmean(seconds) if seconds else None,
-            "model_calls_per_episode": calls / len(episodes) if episodes else None}
+            "model_calls_per_episode": fmean(r.model_calls for r in results) if results else None}
 
 
 def dora_reports(folder: Path, suite: str) -> list[dict[str, Any]]:
@@ -158,7 +154,7 @@ def run_chem(out: Path, model: str, plan: dict[str, Any], device: str | None, su
             "pass_k": [{"k": row.k, "pass_at_k": row.pass_at_k, "pass_at_k_ci": row.pass_at_k_ci,
                         "pass_hat_k": row.pass_hat_k, "pass_hat_k_ci": row.pass_hat_k_ci}
                        for row in evaluation.pass_k()],
-            **usage(folder)}
+            **usage(evaluation, folder)}
 
 
 def run_disaster(out: Path, model: str, plan: dict[str, Any], device: str | None, suite: str) -> dict[str, Any]:
@@ -172,7 +168,7 @@ def run_disaster(out: Path, model: str, plan: dict[str, Any], device: str | None
                   "model_options": model_options(model, sample=False, device=device)}
         evaluation = evaluate_suite(suite, "llm", folder, agent_config=config, task_ids=ids, workers=1)
         result[mode] = {"config": config, "mean_score": evaluation.mean_score,
-                        **dora_summary(dora_reports(folder, suite)), **usage(folder)}
+                        **dora_summary(dora_reports(folder, suite)), **usage(evaluation, folder)}
     return result
 
 

@@ -49,6 +49,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 import gauntlet
 from gauntlet.bridges.server_process import serve_command
 from gauntlet.bridges.tool_errors import example_value
+from tests.shared import SMALL_CATALOGUE, SMALL_REACTIONS
 
 # A hang guard per call, not a speed requirement: a tool that has not answered by then never will.
 CALL_TIMEOUT_S = 60.0
@@ -57,11 +58,9 @@ PROTOCOL_VERSION = "2025-06-18"
 
 # The small data the servers run on: one disaster event at 64 x 64 cells, a small chem catalogue.
 DISASTER_EVENT = "ahr-2021-flood"
-# The small chem data the chem tests build too (shared_data_home builds them once per run). Not fewer
-# chemicals: on 200 the route generator finds too few two-step chains and draws all of its 60,000
-# first steps (87 s).
-CHEM_CATALOGUE = {"n_chemicals": 600, "n_suppliers": 30}
-CHEM_REACTIONS = {"n_reactions": 24, "n_routes": 8, "catalogue": CHEM_CATALOGUE}
+# The chem server runs on the small chem data the chem tests use (built once per run in shared_data_home).
+# Not fewer chemicals: on 200 the route generator finds too few two-step chains and draws all of its
+# 60,000 first steps (87 s).
 
 HUGE = 100_000
 HOSTILE_STRINGS = [
@@ -298,8 +297,8 @@ def chem_server(home: Path, shared: Path) -> FuzzedServer:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GAUNTLET_HOME", str(shared))
-        database = catalogue_path(**CHEM_CATALOGUE)
-        reactions = reactions_dir(**CHEM_REACTIONS)
+        database = catalogue_path(**SMALL_CATALOGUE)
+        reactions = reactions_dir(**SMALL_REACTIONS)
     store = CatalogueStore(database)
     try:
         chemicals = [store.chemical(chemical_id) for chemical_id in range(1, 11)]

@@ -54,7 +54,7 @@ from gauntlet.bridges.targets import resolve_server
 from gauntlet.bridges.tool_task_env import ToolTaskEnv, parse_action, stop_action, tool_call_action
 from gauntlet.controllers.oversight.features import History
 from gauntlet.controllers.oversight.lapsing import (EXPERT_ACTION, BranchableAgent, Competence, LapsingAgent,
-                                                    PrivilegedExpert, derive_seed, weakened)
+                                                    PrivilegedExpert, competence_ranges, derive_seed, weakened)
 from gauntlet.episode import ToolCall
 from gauntlet.info_keys import PRIVILEGED, TASK_ID, TOOL_CALL, success_of
 from gauntlet.registry import load_target, registry
@@ -484,10 +484,7 @@ class ToolBenchmark:
         longest = max(len(task.gold_trajectory) for task in self.tasks) + 1
         self.max_steps = max_steps if max_steps is not None else math.ceil(BUDGET_FACTOR * longest)
         self.loop_len = loop_len
-        self.competence_ranges = {"p_lapse": p_lapse, "p_loop": p_loop, "p_premature": p_premature}
-        if sum(high for _, high in self.competence_ranges.values()) > 1.0:  # else some episode's agent is impossible
-            raise ValueError(f"the highs of p_lapse, p_loop and p_premature must add up to at most 1; got "
-                             f"{p_lapse[1]} + {p_loop[1]} + {p_premature[1]} (lower one, e.g. p_premature=(0, 0))")
+        self.competence_ranges = competence_ranges(p_lapse, p_loop, p_premature)
         scorer = self.env_kwargs.get("scorer")
         self.scorer: Scorer = load_target(scorer)() if isinstance(scorer, str) else Scorer()
         self._server: Any = None

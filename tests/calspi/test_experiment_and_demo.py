@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.shared import load_experiment
 
-
-def _load_experiment():
-    spec = importlib.util.spec_from_file_location("calspi_experiment", ROOT / "experiments" / "calspi.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_smoke_experiment_writes_the_comparison_table_and_plots(tmp_path):
-    experiment = _load_experiment()
+    experiment = load_experiment("calspi")
     experiment.main(["--smoke", "--out", str(tmp_path)])
     result = json.loads((tmp_path / "results.json").read_text())
     methods = {entry["method"] for entry in result["table"]}
@@ -53,7 +45,7 @@ def test_smoke_experiment_writes_the_comparison_table_and_plots(tmp_path):
 
 
 def test_t_interval_matches_the_textbook_formula():
-    experiment = _load_experiment()
+    experiment = load_experiment("calspi")
     low, high = experiment.t_interval([1.0, 2.0, 3.0])
     # mean 2, sd 1, n 3, t_{0.975, 2} = 4.302653
     assert low == pytest.approx(2 - 4.302653 / 3**0.5, rel=1e-5)
@@ -70,7 +62,7 @@ def test_demo_runs_an_episode_and_reports_how_often_it_switched(tmp_path, capsys
 
 
 def test_smoke_paired_run_and_gap_diagnostics(tmp_path):
-    experiment = _load_experiment()
+    experiment = load_experiment("calspi")
     result = experiment.main(["--smoke", "--methods", "baseline", "calspi", "--search", '{"switching": "paired"}',
                               "--out", str(tmp_path / "paired")])
     assert {e["method"] for e in result["table"]} == {"baseline", "calspi"}

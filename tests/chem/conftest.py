@@ -1,5 +1,5 @@
 """A small catalogue, reaction set with routes, and the clean and routes suites, built once per test
-session in its own cache."""
+session in the run's shared data cache."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-SMALL_CATALOGUE = {"n_chemicals": 600, "n_suppliers": 30}
-SMALL_REACTIONS = {"n_reactions": 24, "n_routes": 8, "catalogue": SMALL_CATALOGUE}
+from tests.shared import SMALL_CATALOGUE, SMALL_REACTIONS
 
 
 @dataclass(frozen=True)

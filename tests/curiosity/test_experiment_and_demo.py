@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 
 from gauntlet.agents.curiosity.demo import run_demo
+from tests.shared import load_experiment
 
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "curiosity.py"
-
-
-def load_experiment():
-    spec = importlib.util.spec_from_file_location("curiosity_experiment", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_smoke_experiment_writes_results_i_to_iv_and_figures(tmp_path):
-    experiment = load_experiment()
+    experiment = load_experiment("curiosity")
     results = experiment.run("smoke", tmp_path, seed=0)
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["iv"] == json.loads(json.dumps(results["iv"]))
@@ -45,7 +37,7 @@ def test_smoke_experiment_writes_results_i_to_iv_and_figures(tmp_path):
 
 
 def test_rerunning_some_iii_policies_keeps_the_others(tmp_path):
-    experiment = load_experiment()
+    experiment = load_experiment("curiosity")
     experiment.run("smoke", tmp_path, seed=1, only=["iii"], policies=["random"])
     results = experiment.run("smoke", tmp_path, seed=1, only=["iii"], policies=["random-prior"])
     assert {"random", "random-prior"} <= set(results["iii"])
@@ -58,7 +50,7 @@ def test_rerunning_some_iii_policies_keeps_the_others(tmp_path):
 
 
 def test_same_seed_reproduces_the_experiment(tmp_path):
-    experiment = load_experiment()
+    experiment = load_experiment("curiosity")
     size = experiment.SIZES["smoke"]
     first, second = experiment.result_iv(size, seed=5), experiment.result_iv(size, seed=5)
     assert first == second

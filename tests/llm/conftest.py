@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-SMALL_CATALOGUE = {"n_chemicals": 600, "n_suppliers": 30}
-SMALL_REACTIONS = {"n_reactions": 24, "n_routes": 8, "catalogue": SMALL_CATALOGUE}
+from tests.shared import SMALL_CATALOGUE, SMALL_REACTIONS
+
 DISASTER_EVENT = "ahr-2021-flood"
 
 

@@ -4,24 +4,13 @@ episodes say."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
 from gauntlet import registry
 from gauntlet.registry import Entry
-
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "llm_offline.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("llm_offline", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from tests.shared import load_experiment
 
 def _task(task_id: str, **metadata) -> dict:
     return {"id": task_id, "server": "env:CartPole-v1", "answer": 4, "eval_spec": {"kind": "numeric"},
@@ -50,8 +39,9 @@ def test_the_smoke_size_scores_pass_k_dora_accuracy_and_malformed_calls(tmp_path
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"text": 'Let me check. {"name": "no_such_tool", "arguments": {}}'},
                                   {"text": "4"}]))
-    results = _load().main(["--size", "smoke", "--model", f"scripted:{script}", "--out", str(tmp_path / "out"),
-                            "--chem-suite", "small-chem", "--disaster-suite", "small-disaster"])
+    experiment = load_experiment("llm_offline")
+    results = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--out", str(tmp_path / "out"),
+                               "--chem-suite", "small-chem", "--disaster-suite", "small-disaster"])
     chem = results["chem"]
     assert (chem["tasks"], chem["repeats"], chem["episodes"]) == (1, 2, 2)
     assert [(row["k"], row["pass_hat_k"]) for row in chem["pass_k"]] == [(1, 1.0), (2, 1.0)]
@@ -69,7 +59,7 @@ def test_the_smoke_size_scores_pass_k_dora_accuracy_and_malformed_calls(tmp_path
 
 
 def test_a_local_model_samples_only_for_repeated_attempts_and_an_api_model_keeps_its_defaults():
-    module = _load()
+    module = load_experiment("llm_offline")
     assert module.model_options("offline", sample=True, device=None) == {"max_new_tokens": 256, **module.SAMPLING}
     assert module.model_options("offline", sample=False, device="cuda:0") == {"max_new_tokens": 256,
                                                                                "device": "cuda:0"}

@@ -18,9 +18,8 @@ from gauntlet.controllers.oversight.tool_benchmarks import (TOOL_FEATURES, Wrong
 from gauntlet.episode import ToolCall
 from gauntlet.info_keys import PRIVILEGED, TASK_ID, TOOL_CALL
 from gauntlet.tasks import EvalSpec, GoldCall, Scorer, ToolTask
+from tests.shared import SMALL_CATALOGUE, SMALL_REACTIONS
 
-SMALL_CATALOGUE = {"n_chemicals": 600, "n_suppliers": 30}
-SMALL_REACTIONS = {"n_reactions": 24, "n_routes": 8, "catalogue": SMALL_CATALOGUE}
 DISASTER_EVENT = "ahr-2021-flood"
 # Lapse often, so the replayed prefixes hold wrong tools, wrong arguments and malformed calls.
 CLUMSY = {"p_lapse": (0.3, 0.4), "p_loop": (0.05, 0.1), "p_premature": (0.0, 0.02)}
@@ -264,6 +263,8 @@ def test_splits_keep_or_drop_tasks_and_an_unknown_value_names_the_known_ones(sma
         benchmark.make_env(benchmark.n_episodes)
     with pytest.raises(ValueError, match="at most 1"):
         chem(**small_chem, p_lapse=(0.6, 0.9), p_loop=(0.0, 0.2))
+    with pytest.raises(ValueError, match="0 <= low <= high <= 1"):  # the shared check: a range upside down
+        chem(**small_chem, p_loop=(0.1, 0.0))
 
 
 def test_episodes_are_a_seeded_shuffle_of_the_suite_with_a_budget_from_its_longest_gold(small_chem):

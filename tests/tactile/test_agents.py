@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -12,10 +10,10 @@ import pytest
 
 import gauntlet
 from gauntlet.runner import rollout
+from tests.shared import load_experiment
 
 from .conftest import SMOKE_OBJECTS
 
-EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "tactile.py"
 
 
 def test_random_agent_pays_exactly_the_blind_guess_loss_every_step():
@@ -28,9 +26,7 @@ def test_random_agent_pays_exactly_the_blind_guess_loss_every_step():
 
 
 def test_experiment_smoke_run_writes_curves_and_a_checkpoint_the_learned_agent_can_use(tmp_path):
-    spec = importlib.util.spec_from_file_location("tactile_experiment", EXPERIMENT)
-    experiment = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(experiment)
+    experiment = load_experiment("tactile")
     result = experiment.main(["--smoke", "--out", str(tmp_path)])
     saved = json.loads((tmp_path / "TactileMNIST.json").read_text())
     assert saved["learned_by_step"] == result["learned_by_step"] and len(saved["learned_by_step"]) == 16
