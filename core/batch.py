@@ -239,7 +239,7 @@ def _cached_env_and_agent(spec: RunSpec) -> tuple[gym.Env, Agent, list[Monitor |
 def run_episode(spec: RunSpec, run_id: str, index: int, path: Path, env: gym.Env, agent: Agent,
                 hooks: list[Monitor | Controller] | None = None) -> EpisodeSummary:
     """Run episode ``index`` of a run and write it to ``path`` (replacing any partial file)."""
-    for stale in (path, path.with_suffix(".npz")):
+    for stale in (path, path.with_suffix(".npz"), path.with_name(path.name + ".tmp")):
         stale.unlink(missing_ok=True)
     seed, config = spec.episode_plan(index)
     episode = rollout(env, agent, seed=seed, max_steps=spec.max_steps, record=path, run_id=run_id,

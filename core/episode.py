@@ -201,8 +201,9 @@ class EpisodeWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.sidecar_path = self.path.with_suffix(".npz")
         self.inline_array_max = inline_array_max
-        self._file = open(self.path, "ab", buffering=0)
-        self._write_bytes = self._file.write
+        # Opened by the first line written, so that a new file appears with its first line whole
+        # (see ``_write``): a process killed at any moment leaves no empty episode file behind.
+        self._file: io.FileIO | None = None
         self._arrays: dict[str, np.ndarray] = {}
         self._episode_id: str | None = None
 
@@ -227,7 +228,15 @@ class EpisodeWriter:
 
     def _write(self, record: dict[str, Any]) -> None:
         # Unbuffered file: each line reaches the OS in one write, so it is flushed as it happens.
-        self._file.write(orjson.dumps(record, default=_default, option=_LINE_OPTIONS))
+        line = orjson.dumps(record, default=_default, option=_LINE_OPTIONS)
+        if self._file is None:
+            if not self.path.exists() or not self.path.stat().st_size:
+                write_atomically(self.path, line)  # the file appears holding its first line
+                line = b""
+            self._file = open(self.path, "ab", buffering=0)
+            self._write_bytes = self._file.write
+        if line:
+            self._file.write(line)
 
     # Public API --------------------------------------------------------------------------------
     def begin(self, header: EpisodeHeader) -> None:
@@ -282,7 +291,7 @@ class EpisodeWriter:
             self.end(episode.outcome)
 
     def close(self) -> None:
-        if not self._file.closed:
+        if self._file is not None and not self._file.closed:
             self._file.close()
 
     def __enter__(self) -> EpisodeWriter:

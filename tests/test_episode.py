@@ -53,6 +53,32 @@ def test_every_line_is_flushed_as_it_happens(tmp_path):
     writer.close()
 
 
+def test_a_new_file_appears_only_with_its_header_line_whole(tmp_path, monkeypatch):
+    # A process killed between creating the file and writing its header would leave an empty episode
+    # file, which loads as no episode at all: the file must come into being holding its first line.
+    path = tmp_path / "ep.jsonl"
+    writer = EpisodeWriter(path)
+    assert not path.exists()
+    created_empty = []
+    real_open = open
+
+    def watching_open(file, mode="r", *args, **kwargs):
+        if str(file) == str(path) and "a" in mode:
+            created_empty.append(not path.exists() or path.stat().st_size == 0)
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", watching_open)
+    writer.begin(_header())
+    assert created_empty == [False]
+    assert [json.loads(line)["kind"] for line in path.read_text().splitlines()] == ["header"]
+    assert not list(tmp_path.glob("*.tmp"))
+    writer.step(0, 0, 0, 1.0, False, False, {})
+    writer.close()
+    with EpisodeWriter(path) as again:  # an existing file is appended to, its lines kept
+        again.begin(_header("e2"))
+    assert [episode.episode_id for episode in load_episodes(path)] == ["e1", "e2"]
+
+
 def test_torn_last_line_is_skipped_with_a_warning_and_the_prefix_returned(tmp_path):
     path = tmp_path / "ep.jsonl"
     with EpisodeWriter(path) as writer:
