@@ -44,7 +44,8 @@ def run_demo(out_dir: Path, max_model_calls: int = MAX_MODEL_CALLS) -> None:
                     eval_spec=EvalSpec(kind="numeric"))
     env = ToolTaskEnv([task], server=functools.partial(build_server, database))
     print(f"LLM agent demo: the offline model looks up {CHEMICAL!r} on the chem server "
-          f"(at most {max_model_calls} model calls on the CPU; loading the model takes about a minute)")
+          f"(at most {max_model_calls} model calls on the CPU; the first run converts the model once, about two "
+          "minutes; later runs load it in seconds)")
     agent = LLMAgent(model="offline", model_options={"max_new_tokens": MAX_NEW_TOKENS}, max_steps=max_model_calls,
                      tools=TOOLS)
     path = out / "llm_episode.jsonl"

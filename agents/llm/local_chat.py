@@ -20,6 +20,7 @@ longest prefix it shares with a recent sequence and reads only the rest.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import threading
@@ -120,18 +121,69 @@ def load_weights(model_path: str, device: str = "cpu") -> LoadedWeights:
 
 
 def _load(path: Path, device: str) -> LoadedWeights:
+    start = time.perf_counter()
+    if path.suffix == ".gguf":
+        path = dequantised_folder(path)
+    tokenizer, model = _from_pretrained(str(path), {})
+    model.to(device).eval()
+    return LoadedWeights(tokenizer, model, threading.Lock(), time.perf_counter() - start)
+
+
+def _from_pretrained(folder: str, extra: dict[str, str]) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    start = time.perf_counter()
-    if path.suffix == ".gguf":
-        folder, extra = str(path.parent), {"gguf_file": path.name}
-    else:
-        folder, extra = str(path), {}
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, **extra)
     model: Any = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=torch.float32, **extra)
-    model.to(device).eval()
-    return LoadedWeights(tokenizer, model, threading.Lock(), time.perf_counter() - start)
+    return tokenizer, model.eval()
+
+
+# Reading a GGUF file with transformers takes 90-100 s on two cores (most of it parsing the file and
+# converting its tokenizer, not the dequantisation), a saved fp32 folder 2 s: the folder is kept.
+DEQUANTISED_DATA = "llm-dequantised"
+DEQUANTISED_VERSION = "1"
+CONVERSION_RECORD = "conversion.json"
+_PROBE = [{"role": "system", "content": "You answer in one word."}, {"role": "user", "content": "Name a colour."}]
+
+
+def dequantised_folder(gguf: Path) -> Path:
+    """A transformers folder (fp32 safetensors, tokenizer, chat template) holding exactly what
+    transformers reads from ``gguf``, made once per file and kept in the data cache under the file's
+    SHA-256: the cache checks its files on use, and the conversion is checked before it is kept."""
+    from gauntlet.datacache import ensure_built, sha256_of
+
+    digest = sha256_of(gguf)
+    return ensure_built(DEQUANTISED_DATA, DEQUANTISED_VERSION, functools.partial(save_dequantised, gguf),
+                        params={"gguf_sha256": digest})
+
+
+def save_dequantised(gguf: Path, folder: Path, gguf_sha256: str) -> None:
+    """Write the GGUF model ``gguf`` to ``folder`` as a transformers folder, then load that folder back
+    and refuse it unless it tokenises a probe conversation alike and gives bit-identical logits."""
+    import torch
+    from safetensors.torch import save_model
+
+    from gauntlet.datacache import sha256_of
+
+    if sha256_of(gguf) != gguf_sha256:
+        raise ValueError(f"{gguf.name} changed while it was being converted; convert it again")
+    tokenizer, model = _from_pretrained(str(gguf.parent), {"gguf_file": gguf.name})
+    config = model.config.to_dict()
+    config.pop("quantization_config", None)  # the weights are plain fp32 now; transformers refuses to save a GGUF model
+    type(model.config).from_dict(config).save_pretrained(folder)
+    save_model(model, str(Path(folder) / "model.safetensors"))  # handles the tied embedding and output weights
+    tokenizer.save_pretrained(folder)
+    saved_tokenizer, saved_model = _from_pretrained(str(folder), {})
+    ids = tokenizer.apply_chat_template(_PROBE, add_generation_prompt=True, return_dict=False)
+    same_ids = saved_tokenizer.apply_chat_template(_PROBE, add_generation_prompt=True, return_dict=False) == ids
+    with torch.no_grad():
+        difference = float((model(torch.tensor([ids])).logits - saved_model(torch.tensor([ids])).logits).abs().max())
+    if not same_ids or saved_tokenizer.chat_template != tokenizer.chat_template or difference != 0.0:
+        raise ValueError(f"{gguf.name} did not convert faithfully (same tokens: {same_ids}, largest logit "
+                         f"difference {difference}); load it with a transformers version that does")
+    record = {"gguf_file": gguf.name, "gguf_sha256": gguf_sha256, "probe_tokens": len(ids),
+              "max_logit_difference": difference}
+    (Path(folder) / CONVERSION_RECORD).write_text(json.dumps(record, indent=1))
 
 
 @contextmanager

@@ -93,6 +93,22 @@ def test_a_template_without_tools_gets_them_in_the_system_message_and_calls_as_t
 
 
 @model_tests
+def test_a_gguf_model_is_kept_as_a_checked_fp32_folder_and_loads_from_it(offline_gguf, offline_home, local_model,
+                                                                         monkeypatch):
+    from gauntlet.agents.llm.local_chat import CONVERSION_RECORD, dequantised_folder, load_weights
+    from gauntlet.datacache import sha256_of
+
+    monkeypatch.setenv("GAUNTLET_HOME", str(offline_home))
+    folder = dequantised_folder(offline_gguf)
+    record = json.loads((folder / CONVERSION_RECORD).read_text())
+    assert record == {"gguf_file": offline_gguf.name, "gguf_sha256": sha256_of(offline_gguf),
+                      "probe_tokens": record["probe_tokens"], "max_logit_difference": 0.0}
+    assert {"model.safetensors", "config.json", "tokenizer.json"} <= {path.name for path in folder.iterdir()}
+    assert "quantization_config" not in json.loads((folder / "config.json").read_text())
+    assert load_weights(str(folder)).model.num_parameters() == local_model.weights.model.num_parameters()
+
+
+@model_tests
 def test_earlier_calls_and_results_reach_the_prompt_through_the_models_own_template(local_model):
     tokenizer = local_model.weights.tokenizer
     prompt = tokenizer.decode(local_model.prompt_ids(CONVERSATION, openai_tool_schemas(TOOLS)))
