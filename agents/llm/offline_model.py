@@ -96,15 +96,20 @@ def check_file(path: Path, size: int, sha256: str, what: str, fix: str) -> None:
         raise UserError(f"{what} has SHA-256 {digest}, the pin says {sha256} ({path}); {fix}")
 
 
+def pinned_distribution(package: str, version: str, fix: str) -> importlib.metadata.Distribution:
+    """The installed distribution ``package``, refused unless it is the pinned ``version``."""
+    try:
+        distribution = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        raise UserError(f"{package} is not installed; {fix}") from None
+    if distribution.version != version:
+        raise UserError(f"{package} {distribution.version} is installed, the pin is {version}; {fix}")
+    return distribution
+
+
 def installed_part(part: Part, fix: str) -> Path:
     """Where the installed wheel ``part.package`` keeps the part, after checking its version."""
-    try:
-        distribution = importlib.metadata.distribution(part.package)
-    except importlib.metadata.PackageNotFoundError:
-        raise UserError(f"the offline model's package {part.package} is not installed; {fix}") from None
-    if distribution.version != part.version:
-        raise UserError(f"{part.package} {distribution.version} is installed, the pin is {part.version}; {fix}")
-    return Path(str(distribution.locate_file(part.path)))
+    return Path(str(pinned_distribution(part.package, part.version, fix).locate_file(part.path)))
 
 
 def assemble(pin: ModelPin, part_paths: list[Path], out: Path, fix: str) -> None:
