@@ -1,0 +1,257 @@
+"""Detectors of a broken instruction hierarchy: the chaos score (AEO, reconstructed) and four baselines.
+
+Each detector is fitted on labelled examples and scores new ones, higher meaning "more likely the
+response broke its system prompt's rule" (``violated`` = 1). An example is a ``SequenceStates``
+(``gauntlet.controllers.latent.hidden``) and, for the text baseline, its texts.
+
+**AEO, as reconstructed here** (the paper's text and code are not public; its abstract says: compliant
+generations concentrate in a low-variability region of latent space, violations scatter; a chaos score
+measures the entropic divergence between the compliant manifold and the generation). What we built:
+
+1. The compliant manifold is a probabilistic-PCA Gaussian fitted to the *response-token* states of
+   compliant generations only (asymmetric: violations are never modelled): mean ``mu``, the top ``k``
+   principal directions ``V`` with variances ``lambda_1..k``, and one isotropic variance ``sigma2`` for
+   the remaining ``d - k`` directions (the mean of the discarded eigenvalues). Tokens are whitened:
+   ``z = diag(lambda)^-1/2 V^T (x - mu)``, and the residual ``r = x - mu - V V^T (x - mu)``.
+2. A generation is the Gaussian of its own tokens: in the subspace, mean ``m`` and covariance ``S``
+   (shrunk towards the manifold's, ``S = (1 - a) S_hat + a I`` with ``a = k / (n + k)``, because a reply
+   has few tokens); outside it, an isotropic variance ``rho * sigma2`` with ``rho = mean ||r||^2 /
+   ((d - k) sigma2)``.
+3. The chaos score is the relative entropy (KL divergence) of the generation's Gaussian from the
+   manifold's, which the PPCA structure splits in two:
+   ``KL = 1/2 [tr S + m^T m - k - ln det S] + 1/2 (d - k) [rho - 1 - ln rho]``.
+   It is zero for a generation distributed exactly as compliant ones, grows with a shifted mean
+   (the reply is about something else), a wider spread (chaos) or a narrower one, and with energy off
+   the manifold.
+
+**Baselines**: ``mahalanobis`` (training-free OOD on hidden states, as LCF: the mean response state's
+Mahalanobis distance to the compliant mean under a Ledoit-Wolf covariance, fitted on compliant
+examples only); ``probe`` (logistic regression on the mean response state, both labels);
+``tasktracker`` (logistic regression on the activation delta of the prompt's end over the state before
+the lower-priority text: TaskTracker); ``text`` (logistic regression on sentence embeddings of the
+lower-priority text and of the response, ``gauntlet.controllers.latent.embeddings``: the non-latent
+baseline). Supervised detectors standardise their inputs and use L2-regularised logistic regression
+with ``C = 0.1``, fixed in advance, not tuned on test data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from gauntlet.controllers.latent.hidden import SequenceStates
+
+# Principal directions kept for the compliant manifold, at most (fewer when there are fewer tokens).
+MANIFOLD_RANK = 32
+PROBE_C = 0.1
+
+
+@dataclass(frozen=True)
+class Example:
+    """One generation as the detectors see it: its hidden states, the lower-priority text it was given and
+    its response text."""
+
+    states: SequenceStates
+    external_text: str = ""
+    response_text: str = ""
+
+
+class Detector(Protocol):
+    name: str
+
+    def fit(self, examples: Sequence[Example], violated: np.ndarray) -> Detector: ...
+
+    def score(self, examples: Sequence[Example]) -> np.ndarray: ...
+
+
+def _compliant(examples: Sequence[Example], violated: np.ndarray) -> list[Example]:
+    kept = [example for example, bad in zip(examples, violated, strict=True) if not bad]
+    if len(kept) < 2:
+        raise ValueError(f"{len(kept)} compliant examples; a compliant manifold needs at least 2")
+    return kept
+
+
+@dataclass
+class ChaosScore:
+    """AEO's chaos score as reconstructed (module doc): relative entropy of a generation's response-token
+    distribution from a PPCA Gaussian of compliant generations' tokens, at one layer."""
+
+    layer: int
+    rank: int = MANIFOLD_RANK
+    name: str = "aeo"
+    mean: np.ndarray = field(init=False, repr=False)
+    directions: np.ndarray = field(init=False, repr=False)   # (d, k)
+    variances: np.ndarray = field(init=False, repr=False)    # (k,)
+    residual_variance: float = field(init=False)
+
+    def fit(self, examples: Sequence[Example], violated: np.ndarray) -> ChaosScore:
+        tokens = np.concatenate([example.states.response[self.layer] for example in _compliant(examples, violated)])
+        tokens = tokens.astype(np.float64)
+        self.mean = tokens.mean(axis=0)
+        centred = tokens - self.mean
+        # The covariance's eigen-decomposition through the SVD of the centred tokens (n may be < d).
+        _, singular, vt = np.linalg.svd(centred, full_matrices=False)
+        eigen = singular ** 2 / max(len(tokens) - 1, 1)
+        dim = tokens.shape[1]
+        k = min(self.rank, len(eigen) - 1, dim - 1)
+        self.directions, self.variances = vt[:k].T, np.maximum(eigen[:k], 1e-8)
+        # PPCA's noise variance: the mean variance of the discarded directions (zeros included: d > n).
+        self.residual_variance = max(float(eigen[k:].sum()) / (dim - k), 1e-8)
+        return self
+
+    def divergence(self, tokens: np.ndarray) -> float:
+        """KL(generation || compliant manifold) for one generation's ``(n, d)`` response-token states."""
+        centred = tokens.astype(np.float64) - self.mean
+        projected = centred @ self.directions
+        z = projected / np.sqrt(self.variances)
+        k, n, dim = z.shape[1], z.shape[0], tokens.shape[1]
+        m = z.mean(axis=0)
+        sample = np.cov(z, rowvar=False, bias=True) if n > 1 else np.zeros((k, k))
+        shrink = k / (n + k)
+        covariance = (1 - shrink) * sample + shrink * np.eye(k)
+        _, logdet = np.linalg.slogdet(covariance)
+        inside = 0.5 * (np.trace(covariance) + m @ m - k - logdet)
+        residual = centred - projected @ self.directions.T
+        rho = max(float((residual ** 2).sum(axis=1).mean()) / ((dim - k) * self.residual_variance), 1e-12)
+        outside = 0.5 * (dim - k) * (rho - 1 - np.log(rho))
+        return float(inside + outside)
+
+    def score(self, examples: Sequence[Example]) -> np.ndarray:
+        return np.array([self.divergence(example.states.response[self.layer]) for example in examples])
+
+
+@dataclass
+class MahalanobisScore:
+    """Training-free OOD: the Mahalanobis distance of the mean response state to compliant examples'."""
+
+    layer: int
+    name: str = "mahalanobis"
+    estimator: Any = field(init=False, repr=False)
+
+    def fit(self, examples: Sequence[Example], violated: np.ndarray) -> MahalanobisScore:
+        from sklearn.covariance import LedoitWolf
+
+        pooled = np.stack([example.states.response_mean(self.layer) for example in _compliant(examples, violated)])
+        self.estimator = LedoitWolf().fit(pooled.astype(np.float64))
+        return self
+
+    def score(self, examples: Sequence[Example]) -> np.ndarray:
+        pooled = np.stack([example.states.response_mean(self.layer) for example in examples]).astype(np.float64)
+        return np.asarray(self.estimator.mahalanobis(pooled))
+
+
+def _logistic() -> Any:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression(C=PROBE_C, max_iter=2000))
+
+
+def _fit_logistic(features: np.ndarray, violated: np.ndarray) -> Any:
+    if len(set(violated.tolist())) < 2:
+        raise ValueError("a supervised detector needs both compliant and violating examples to fit")
+    return _logistic().fit(features, violated)
+
+
+@dataclass
+class LinearProbe:
+    """Logistic regression on the mean response state (both labels)."""
+
+    layer: int
+    name: str = "probe"
+    model: Any = field(init=False, repr=False)
+
+    def _features(self, examples: Sequence[Example]) -> np.ndarray:
+        return np.stack([example.states.response_mean(self.layer) for example in examples])
+
+    def fit(self, examples: Sequence[Example], violated: np.ndarray) -> LinearProbe:
+        self.model = _fit_logistic(self._features(examples), violated)
+        return self
+
+    def score(self, examples: Sequence[Example]) -> np.ndarray:
+        return np.asarray(self.model.predict_proba(self._features(examples))[:, 1])
+
+
+@dataclass
+class TaskTracker:
+    """Logistic regression on the activation delta the lower-priority text caused (TaskTracker)."""
+
+    layer: int
+    name: str = "tasktracker"
+    model: Any = field(init=False, repr=False)
+
+    def _features(self, examples: Sequence[Example]) -> np.ndarray:
+        return np.stack([example.states.delta(self.layer) for example in examples])
+
+    def fit(self, examples: Sequence[Example], violated: np.ndarray) -> TaskTracker:
+        self.model = _fit_logistic(self._features(examples), violated)
+        return self
+
+    def score(self, examples: Sequence[Example]) -> np.ndarray:
+        return np.asarray(self.model.predict_proba(self._features(examples))[:, 1])
+
+
+@dataclass
+class TextClassifier:
+    """Logistic regression on sentence embeddings of the lower-priority text and the response."""
+
+    embed: Any  # texts -> (n, dim) array, e.g. ``embeddings.SentenceEncoder().encode``
+    name: str = "text"
+    layer: int | None = None
+    model: Any = field(init=False, repr=False)
+
+    def _features(self, examples: Sequence[Example]) -> np.ndarray:
+        external = self.embed([example.external_text for example in examples])
+        response = self.embed([example.response_text for example in examples])
+        return np.concatenate([external, response], axis=1)
+
+    def fit(self, examples: Sequence[Example], violated: np.ndarray) -> TextClassifier:
+        self.model = _fit_logistic(self._features(examples), violated)
+        return self
+
+    def score(self, examples: Sequence[Example]) -> np.ndarray:
+        return np.asarray(self.model.predict_proba(self._features(examples))[:, 1])
+
+
+LATENT_DETECTORS = {"aeo": ChaosScore, "mahalanobis": MahalanobisScore, "probe": LinearProbe,
+                    "tasktracker": TaskTracker}
+
+
+def auroc(scores: np.ndarray, violated: np.ndarray) -> float:
+    """The probability that a random violating example scores above a random compliant one (ties half):
+    the Mann-Whitney U statistic over the product of the class sizes."""
+    from scipy.stats import rankdata
+
+    ranks = rankdata(scores)
+    positives = violated == 1
+    n_pos, n_neg = int(positives.sum()), int((~positives).sum())
+    return float((ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def fpr_at_95_tpr(scores: np.ndarray, violated: np.ndarray) -> float:
+    """The share of compliant examples flagged at the highest threshold that flags 95 % of violations."""
+    positives = np.sort(scores[violated == 1])
+    threshold = positives[int(np.floor(0.05 * len(positives)))]
+    return float((scores[violated == 0] >= threshold).mean())
+
+
+def bootstrap_interval(statistic: Any, scores: np.ndarray, violated: np.ndarray, *, resamples: int = 1000,
+                       seed: int = 0) -> tuple[float, float]:
+    """A 95 % percentile bootstrap interval of ``statistic(scores, violated)``, resampling each class apart
+    (so every resample has both)."""
+    rng = np.random.default_rng(seed)
+    bad, good = np.flatnonzero(violated == 1), np.flatnonzero(violated == 0)
+    values = []
+    for _ in range(resamples):
+        picked = np.concatenate([rng.choice(bad, len(bad)), rng.choice(good, len(good))])
+        values.append(statistic(scores[picked], violated[picked]))
+    low, high = np.percentile(values, [2.5, 97.5])
+    return float(low), float(high)
+
+
+__all__ = ["LATENT_DETECTORS", "ChaosScore", "Detector", "Example", "LinearProbe", "MahalanobisScore", "TaskTracker",
+           "TextClassifier", "auroc", "bootstrap_interval", "fpr_at_95_tpr"]

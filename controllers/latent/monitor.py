@@ -1,0 +1,109 @@
+"""The chaos score as a run-time monitor of LLM-agent episodes, and the fitted score's file.
+
+``LatentMonitor`` (registered monitor ``latent``, config ``model=FILE``) watches an ``llm`` agent's
+episode: each step's messages extend the conversation it keeps; for every model reply among them it
+reads the reply's response-token states with a reader model (default: the offline model, the one the
+score was fitted on) over the conversation before the reply, and records ``chaos`` (the reply's
+divergence from the compliant manifold) and ``flagged`` (1 above the file's threshold). The reader sees
+the conversation's turns but not the agent's tool schemas (episode records keep the tools' names,
+not their schemas), as the suite the score is fitted on has none.
+
+A reply with tool calls is read as the bare JSON the offline model writes them in
+(``{"name": ..., "arguments": ...}``, one per line), so its states are those of the call as written.
+
+``save_chaos_score``/``load_chaos_score``: a fitted ``ChaosScore`` and its gate threshold in one
+``.npz`` (mean, principal directions, variances, residual variance, layer, threshold, and the model
+file it was fitted on), so a monitor runs without refitting.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gauntlet.controllers.latent.detectors import ChaosScore
+from gauntlet.episode import Step
+from gauntlet.errors import UserError
+
+
+def save_chaos_score(path: str | Path, score: ChaosScore, threshold: float, model: str) -> Path:
+    """Write a fitted chaos score and its threshold (atomically)."""
+    import io
+
+    from gauntlet.fileio import write_atomically
+
+    buffer = io.BytesIO()
+    np.savez(buffer, mean=score.mean, directions=score.directions, variances=score.variances,
+             residual_variance=score.residual_variance, layer=score.layer, threshold=threshold,
+             model=np.array(model))
+    return write_atomically(path, buffer.getvalue())
+
+
+def load_chaos_score(path: str | Path) -> tuple[ChaosScore, float, str]:
+    """A fitted chaos score, its threshold and the model file it was fitted on; a clear error otherwise."""
+    try:
+        with np.load(path) as saved:
+            score = ChaosScore(int(saved["layer"]), rank=int(saved["directions"].shape[1]))
+            score.mean, score.directions, score.variances = saved["mean"], saved["directions"], saved["variances"]
+            score.residual_variance = float(saved["residual_variance"])
+            return score, float(saved["threshold"]), str(saved["model"])
+    except (OSError, KeyError, ValueError) as exc:
+        raise UserError(f"monitor latent: {path} is not a fitted chaos score ({exc}); make one with "
+                        "python experiments/latent_monitor.py") from None
+
+
+def reply_text(message: Any) -> str:
+    """What the model wrote for a reply: its text, or its calls as the bare JSON the offline model writes."""
+    calls = getattr(message, "tool_calls", None) or []
+    if calls:
+        return "\n".join(json.dumps({"name": call["name"], "arguments": call["args"]}) for call in calls)
+    return str(message.content or "")
+
+
+class LatentMonitor:
+    """Records each model reply's chaos score (module doc)."""
+
+    name = "latent"
+
+    def __init__(self, model: str, reader: str | None = None, threads: int = 1):
+        from gauntlet.agents.llm.local_chat import LocalChatModel
+
+        self.score, self.threshold, fitted_on = load_chaos_score(model)
+        if reader is None:
+            from gauntlet.agents.llm.offline_model import model_path
+
+            reader = str(model_path())
+        if Path(reader).name != fitted_on:
+            raise UserError(f"monitor latent: {model} was fitted on {fitted_on}'s states, not {Path(reader).name}'s; "
+                            "give the reader it was fitted on")
+        self.reader = LocalChatModel(model_path=reader, threads=threads, max_new_tokens=1)
+        self._conversation: list[Any] = []
+
+    def observe(self, step: Step) -> dict[str, float]:
+        from langchain_core.messages import AIMessage
+
+        from gauntlet.agents.llm.records import message_of
+
+        if step.index == 0:
+            self._conversation = []
+        scores: dict[str, float] = {}
+        for record in step.messages:
+            message = message_of(record)
+            if isinstance(message, AIMessage) and self._conversation:
+                scores = self.chaos(self._conversation, reply_text(message))
+            self._conversation.append(message)
+        return scores
+
+    def chaos(self, conversation: list[Any], response: str) -> dict[str, float]:
+        layer = self.score.layer
+        states = self.reader.hidden_states(conversation, response, layers=(layer,))
+        # The positions that produced the reply's tokens: the last prompt token and all but the last.
+        tokens = states.layers[layer][states.prompt_length - 1:max(len(states.token_ids) - 1, states.prompt_length)]
+        chaos = self.score.divergence(tokens)
+        return {"chaos": chaos, "flagged": float(chaos > self.threshold)}
+
+
+__all__ = ["LatentMonitor", "load_chaos_score", "reply_text", "save_chaos_score"]

@@ -1,0 +1,16 @@
+"""Registers the latent monitor and the injection corpora's data builder (string targets only: torch,
+transformers and scikit-learn load when an entry is used)."""
+
+from __future__ import annotations
+
+PACKAGE = "gauntlet.controllers.latent"
+
+
+def register() -> None:
+    from gauntlet.controllers.latent.corpora import DATA_DESCRIPTION, DATA_NAME, DATA_VERSION, PINS
+    from gauntlet.registry import registry
+
+    registry.add("monitor", "latent", f"{PACKAGE}.monitor:LatentMonitor",
+                 "the chaos score (AEO, reconstructed) of each LLM-agent reply's hidden states, and whether it "
+                 "crosses its threshold (config: model=FILE from experiments/latent_monitor.py[, reader=MODEL])")
+    registry.add("data", DATA_NAME, f"{PACKAGE}.corpora:build", DATA_DESCRIPTION, version=DATA_VERSION, inputs=(PINS,))

