@@ -11,4 +11,7 @@ def register() -> None:
 
     registry.add("agent", "gold", "gauntlet.agents.tool:GoldAgent",
                  "replays a tool task's gold trajectory, then submits its answer (config: suite=PATH)")
+    registry.add("agent", "gold-complying", "gauntlet.agents.tool:ComplyingGoldAgent",
+                 "the gold agent that carries out the goal of an injected instruction once it reads one (attack "
+                 "views; config: suite=PATH)")
     register_subpackages(__name__, __path__[0])

@@ -12,9 +12,11 @@ task, so it runs on local worker processes or on Ray, and re-running into the sa
 only the episodes not yet complete. The run folder is ``gauntlet run``'s (``run.json``,
 ``episodes/``, ``summary.json``) plus ``scores.json``: every attempt's score read back from its
 episode file (the last step's ``info``), the mean, and, when the env's scorer has
-``summarize(reports)``, its run report over the attempts' score reports (``report``). A suite given as
-a list of tasks is saved to ``<out>/suite.jsonl`` first. ``gauntlet replay`` and ``gauntlet report``
-read an evaluation like any run.
+``summarize(reports)``, its run report over the attempts' score reports (``report``); when the scorer
+reports metrics beside the score (``ScoreReport.metrics``, the episode's metrics: an attack view's
+``utility``, ``attack_success`` and ``injection_seen``), every attempt's and their means (``metrics``).
+A suite given as a list of tasks is saved to ``<out>/suite.jsonl`` first. ``gauntlet replay`` and
+``gauntlet report`` read an evaluation like any run.
 
 Attempts. Each attempt's row also says what it cost: its wall time (the outcome's ``wall_s``) and the
 tokens (and, for priced models, dollars) of the model calls an LLM agent records as ``model_call``
@@ -77,6 +79,8 @@ class TaskResult:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
+    # The scorer's figures beside the score (an attack view's utility, attack success, injection seen).
+    metrics: dict[str, float] = field(default_factory=dict)
     # Differs between any two runs of the same attempt, so results compare without it.
     wall_s: float | None = field(default=None, compare=False)
 
@@ -118,6 +122,15 @@ class Evaluation:
     def success_rate(self) -> float | None:
         known = [result.success for result in self.results if result.success is not None]
         return sum(known) / len(known) if known else None
+
+    @property
+    def mean_metrics(self) -> dict[str, float]:
+        """Each metric the scorer reported, averaged over the attempts that report it (empty when none did)."""
+        reported: dict[str, list[float]] = {}
+        for result in self.results:
+            for name, value in result.metrics.items():
+                reported.setdefault(name, []).append(value)
+        return {name: fmean(values) for name, values in reported.items()}
 
     def attempts(self) -> dict[str, list[TaskResult]]:
         """Every task's attempts, in attempt order (the k results pass@k and pass^k are computed from)."""
@@ -265,6 +278,8 @@ def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
               "run_id": run.run_id, "versions": versions(), "repeats": repeats, "seed": seed,
               "mean_score": evaluation.mean_score, "success_rate": evaluation.success_rate,
               "tasks": [asdict(result) for result in results], "pass_k": _pass_k_section(evaluation)}
+    if evaluation.mean_metrics:
+        scores["metrics"] = evaluation.mean_metrics
     if run_report is not None:
         scores["report"] = run_report
     write_atomically(out / "scores.json", json.dumps(scores, indent=2, default=str))
@@ -310,7 +325,7 @@ def _read_back(out: Path, summaries: list[EpisodeSummary], plan: TaskPlan, seed:
         outcome_score = episode.outcome.score if episode.outcome is not None else None
         results.append(TaskResult(index=task_index, task_id=tasks[task_index].id, repeat=repeat, seed=summary.seed,
                                   score=float(info.get(TASK_SCORE, outcome_score or 0.0)), success=summary.success,
-                                  steps=len(episode.steps), **_usage(episode)))
+                                  steps=len(episode.steps), metrics=summary.metrics, **_usage(episode)))
         report = final.privileged if final is not None else None
         if report is not None:
             reports.append(report)

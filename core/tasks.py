@@ -82,7 +82,7 @@ class ToolTask(BaseModel):
     @model_validator(mode="after")
     def _answer_fits_the_eval_kind(self) -> ToolTask:
         kind, answer = self.eval_spec.kind, self.answer
-        if kind == "numeric" and _numbers(answer) is None:
+        if kind == "numeric" and as_numbers(answer) is None:
             raise ValueError(f"task {self.id!r}: a numeric eval needs a number or list of numbers as answer")
         if kind in ("set", "list") and not isinstance(answer, list):
             raise ValueError(f"task {self.id!r}: a {kind} eval needs a list as answer")
@@ -158,6 +158,9 @@ class ScoreReport(BaseModel):
     gold_calls_made: list[bool] = Field(description="for each gold call, whether an agent call matched it")
     gold_calls_in_order: int = Field(description="the most gold calls matched in gold order")
     details: dict[str, Any] = Field(default_factory=dict)
+    metrics: dict[str, float] = Field(default_factory=dict, description=(
+        "the attempt's figures beside the score (an attack view's utility and attack success), reported as "
+        "the episode's metrics"))
 
 
 class Scorer:
@@ -215,7 +218,7 @@ class Scorer:
 
     @staticmethod
     def _numeric(spec: EvalSpec, expected: Any, answer: Any) -> tuple[float, str]:
-        want, got = _numbers(expected), _numbers(answer)
+        want, got = as_numbers(expected), as_numbers(answer)
         if got is None:
             return 0.0, f"not a number: {answer!r}"
         assert want is not None  # ToolTask's validator admits only numeric answers to a numeric eval
@@ -242,7 +245,7 @@ class Scorer:
     def grade_trajectory(self, gold: Sequence[GoldCall], calls: Sequence[Any]) -> tuple[list[bool], int]:
         """Which gold calls some agent call matched, and the most matched in gold order (an LCS)."""
         made_calls = [c for c in (_as_call(call) for call in calls) if c is not None]
-        matches = [[_matches(g, name, args) for name, args in made_calls] for g in gold]
+        matches = [[call_matches(g, name, args) for name, args in made_calls] for g in gold]
         made = [any(row) for row in matches]
         # Longest common subsequence of gold calls and agent calls under the match relation.
         lengths = [[0] * (len(made_calls) + 1) for _ in range(len(gold) + 1)]
@@ -267,7 +270,9 @@ def _as_call(call: Any) -> tuple[str, dict[str, Any]] | None:
     raise TypeError(f"cannot read a tool call from {type(call).__name__}; pass ToolCall, GoldCall or dict")
 
 
-def _matches(gold: GoldCall, name: str, arguments: Mapping[str, Any]) -> bool:
+def call_matches(gold: GoldCall, name: str, arguments: Mapping[str, Any]) -> bool:
+    """Whether a call of tool ``name`` with ``arguments`` matches ``gold``: the same tool, and every gold
+    argument given with an equal value (extra arguments are allowed)."""
     return name == gold.call and all(key in arguments and arguments[key] == value for key, value in gold.args.items())
 
 
@@ -287,7 +292,7 @@ def _key(value: Any) -> Any:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS) if isinstance(value, (list, dict)) else value
 
 
-def _numbers(value: Any) -> list[float] | None:
+def as_numbers(value: Any) -> list[float] | None:
     """A number, numeric string or list of them as floats; None if it is not one."""
     items = value if isinstance(value, (list, tuple)) else [value]
     numbers = []

@@ -1,5 +1,6 @@
-"""`gauntlet eval SUITE --view VIEW` picks the suite a family registered for that view, and a scorer's
-``summarize`` writes the run report into scores.json."""
+"""`gauntlet eval SUITE --view VIEW` picks the suite a family registered for that view, a scorer's
+``summarize`` writes the run report into scores.json, and the metrics a scorer reports beside the score
+are averaged into it."""
 
 from __future__ import annotations
 
@@ -39,6 +40,15 @@ FAMILY = textwrap.dedent("""
         @staticmethod
         def summarize(reports):
             return {"n_scored": len(reports), "n_correct": sum(bool(report["answer_correct"]) for report in reports)}
+
+
+    class MeteredScorer(Scorer):
+        \"\"\"The default grades, plus two figures per attempt: its score, and whether its task is the push.\"\"\"
+
+        def score(self, task, answer, calls=()):
+            report = super().score(task, answer, calls)
+            report.metrics.update(utility=report.score, pushed=float(task.id.endswith("-push")))
+            return report
 """)
 
 
@@ -90,3 +100,29 @@ def test_a_view_of_a_suite_without_views_is_refused(viewed_family, tmp_path, cap
     with pytest.raises(SystemExit) as exit_info:
         main(["eval", "plain", "--view", "hard", "--agent", "gold", "--out", str(tmp_path / "x")])
     assert exit_info.value.code == 2 and "has no views" in capsys.readouterr().err
+
+
+def test_the_metrics_a_scorer_reports_are_kept_per_attempt_averaged_into_scores_json_and_printed(
+        viewed_family, tmp_path, capsys, monkeypatch):
+    env_kwargs = {"scorer": "gauntlet_toy_views:MeteredScorer"}
+    monkeypatch.setitem(registry._entries["suite"], "toy-metered", Entry(
+        "suite", "toy-metered", "gauntlet_toy_views:HARD", "", {"env_kwargs": env_kwargs}))
+    out = tmp_path / "eval"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "toy-metered", "--agent", "gold", "--out", str(out)])
+    printed = capsys.readouterr()
+    assert exit_info.value.code == 0, printed.err
+    scores = json.loads((out / "scores.json").read_text())
+    assert [task["metrics"] for task in scores["tasks"]] == [{"utility": 1.0, "pushed": 1.0},
+                                                             {"utility": 1.0, "pushed": 0.0}]
+    assert scores["metrics"] == {"utility": 1.0, "pushed": 0.5}
+    assert "mean utility 1.000, pushed 0.500" in " ".join(printed.out.split())
+
+
+def test_an_evaluation_whose_scorer_reports_no_metrics_writes_none(viewed_family, tmp_path, capsys):
+    out = tmp_path / "eval"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "toy", "--agent", "gold", "--out", str(out)])
+    assert exit_info.value.code == 0, capsys.readouterr().err
+    scores = json.loads((out / "scores.json").read_text())
+    assert "metrics" not in scores and all(task["metrics"] == {} for task in scores["tasks"])

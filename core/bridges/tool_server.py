@@ -26,6 +26,10 @@ return annotation, a pydantic model, is the output schema; its docstring is the 
 instead gets its own object, made by ``open(session)`` on its first call and closed with the
 session (the env bridge: one env per client). ``server.state`` is the shared state.
 
+**Results** may be rewritten before they are sent: ``rewrite_result(name, arguments, structured)``
+returns the structured content a successful call sends instead of the tool's own (the attack views
+plant an injected instruction in it, ``gauntlet.attacks``); the text content is rendered from it.
+
 **Errors** follow one policy, in ``ToolServer.call_tool``:
 
 * the agent can fix it: arguments that break the schema (the message names each argument, what is
@@ -47,6 +51,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+import pydantic_core
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.fastmcp.tools import Tool
@@ -144,6 +149,10 @@ class ToolSet(Generic[StateT]):
         return self.fixable + tuple(error for included in self.includes for error in included.fixable_errors())
 
 
+ResultRewrite = Callable[[str, dict[str, Any], dict[str, Any]], dict[str, Any]]
+"""``rewrite_result(tool name, arguments as sent, structured content) -> structured content to send``."""
+
+
 class SessionState(Protocol):
     """State made for one client session; ``close`` runs when the session goes away."""
 
@@ -154,13 +163,15 @@ class ToolServer(FastMCP[Any], Generic[StateT]):
     """A FastMCP server serving the tools of a ``ToolSet`` (see the module docstring).
 
     ``only`` serves a subset of the tools, by name, in that order. ``public_paths`` maps real folders
-    to the names the agent knows them by, for messages of fixable errors.
+    to the names the agent knows them by, for messages of fixable errors. ``rewrite_result`` rewrites
+    the structured content of every successful call of a tool that has an output schema.
     """
 
     def __init__(self, tools: ToolSet[Any], state: StateT, *, name: str, instructions: str,
                  only: Sequence[str] | None = None,
                  session_state: Callable[[ServerSession], SessionState] | None = None,
-                 public_paths: Mapping[str | os.PathLike[str], str] | None = None):
+                 public_paths: Mapping[str | os.PathLike[str], str] | None = None,
+                 rewrite_result: ResultRewrite | None = None):
         mcp_compat.install_server_validation_cache()
         unknown = sorted(set(only or ()) - set(tools.names()))
         if unknown:
@@ -178,6 +189,7 @@ class ToolServer(FastMCP[Any], Generic[StateT]):
         self.logger = logging.getLogger(f"gauntlet.server.{name}")
         self._fixable: tuple[type[BaseException], ...] = (ToolInputError, ToolError, *tools.fixable_errors())
         self._open_session_state = session_state
+        self._rewrite_result = rewrite_result
         self._session_states: weakref.WeakKeyDictionary[ServerSession, Any] = weakref.WeakKeyDictionary()
         # Longest first, so a folder inside another is named by its own public name.
         self._public_paths = sorted(((os.fspath(real), public) for real, public in (public_paths or {}).items()),
@@ -194,7 +206,12 @@ class ToolServer(FastMCP[Any], Generic[StateT]):
         """Run one call under the error policy (see the module docstring); never raises."""
         try:
             result = await self.run_tool(name, arguments)
-            return mcp_compat.convert_result(self._served[name], result)
+            converted = mcp_compat.convert_result(self._served[name], result)
+            if self._rewrite_result is not None and isinstance(converted, tuple):  # (content, structured)
+                structured = self._rewrite_result(name, arguments, converted[1])
+                converted = ([TextContent(type="text", text=pydantic_core.to_json(structured, indent=2).decode())],
+                             structured)
+            return converted
         except self._fixable as exc:
             message = self._public(str(exc))
             self.logger.info("%s refused: %s", name, message)

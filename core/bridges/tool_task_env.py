@@ -15,7 +15,7 @@ from gymnasium import spaces
 from gauntlet.branching import BranchingError
 from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerSpec, ServerTarget, result_value
 from gauntlet.episode import ToolCall
-from gauntlet.info_keys import PRIVILEGED, SUCCESS, TASK_ID, TOOL_CALL
+from gauntlet.info_keys import METRICS, PRIVILEGED, SUCCESS, TASK_ID, TOOL_CALL
 from gauntlet.registry import load_target
 from gauntlet.spaces import describe
 from gauntlet.tasks import NO_ANSWER, Scorer, ToolTask, load_suite
@@ -149,7 +149,8 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
     closes) ends the episode: that step has an error result, ``info['server_lost']`` and is truncated,
     scored with no answer; the next reset connects afresh. Every step's ``info['tool_call']`` is a
     ``gauntlet.ToolCall`` (server, name, arguments, result, is_error, latency_ms); the last step's
-    info has ``score``, ``success`` and the scorer's report under ``privileged``.
+    info has ``score``, ``success`` and the scorer's report under ``privileged``, and the report's
+    ``metrics`` (an attack view's utility and attack success) under ``metrics`` when it has any.
 
     ## Arguments
     * ``tasks``: a suite path, a list of ``ToolTask`` (or dicts), or one task.
@@ -302,6 +303,8 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
             reward += report.score
             info.update({"score": report.score, SUCCESS: report.answer_correct,
                          PRIVILEGED: report.model_dump(mode="json")})
+            if report.metrics:
+                info[METRICS] = dict(report.metrics)
             self._done = True
         return self._observation(), float(reward), terminated, truncated, info
 

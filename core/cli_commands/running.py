@@ -267,6 +267,8 @@ def eval_suite(
     attempts = f" ({len(evaluation.results)} attempts)" if evaluation.repeats > 1 else ""
     console.print(f"mean score {evaluation.mean_score:.3f} over {tasks_run} tasks{attempts}"
                   + ("" if rate is None else f", success rate {rate:.3f}"))
+    if evaluation.mean_metrics:
+        console.print("mean " + ", ".join(f"{name} {value:.3f}" for name, value in evaluation.mean_metrics.items()))
     console.print(_cost_line(evaluation))
     if evaluation.report is not None:
         console.print(f"scorer report (also in scores.json): {json.dumps(evaluation.report, default=str)}")
@@ -283,13 +285,16 @@ def _evaluation_table(evaluation: Evaluation, title: str) -> Table:
         title += f" ({len(shown)} of {len(results)} attempts scored below 1"
         title += f"; the first {TABLE_ROWS} shown)" if len(shown) > TABLE_ROWS else ")"
     table = Table(title=title)
-    columns = ["#", "task", *(["attempt", "seed"] if evaluation.repeats > 1 else []), "score", "success", "steps"]
+    metrics = list(evaluation.mean_metrics)
+    columns = ["#", "task", *(["attempt", "seed"] if evaluation.repeats > 1 else []), "score", "success", "steps",
+               *metrics]
     for column in columns:
         table.add_column(column, justify="left" if column in ("task", "success") else "right")
     for result in shown[:TABLE_ROWS]:
         attempt = [str(result.repeat), str(result.seed)] if evaluation.repeats > 1 else []
         table.add_row(str(result.index), result.task_id, *attempt, f"{result.score:.3f}",
-                      "" if result.success is None else str(result.success).lower(), str(result.steps))
+                      "" if result.success is None else str(result.success).lower(), str(result.steps),
+                      *("" if name not in result.metrics else f"{result.metrics[name]:.3f}" for name in metrics))
     return table
 
 

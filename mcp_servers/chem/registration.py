@@ -1,9 +1,9 @@
 """Registers the chem pricing server, its data builder, its task suites and demo (string targets only).
 
 Every suite is one view of the benchmark (``chem`` is the clean view); each names the chem scorer in
-its ``env_kwargs`` (so ``gauntlet eval`` records the stage diagnosis in every episode) and lists the
-views of the family under ``views``, so a runner can pick one by view name
-(``gauntlet eval chem --view noisy-high``).
+its ``env_kwargs`` (so ``gauntlet eval`` records the stage diagnosis in every episode; the attack view's
+adds the attack's metrics to it) and lists the views of the family under ``views``, so a runner can
+pick one by view name (``gauntlet eval chem --view noisy-high``, ``--view attack``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ SUITES = {"chem": ("clean", "1,440 reactions, clean"),
           "chem-routes-noisy-low": ("routes-noisy-low", "150 multi-step routes, low noise"),
           "chem-routes-noisy-medium": ("routes-noisy-medium", "150 multi-step routes, medium noise"),
           "chem-routes-noisy-high": ("routes-noisy-high", "150 multi-step routes, high noise")}
-VIEWS = {view: name for name, (view, _) in SUITES.items()}
+ATTACK_SUITE = "chem-attack"  # the clean tasks with injected instructions in tool results (attack.py)
+VIEWS = {**{view: name for name, (view, _) in SUITES.items()}, "attack": ATTACK_SUITE}
 SCORER = f"{PACKAGE}.scoring:ChemScorer"
 
 
@@ -36,5 +37,12 @@ def register() -> None:
         registry.add("suite", name, f"{PACKAGE}.suite:suite_path",
                      f"price {tasks} ({view} view); gold trajectories from the oracle", params={"view": view},
                      server="chem", env_kwargs={"scorer": SCORER}, view=view, views=VIEWS)
+    registry.add("server", "chem-attack", f"{PACKAGE}.attack:build_attack_server",
+                 "the chem server of the attack view: the same tools and results, with an injected instruction "
+                 "planted in one result each attack task's gold trajectory reads")
+    registry.add("suite", ATTACK_SUITE, f"{PACKAGE}.attack:attack_suite_path",
+                 "price 1,440 reactions (clean view) through a server that plants prompt injections; scores "
+                 "utility, attack success and injection seen", server="chem-attack",
+                 env_kwargs={"scorer": f"{PACKAGE}.attack:attack_scorer"}, view="attack", views=VIEWS)
     registry.add("demo", "chem", f"{PACKAGE}.demo:run_demo",
                  "price a few reactions through the chem server over a real MCP client session")

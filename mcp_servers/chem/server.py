@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
-from gauntlet.bridges.tool_server import ToolServer, ToolSet
+from gauntlet.bridges.tool_server import ResultRewrite, ToolServer, ToolSet
 from gauntlet.mcp_servers.chem import calculator, chemistry, grounding, procurement, quantities, store
 from gauntlet.mcp_servers.chem import reaction_tools
 from gauntlet.mcp_servers.chem.pricing import Quote
@@ -381,6 +381,13 @@ def _structure(smiles: str) -> StructureInfo:
 def build_server(db_path: str | Path | None = None, reactions_dir: str | Path | None = None) -> ToolServer[Chem]:
     """The pricing server over the catalogue at ``db_path`` (default: the full catalogue, built on first
     use) and the reaction set in ``reactions_dir`` (default: the full set)."""
+    return pricing_server(db_path, reactions_dir)
+
+
+def pricing_server(db_path: str | Path | None, reactions_dir: str | Path | None,
+                   rewrite_result: ResultRewrite | None = None) -> ToolServer[Chem]:
+    """``build_server``'s server, whose successful results pass through ``rewrite_result`` (the attack
+    view's injections, ``attack.build_attack_server``)."""
     from gauntlet.mcp_servers.chem.build import catalogue_path
 
     catalogue, grounder, similarity = open_catalogue(Path(db_path or catalogue_path()).resolve())
@@ -390,4 +397,4 @@ def build_server(db_path: str | Path | None = None, reactions_dir: str | Path | 
                     "found is true; suggestions are other compounds), read get_chemical for molar mass and density, "
                     "buy with select_pack, add up with calculate. Catalogue snapshot "
                     + str(catalogue.snapshot.get("snapshot_date")))
-    return ToolServer(TOOLS, state, name="chem-pricing", instructions=instructions)
+    return ToolServer(TOOLS, state, name="chem-pricing", instructions=instructions, rewrite_result=rewrite_result)

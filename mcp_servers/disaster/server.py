@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gauntlet.bridges.tool_server import DeclaredTool, ToolServer
+from gauntlet.bridges.tool_server import DeclaredTool, ResultRewrite, ToolServer
 from gauntlet.errors import UserError
 from gauntlet.mcp_servers.disaster.toolkit import FAMILIES, TOOLS, family_of
 from gauntlet.mcp_servers.disaster.workspace import DATA_PREFIX, WORKSPACE_PREFIX, Workspace
@@ -63,6 +63,14 @@ def build_server(data_root: str | os.PathLike[str] | None = None, families: Sequ
                  workspace_dir: str | os.PathLike[str] | None = None) -> ToolServer[Workspace]:
     """A server with the tools of ``families`` over ``data_root`` (default: the built scenes), writing
     into ``workspace_dir`` (default: a fresh folder in the data cache, removed with the server)."""
+    return disaster_server(data_root, families, workspace_dir)
+
+
+def disaster_server(data_root: str | os.PathLike[str] | None, families: Sequence[str] | None,
+                    workspace_dir: str | os.PathLike[str] | None,
+                    rewrite_result: ResultRewrite | None = None) -> ToolServer[Workspace]:
+    """``build_server``'s server, whose successful results pass through ``rewrite_result`` (the attack
+    view's injections, ``attack.build_attack_server``)."""
     from gauntlet.datacache import cache_root
 
     names = [declared.name for declared in tool_specs(families)]
@@ -81,7 +89,8 @@ def build_server(data_root: str | os.PathLike[str] | None = None, families: Sequ
         ws.data_root: DATA_PREFIX.rstrip("/"), ws.workspace_dir: WORKSPACE_PREFIX.rstrip("/"),
         parent: WORKSPACE_PREFIX.rstrip("/")}
     server: ToolServer[Workspace] = ToolServer(TOOLS, ws, name="disaster", instructions=INSTRUCTIONS, only=names,
-                                               session_state=sessions, public_paths=public_paths)
+                                               session_state=sessions, public_paths=public_paths,
+                                               rewrite_result=rewrite_result)
     # tool_loop calls the other tools of this server, through the recipe (arguments checked, state passed).
     ws.tools = {name: functools.partial(server.run_tool, name) for name in names}
     if own_workspace:  # a workspace this server made lives as long as the server (or the process)

@@ -71,15 +71,23 @@ def test_the_chem_scorer_grades_by_the_eval_spec_and_carries_the_diagnosis(small
 
 
 def test_every_chem_suite_names_the_chem_scorer_and_lists_every_view():
+    from gauntlet.attacks import AttackScorer
+    from gauntlet.mcp_servers.chem.attack import attack_suite_path, build_attack_server
     from gauntlet.registry import load_target, registry
 
     views = {"clean": "chem", "solvents": "chem-solvents", "noisy-low": "chem-noisy-low",
              "noisy-medium": "chem-noisy-medium", "noisy-high": "chem-noisy-high", "routes": "chem-routes",
              "routes-noisy-low": "chem-routes-noisy-low", "routes-noisy-medium": "chem-routes-noisy-medium",
-             "routes-noisy-high": "chem-routes-noisy-high"}
+             "routes-noisy-high": "chem-routes-noisy-high", "attack": "chem-attack"}
     for view, name in views.items():
         entry = registry.get("suite", name)
         assert entry.metadata["views"] == views and entry.metadata["view"] == view
+        if view == "attack":  # the clean tasks through the server that plants injections, scored for both
+            scorer = load_target(entry.metadata["env_kwargs"]["scorer"])()
+            assert isinstance(scorer, AttackScorer) and isinstance(scorer.base, ChemScorer)
+            assert entry.load() is attack_suite_path and entry.metadata["server"] == "chem-attack"
+            assert registry.get("server", "chem-attack").load() is build_attack_server
+            continue
         assert load_target(entry.metadata["env_kwargs"]["scorer"]) is ChemScorer
         loaded = entry.load()  # one builder for every view: suite_path with the view bound
         assert loaded.func is suite_path and loaded.args == () and loaded.keywords == {"view": view}

@@ -1,4 +1,5 @@
-"""Small scenes shared by the disaster tests (built once per test session, outside the data cache)."""
+"""Small scenes and one event's task suite shared by the disaster tests (built once per test session,
+outside the data cache)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,13 @@ def workspace(scenes_root, tmp_path):
     from gauntlet.mcp_servers.disaster.workspace import Workspace
 
     return Workspace(scenes_root / "scenes", tmp_path / "ws")
+
+
+@pytest.fixture(scope="session")
+def flood_suite(scenes_root, tmp_path_factory):
+    """The task suite of one event (``ahr-2021-flood``), with gold trajectories through the real server."""
+    from gauntlet.mcp_servers.disaster.tasks import SUITE_FILE, build_tasks
+
+    folder = tmp_path_factory.mktemp("disaster-suite")
+    build_tasks(folder, scene_root=scenes_root / "scenes", events=["ahr-2021-flood"])
+    return folder / SUITE_FILE

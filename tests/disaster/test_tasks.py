@@ -13,12 +13,8 @@ from gauntlet.tasks import NO_ANSWER, GoldCall, load_suite
 
 
 @pytest.fixture(scope="module")
-def suite(scenes_root, tmp_path_factory):
-    from gauntlet.mcp_servers.disaster.tasks import SUITE_FILE, build_tasks
-
-    folder = tmp_path_factory.mktemp("disaster-suite")
-    build_tasks(folder, scene_root=scenes_root / "scenes", events=["ahr-2021-flood"])
-    return folder / SUITE_FILE
+def suite(flood_suite):
+    return flood_suite
 
 
 def test_suite_tasks_carry_the_dora_fields_for_all_three_dimensions(suite):
