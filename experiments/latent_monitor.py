@@ -296,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from gauntlet.fileio import write_atomically
 
+    args.out.mkdir(parents=True, exist_ok=True)
     target = args.out / "latent_monitor.json"
     results = json.loads(target.read_text()) if target.exists() else {}
     if results.get("size") not in (None, args.size):
