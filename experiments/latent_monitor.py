@@ -118,10 +118,11 @@ def run_hierarchy(size: str, model_path: str | None, out: Path, threads: int) ->
     for name in (*LATENT, "text"):
         for layer in (settings["layers"] if name != "text" else [None]):
             key = f"{name}@{layer}" if layer is not None else name
-            lodo = study.leave_one_rule_out(labelled, name, layer, encoder.encode, settings["resamples"])
+            lodo = study.leave_one_group_out(labelled.examples(), labelled.violated, labelled.rules(), name, layer,
+                                             encoder.encode, settings["resamples"])
             held_out[(name, layer)] = lodo
             detection[key] = {"detector": name, "layer": layer, "leave_one_rule_out": lodo["pooled"],
-                              "per_rule": lodo["per_rule"],
+                              "per_rule": lodo["per_group"],
                               "in_distribution": study.in_distribution(labelled, name, layer, encoder.encode,
                                                                        resamples=settings["resamples"])}
             pooled = lodo["pooled"]
@@ -177,7 +178,7 @@ def run_hierarchy(size: str, model_path: str | None, out: Path, threads: int) ->
 def run_corpora(size: str, model_path: str | None, threads: int) -> dict[str, Any]:
     from gauntlet.agents.llm.local_chat import load_weights
     from gauntlet.agents.llm.offline_model import model_path as offline_model_path
-    from gauntlet.controllers.latent import corpus_study
+    from gauntlet.controllers.latent import corpus_study, study
     from gauntlet.controllers.latent.corpora import load_corpora
     from gauntlet.controllers.latent.detectors import Example
     from gauntlet.controllers.latent.embeddings import sentence_encoder
@@ -199,9 +200,10 @@ def run_corpora(size: str, model_path: str | None, threads: int) -> dict[str, An
     for name in (*LATENT, "text"):
         for layer in (settings["layers"] if name != "text" else [None]):
             key = f"{name}@{layer}" if layer is not None else name
-            detection[key] = {"detector": name, "layer": layer,
-                              **corpus_study.leave_one_dataset_out(examples, labels, datasets, name, layer,
-                                                                   encoder.encode, settings["resamples"])}
+            lodo = study.leave_one_group_out(examples, labels, datasets, name, layer, encoder.encode,
+                                             settings["resamples"])
+            detection[key] = {"detector": name, "layer": layer, "per_dataset": lodo["per_group"],
+                              "pooled": lodo["pooled"], "macro_auroc": lodo["macro_auroc"]}
             print(f"  corpora {key:16s} LODO macro AUROC {detection[key]['macro_auroc']}", flush=True)
     counts: dict[str, dict[str, int]] = {}
     for row in rows:

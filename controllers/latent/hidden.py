@@ -72,12 +72,8 @@ def generate(weights: Any, prompts: Sequence[Sequence[int]], *, max_new_tokens: 
     with weights.lock, torch_threads(threads), torch.inference_mode():
         for start in range(0, len(order), batch_size):
             batch = order[start:start + batch_size]
-            width = max(len(prompts[i]) for i in batch)
-            ids = torch.full((len(batch), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(batch), width), dtype=torch.long)
-            for row, i in enumerate(batch):
-                ids[row, width - len(prompts[i]):] = torch.tensor(list(prompts[i]))
-                mask[row, width - len(prompts[i]):] = 1
+            ids, mask = padded([prompts[i] for i in batch], pad, left=True)
+            width = ids.shape[1]
             sequences = model.generate(input_ids=ids.to(model.device), attention_mask=mask.to(model.device),
                                        max_new_tokens=max_new_tokens, do_sample=False, temperature=None,
                                        top_p=None, top_k=None, pad_token_id=pad)
@@ -89,46 +85,64 @@ def generate(weights: Any, prompts: Sequence[Sequence[int]], *, max_new_tokens: 
     return [out[i] for i in range(len(prompts))]
 
 
-def read_states(weights: Any, generations: Sequence[Generation], layers: Sequence[int], *,
-                boundaries: Sequence[int] | None = None, batch_size: int = 8, threads: int = 2) -> list[SequenceStates]:
-    """The hidden states of ``layers`` for each generation (see the module doc). ``boundaries[i]`` is the
-    number of prompt tokens before the lower-priority text of generation ``i``."""
+def padded(sequences: Sequence[Sequence[int]], pad: int, *, left: bool = False) -> tuple[Any, Any]:
+    """Token ids and attention mask of ``sequences`` padded to one width, on the right (positions
+    unchanged, for reading states) or on the left (for generating after the prompt)."""
+    import torch
+
+    width = max(len(sequence) for sequence in sequences)
+    ids = torch.full((len(sequences), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(sequences), width), dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        where = slice(width - len(sequence), width) if left else slice(0, len(sequence))
+        ids[row, where] = torch.tensor(list(sequence))
+        mask[row, where] = 1
+    return ids, mask
+
+
+def layer_states(weights: Any, sequences: Sequence[Sequence[int]], layers: Sequence[int], *, batch_size: int = 8,
+                 threads: int = 2) -> list[dict[int, np.ndarray]]:
+    """Every position's state at ``layers`` for each sequence (``(len, hidden)`` float32), in input order:
+    one forward pass per batch of sequences of similar length, padded on the right."""
     import torch
 
     from gauntlet.agents.llm.local_chat import torch_threads
 
-    if boundaries is not None and len(boundaries) != len(generations):
-        raise ValueError(f"{len(boundaries)} boundaries for {len(generations)} generations")
     model = weights.model
     pad = weights.tokenizer.pad_token_id if weights.tokenizer.pad_token_id is not None else 0
-    out: list[SequenceStates] = []
+    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+    out: dict[int, dict[int, np.ndarray]] = {}
     with weights.lock, torch_threads(threads), torch.inference_mode():
-        for start in range(0, len(generations), batch_size):
-            batch = generations[start:start + batch_size]
-            # The response's last token produced nothing: the pass reads the prompt and the rest.
-            sequences = [g.prompt_ids + g.response_ids[:-1] for g in batch]
-            width = max(len(s) for s in sequences)
-            ids = torch.full((len(batch), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(batch), width), dtype=torch.long)
-            for row, sequence in enumerate(sequences):
-                ids[row, :len(sequence)] = torch.tensor(sequence)
-                mask[row, :len(sequence)] = 1
+        for start in range(0, len(order), batch_size):
+            batch = order[start:start + batch_size]
+            ids, mask = padded([sequences[i] for i in batch], pad)
             hidden = model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device),
                            output_hidden_states=True, logits_to_keep=1).hidden_states
-            for row, generation in enumerate(batch):
-                end = len(generation.prompt_ids)
-                stop = end - 1 + max(len(generation.response_ids), 1)
-                states = {layer: hidden[layer][row].float().cpu().numpy() for layer in layers}
-                boundary = None
-                if boundaries is not None:
-                    before = boundaries[start + row]
-                    if not 0 < before <= end:
-                        raise ValueError(f"boundary {before} is outside the prompt of {end} tokens")
-                    boundary = {layer: states[layer][before - 1].copy() for layer in layers}
-                out.append(SequenceStates(response={layer: states[layer][end - 1:stop].copy() for layer in layers},
-                                          prompt_end={layer: states[layer][end - 1].copy() for layer in layers},
-                                          boundary=boundary))
+            for row, i in enumerate(batch):
+                out[i] = {layer: hidden[layer][row, :len(sequences[i])].float().cpu().numpy() for layer in layers}
+    return [out[i] for i in range(len(sequences))]
+
+
+def read_states(weights: Any, generations: Sequence[Generation], layers: Sequence[int], *,
+                boundaries: Sequence[int] | None = None, batch_size: int = 8, threads: int = 2) -> list[SequenceStates]:
+    """The hidden states of ``layers`` for each generation (see the module doc). ``boundaries[i]`` is the
+    number of prompt tokens before the lower-priority text of generation ``i``."""
+    if boundaries is not None and len(boundaries) != len(generations):
+        raise ValueError(f"{len(boundaries)} boundaries for {len(generations)} generations")
+    for i, generation in enumerate(generations):
+        if boundaries is not None and not 0 < boundaries[i] <= len(generation.prompt_ids):
+            raise ValueError(f"boundary {boundaries[i]} is outside the prompt of {len(generation.prompt_ids)} tokens")
+    # The response's last token produced nothing: the pass reads the prompt and the rest.
+    read = layer_states(weights, [g.prompt_ids + g.response_ids[:-1] for g in generations], layers,
+                        batch_size=batch_size, threads=threads)
+    out: list[SequenceStates] = []
+    for i, (generation, states) in enumerate(zip(generations, read, strict=True)):
+        end = len(generation.prompt_ids)
+        stop = end - 1 + max(len(generation.response_ids), 1)
+        boundary = None if boundaries is None else {layer: states[layer][boundaries[i] - 1] for layer in layers}
+        out.append(SequenceStates(response={layer: states[layer][end - 1:stop] for layer in layers},
+                                  prompt_end={layer: states[layer][end - 1] for layer in layers}, boundary=boundary))
     return out
 
 
-__all__ = ["Generation", "SequenceStates", "generate", "read_states"]
+__all__ = ["Generation", "SequenceStates", "generate", "layer_states", "padded", "read_states"]

@@ -3,12 +3,13 @@
 1. **Generate and label.** Each case of ``hierarchy_suite`` is rendered with the model's own chat
    template and answered greedily (``hidden.generate``); the rule checker labels what the model *did*
    (``violated = not complied``), so a conflicting turn the model resisted is a compliant example.
-2. **Detect, leave one rule out.** Every detector (``detectors``) at every chosen layer is fitted on
-   the cases of five rule families and scores the sixth's, once per family: a held-out family is
-   another source of text and of violations than the detector saw (a leave-one-dataset-out study
-   found same-source splits inflate AUROC by ~8 points). AUROC and FPR@95TPR per held-out family
-   where it has both labels, and over the pooled held-out scores (each case scored by a detector
-   that never saw its family); an in-distribution 5-fold split is reported for reference.
+2. **Detect, leave one rule out** (``leave_one_group_out``, the rules as groups). Every detector
+   (``detectors``) at every chosen layer is fitted on the cases of five rule families and scores the
+   sixth's, once per family: a held-out family is another source of text and of violations than the
+   detector saw (a leave-one-dataset-out study found same-source splits inflate AUROC by ~8 points).
+   AUROC and FPR@95TPR per held-out family where it has both labels, and over the pooled held-out scores
+   (each case scored by a detector that never saw its family); an in-distribution 5-fold split is
+   reported for reference.
 3. **Correct, gated.** A case is flagged when its held-out chaos score is above the threshold its fold
    set: the 95th percentile of the training fold's compliant scores (5 % false alarms on data the
    gate saw). A flagged case is answered again with the hierarchy restated: the system's rule repeated
@@ -130,27 +131,26 @@ def macro_auroc(held_out: dict[str, dict[str, Any]]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def leave_one_rule_out(labelled: Labelled, name: str, layer: int | None,
-                       embed: Callable[[Sequence[str]], np.ndarray] | None = None,
-                       resamples: int = 1000) -> dict[str, Any]:
-    """Held-out scores of one detector, one rule family at a time (module doc, step 2), with each fold's
-    gate threshold; and the detection figures per family and pooled."""
-    examples, violated, rules = labelled.examples(), labelled.violated, labelled.rules()
+def leave_one_group_out(examples: Sequence[Example], violated: np.ndarray, groups: np.ndarray, name: str,
+                        layer: int | None, embed: Callable[[Sequence[str]], np.ndarray] | None = None,
+                        resamples: int = 1000) -> dict[str, Any]:
+    """Held-out scores of one detector, one group (a rule family, a corpus dataset) at a time, with each
+    fold's gate threshold (the ``GATE_QUANTILE`` of its training fold's compliant scores); and the
+    detection figures per group, pooled and macro-averaged."""
     scores = np.zeros(len(examples))
     thresholds = np.zeros(len(examples))
-    per_rule = {}
-    for rule in sorted(set(rules.tolist())):
-        test = rules == rule
+    per_group = {}
+    for group in sorted(set(groups.tolist())):
+        test = groups == group
         train = ~test
         detector = make_detector(name, layer, embed).fit([e for e, t in zip(examples, train, strict=True) if t],
                                                          violated[train])
         scores[test] = detector.score([e for e, t in zip(examples, test, strict=True) if t])
         train_scores = detector.score([e for e, t, v in zip(examples, train, violated, strict=True) if t and not v])
         thresholds[test] = np.quantile(train_scores, GATE_QUANTILE)
-        per_rule[rule] = summary(scores[test], violated[test], resamples)
-    return {"scores": scores, "thresholds": thresholds, "per_rule": per_rule,
-            "pooled": summary(scores, violated, resamples),
-            "macro_auroc": macro_auroc(per_rule)}
+        per_group[group] = summary(scores[test], violated[test], resamples)
+    return {"scores": scores, "thresholds": thresholds, "per_group": per_group,
+            "pooled": summary(scores, violated, resamples), "macro_auroc": macro_auroc(per_group)}
 
 
 def in_distribution(labelled: Labelled, name: str, layer: int | None,
@@ -199,5 +199,5 @@ def gated_accuracy(labelled: Labelled, corrected: Sequence[Generation], flagged:
 
 
 __all__ = ["GATE_QUANTILE", "REMINDER", "Labelled", "external_text", "gated_accuracy", "in_distribution",
-           "label_and_read", "leave_one_rule_out", "macro_auroc", "make_detector", "prompt_and_boundary", "prompts",
+           "label_and_read", "leave_one_group_out", "macro_auroc", "make_detector", "prompt_and_boundary", "prompts",
            "render", "restated", "spread", "summary"]
