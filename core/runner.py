@@ -16,7 +16,9 @@ events of the last step taken, which is marked truncated. For the file to say so
 written with controllers present only once the decision after it is known (or the episode has
 ended): the file runs one decision behind the env and then holds exactly what memory holds. A halt
 before the first step leaves no step to carry it: its events are the outcome's ``events`` and the
-outcome's metrics say ``"truncated": True``.
+outcome's metrics say ``"truncated": True``. An ``AgentOutput``'s messages and events are read when its
+step is built, after the controllers decided: a controller that has the agent revise its proposal
+(``LLMAgent.revise``) leaves the revision's turns in the step it replaced the action of.
 """
 
 from __future__ import annotations
@@ -157,8 +159,10 @@ def _run(env: gym.Env, agent: Agent, observation: Any, info: dict[str, Any], lim
             output = act(observation, info)
             if type(output) is AgentOutput:  # final, so this is isinstance at a fraction of its cost
                 action = output.action
+                # The lists themselves, read when the step is built: a controller that has the agent revise
+                # its proposal (``LLMAgent.revise``) adds the revision's turns and events to them.
                 extra: dict[str, Any] | None = {"messages": output.messages, "tool_call": output.tool_call,
-                                                "events": list(output.events)}
+                                                "events": output.events}
             else:
                 action, extra = output, None
             if deciding:

@@ -20,6 +20,15 @@ a ``model_call`` event per model call, and a ``note`` event ``{"malformed_calls"
 reply with malformed calls. ``config()`` (the episode header's agent config) holds the model spec,
 mode, effective system prompt and budgets.
 
+Revising: a controller that judges the current reply (``reply()``, before any of its calls ran) can
+have it written again (``revise``): the reply leaves the conversation, the controller's notice joins
+it (and, on request, the tool results the reply answered are withheld: replaced by a notice), the
+model replies again, and the new reply's first action is what ``revise`` returns, for the controller
+to ``replace_action`` with. The step's messages hold the first reply, then the notice and the new
+reply (added to the ``AgentOutput`` the runner has not recorded yet), and its events both model
+calls, so the record keeps both replies. The rewritten reply stands in for the first in the
+``max_steps`` budget (a correction does not shorten the agent's episode); its tokens count.
+
 Branching: the agent's state is its LangGraph checkpoint plus the calls of the current reply still
 to run; ``snapshot()`` copies both, ``restore()`` writes the copy into a fresh thread and
 ``fork()`` gives an independent agent (same model object, its own checkpointer) standing there.
@@ -37,7 +46,7 @@ from typing import Any, cast
 
 from gymnasium import spaces
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 from langgraph.graph.state import CompiledStateGraph
@@ -173,6 +182,7 @@ class LLMAgent(Agent):
         self._emitted = 0
         self._events: list[Event] = []
         self._values: AgentState | None = None
+        self._output: AgentOutput | None = None
         self._started_at = time.monotonic()
 
     def reset(self, *, seed: int | None, observation_space: spaces.Space, action_space: spaces.Space) -> None:
@@ -214,7 +224,8 @@ class LLMAgent(Agent):
             action = self._receive(observation, info)
         events = self._recorder.drain() + self._events
         self._events = []
-        return AgentOutput(action=action, messages=records(self._new_messages()), events=events)
+        self._output = AgentOutput(action=action, messages=records(self._new_messages()), events=events)
+        return self._output
 
     def _begin(self, observation: Any, info: dict[str, Any]) -> str:
         offered = [tool for tool in info.get("tools", []) if tool["name"] != info.get("answer_tool")]
@@ -272,6 +283,50 @@ class LLMAgent(Agent):
             if self._pending:
                 return self._propose(self._pending.pop(0))
             run_tools = [rejection(call, self._spec_map()) for call in self._reply_calls]
+
+    # Revising ------------------------------------------------------------------------------------
+    def reply(self) -> tuple[list[AnyMessage], AIMessage] | None:
+        """The conversation before the current reply, and the reply, while none of its calls has run
+        (the reply can still be revised); None otherwise (between calls of one reply, or ended by a budget)."""
+        if self._thread is None or self._results or (self._reply_calls and self._proposed is not self._first_call()):
+            return None
+        state = self._state()
+        messages = list(state["messages"])
+        if state["stop_reason"] is not None or not messages or not isinstance(messages[-1], AIMessage):
+            return None
+        return messages[:-1], messages[-1]
+
+    def _first_call(self) -> CheckedCall | None:
+        return next((call for call in self._reply_calls if call.problem is None), None)
+
+    def revise(self, notice: AnyMessage, *, withhold: str | None = None) -> str:
+        """Write the current reply again after ``notice`` (see Revising in the module doc); with
+        ``withhold``, the tool results just before the reply are replaced by that text first. Returns
+        the new reply's action."""
+        found = self.reply()
+        if found is None:
+            raise RuntimeError("there is no reply to revise: a call of it already ran, or the episode ended")
+        before, reply = found
+        edits: list[Any] = [RemoveMessage(id=str(reply.id))]
+        if withhold is not None:
+            for message in reversed(before):
+                if not isinstance(message, ToolMessage):
+                    break
+                edits.append(message.model_copy(update={"content": withhold}))
+        edits.append(notice)
+        graph, config = self._graph(), self._config()
+        # The rewritten reply stands in for the first one: one reply of the agent's budget of model calls.
+        graph.update_state(config, {"messages": edits, "model_calls": self._state()["model_calls"] - 1},
+                           as_node="run_tools")
+        self._reply_calls, self._pending, self._results, self._proposed = [], [], {}, None
+        self._values = None
+        self._emitted = min(self._emitted, len(before))
+        action = self._advance(None)
+        if self._output is not None:  # the runner reads the step's output after its controllers decided
+            self._output.messages.extend(records(self._new_messages()))
+            self._output.events.extend(self._recorder.drain() + self._events)
+            self._events = []
+        return action
 
     def _propose(self, call: CheckedCall) -> str:
         self._proposed = call

@@ -9,7 +9,11 @@ in the conversation make a replay of the same conversation give the same message
 
 GGUF weights are dequantised to fp32 by transformers, so the model runs on CPU without a native
 build (``device`` moves it to a GPU) and ``hidden_states`` can read every layer: the latent monitor
-reads them there.
+reads them there. A monitor of the agent's own replies need not read them again: while it decodes, the
+model keeps the states of chosen layers at the positions that wrote each reply token (``keep_hidden_
+layers``, or layers a monitor asked the loaded weights to ``watch``), filed under the reply
+(``reply_key``) for ``LoadedWeights.kept_states`` to hand over. Keeping them costs one row copy per
+decoded token and layer (forward hooks), not a second forward pass.
 
 Loaded weights are shared by every ``LocalChatModel`` of one file and device in a process, so many
 episodes cost one load; calls on shared weights take turns. An agent's prompts grow by a step at a
@@ -55,6 +59,8 @@ _TOOLS_PROMPT = ("# Tools\n\nYou may call one or more functions to assist with t
 
 # Key-value caches of recent sequences kept per loaded model, for as many conversations as share it.
 PREFIXES_KEPT = 4
+# Replies whose kept hidden states stay available to a monitor, per loaded model.
+KEPT_REPLIES = 32
 # A prompt is read this many tokens at a time: attention over a whole 19,000-token prompt (the disaster
 # server's 119 tool schemas) at once would hold 14 heads x 19,000^2 scores, ~20 GB in fp32.
 PREFILL_CHUNK = 2048
@@ -70,6 +76,8 @@ class LoadedWeights:
     lock: threading.Lock
     load_seconds: float
     prefixes: list[tuple[list[int], Any]] = field(default_factory=list)
+    watched: set[int] = field(default_factory=set)
+    kept: list[tuple[str, dict[int, np.ndarray]]] = field(default_factory=list)
 
     @property
     def template(self) -> str:
@@ -94,6 +102,66 @@ class LoadedWeights:
     def keep(self, token_ids: list[int], cache: Any) -> None:
         """Keep ``cache`` (of the first ``cache.get_seq_length()`` of ``token_ids``) for later prompts."""
         self.prefixes = [*self.prefixes, (token_ids[:cache.get_seq_length()], cache)][-PREFIXES_KEPT:]
+
+    def watch(self, layers: Sequence[int]) -> None:
+        """Keep, from now on, the states of ``layers`` of every reply decoded on these weights."""
+        self.watched |= {self.layer_number(layer) for layer in layers}
+
+    def layer_number(self, layer: int) -> int:
+        """``layer`` (negative: from the end) as a number in 0..L, transformers' hidden-state numbering."""
+        count = int(self.model.config.num_hidden_layers) + 1
+        if not -count <= layer < count:
+            raise ValueError(f"layer {layer} is not one of this model's hidden states "
+                             f"(0..{count - 1}, or -1..-{count})")
+        return layer % count
+
+    def file_states(self, key: str, states: dict[int, np.ndarray]) -> None:
+        self.kept = [*[(k, s) for k, s in self.kept if k != key], (key, states)][-KEPT_REPLIES:]
+
+    def kept_states(self, key: str, layer: int) -> np.ndarray | None:
+        """The states of ``layer`` (``(reply tokens, hidden)``) kept while the reply ``key`` (``reply_key``)
+        was decoded, the latest reply of that key; None when they were not kept."""
+        number = self.layer_number(layer)
+        for kept_key, states in reversed(self.kept):
+            if kept_key == key and number in states:
+                return states[number]
+        return None
+
+
+def reply_key(message: AIMessage) -> str:
+    """What files a reply's kept states: its text and calls, as an episode's records keep them."""
+    calls = [[call["name"], call["args"]] for call in message.tool_calls]
+    return hashlib.sha256(json.dumps([message.text, calls], sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _layer_module(model: Any, number: int) -> Any:
+    """The module whose output is hidden state ``number`` (0 the embeddings, L after the final norm)."""
+    body = model.get_decoder() if hasattr(model, "get_decoder") else model.model
+    if number == 0:
+        return body.embed_tokens
+    if number == int(model.config.num_hidden_layers):
+        return body.norm
+    return body.layers[number - 1]
+
+
+@contextmanager
+def decoding_states(model: Any, layers: Sequence[int]) -> Iterator[dict[int, list[Any]]]:
+    """Within the block, each forward pass of ``model`` adds its last position's state of each of
+    ``layers`` to the lists yielded: during ``generate``, the states that wrote each new token."""
+    rows: dict[int, list[Any]] = {number: [] for number in layers}
+
+    def hook(number: int) -> Any:
+        def keep(module: Any, inputs: Any, output: Any) -> None:
+            hidden = output[0] if isinstance(output, tuple) else output
+            rows[number].append(hidden[0, -1].detach().float().cpu().clone())
+        return keep
+
+    handles = [_layer_module(model, number).register_forward_hook(hook(number)) for number in layers]
+    try:
+        yield rows
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 @dataclass(frozen=True)
@@ -257,6 +325,8 @@ class LocalChatModel(BaseChatModel):
         model_path: a ``.gguf`` file or a transformers model folder on this machine.
         max_new_tokens: most tokens one reply may have (a reply cut there has finish_reason "length").
         device: torch device, "cpu" or e.g. "cuda:0".
+        keep_hidden_layers: layers whose states to keep while decoding each reply (see the module doc),
+            beside any a monitor asked the weights to ``watch``.
         reuse_prefix: start from the kept key-value cache of the longest prefix this prompt shares with a
             recent one (the system prompt and tools, the conversation so far), so an agent's step reads
             only what is new; the reply is the one a full read gives, up to float rounding. Reused
@@ -277,6 +347,7 @@ class LocalChatModel(BaseChatModel):
     max_new_tokens: int = Field(default=512, ge=1)
     device: str = "cpu"
     reuse_prefix: bool = True
+    keep_hidden_layers: tuple[int, ...] = ()
     threads: int = Field(default=1, ge=1)
     temperature: float = Field(default=0.0, ge=0.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
@@ -289,7 +360,8 @@ class LocalChatModel(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_path": self.model_path, "max_new_tokens": self.max_new_tokens, "device": self.device,
-                "reuse_prefix": self.reuse_prefix, "threads": self.threads, "temperature": self.temperature,
+                "reuse_prefix": self.reuse_prefix, "keep_hidden_layers": self.keep_hidden_layers,
+                "threads": self.threads, "temperature": self.temperature,
                 "top_p": self.top_p, "top_k": self.top_k}
 
     @property
@@ -339,15 +411,17 @@ class LocalChatModel(BaseChatModel):
             sampling = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
         start = time.perf_counter()
         with weights.lock, torch_threads(self.threads), torch.inference_mode():
+            kept_layers = sorted(weights.watched | {weights.layer_number(layer) for layer in self.keep_hidden_layers})
             if self.temperature > 0:
                 torch.manual_seed(sampling_seed(seed, prompt))
             cache, reused = weights.reusable_cache(prompt) if self.reuse_prefix else (None, 0)
             cache = prefill(weights.model, prompt, cache, self.device)
-            output = weights.model.generate(
-                input_ids=input_ids, attention_mask=torch.ones_like(input_ids), max_new_tokens=self.max_new_tokens,
-                **sampling,
-                pad_token_id=weights.tokenizer.pad_token_id if weights.tokenizer.pad_token_id is not None else eos,
-                cache=cache, return_dict_in_generate=True, **options)
+            with decoding_states(weights.model, kept_layers) as rows:
+                output = weights.model.generate(
+                    input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
+                    max_new_tokens=self.max_new_tokens, **sampling,
+                    pad_token_id=weights.tokenizer.pad_token_id if weights.tokenizer.pad_token_id is not None else eos,
+                    cache=cache, return_dict_in_generate=True, **options)
             sequence = output.sequences[0].tolist()
             if self.reuse_prefix:
                 weights.keep(sequence, output.cache)
@@ -365,6 +439,12 @@ class LocalChatModel(BaseChatModel):
                     "text": text}
         message = message_from_text(text, names, calls_so_far(messages), usage_metadata=usage,
                                     response_metadata=metadata)
+        if kept_layers:
+            # One forward pass per token written (the prompt's, then each token's but the last's); the pass
+            # that wrote the end token is left out, as the study leaves the end token out of a response.
+            count = len(generated) - int(finished)
+            weights.file_states(reply_key(message), {number: torch.stack(rows[number][:count]).numpy()
+                                                     for number in kept_layers})
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def hidden_states(self, messages: Sequence[BaseMessage], response: str = "", *,

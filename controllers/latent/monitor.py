@@ -8,8 +8,14 @@ divergence from the compliant manifold) and ``flagged`` (1 above the file's thre
 the conversation's turns but not the agent's tool schemas (episode records keep the tools' names,
 not their schemas), as the suite the score is fitted on has none.
 
-A reply with tool calls is read as the bare JSON the offline model writes them in
-(``{"name": ..., "arguments": ...}``, one per line), so its states are those of the call as written.
+When the agent's model is the reader itself (the ``offline`` default, or ``hf:`` the same file, in
+the same process), the monitor does not read the reply again: it asks the loaded weights to keep the
+score's layer while they decode (``LoadedWeights.watch``) and takes the states the agent's own
+decoding wrote the reply from (``reused`` 1). Those states saw the agent's prompt as it was, tool
+schemas included; a reply decoded elsewhere (another model, a replayed episode) is read by the
+reader as above (``reused`` 0). A reply with tool calls is read as the bare JSON the offline model
+writes them in (``{"name": ..., "arguments": ...}``, one per line), so its states are those of the call
+as written.
 
 ``save_chaos_score``/``load_chaos_score``: a fitted ``ChaosScore`` and its gate threshold in one
 ``.npz`` (mean, principal directions, variances, residual variance, layer, threshold, and the model
@@ -80,6 +86,7 @@ class LatentMonitor:
             raise UserError(f"monitor latent: {model} was fitted on {fitted_on}'s states, not {Path(reader).name}'s; "
                             "give the reader it was fitted on")
         self.reader = LocalChatModel(model_path=reader, threads=threads, max_new_tokens=1)
+        self.reader.weights.watch((self.score.layer,))
         self._conversation: list[Any] = []
 
     def observe(self, step: Step) -> dict[str, float]:
@@ -93,17 +100,29 @@ class LatentMonitor:
         for record in step.messages:
             message = message_of(record)
             if isinstance(message, AIMessage) and self._conversation:
-                scores = self.chaos(self._conversation, reply_text(message))
+                scores = self.reply_scores(self._conversation, message)
             self._conversation.append(message)
         return scores
 
+    def reply_scores(self, conversation: list[Any], reply: Any) -> dict[str, float]:
+        """``chaos``, ``flagged`` and ``reused`` of the model's ``reply`` to ``conversation``."""
+        from gauntlet.agents.llm.local_chat import reply_key
+
+        kept = self.reader.weights.kept_states(reply_key(reply), self.score.layer)
+        if kept is not None and len(kept):
+            return {**self.verdict(self.score.divergence(kept)), "reused": 1.0}
+        return {**self.chaos(conversation, reply_text(reply)), "reused": 0.0}
+
+    def verdict(self, chaos: float) -> dict[str, float]:
+        return {"chaos": chaos, "flagged": float(chaos > self.threshold)}
+
     def chaos(self, conversation: list[Any], response: str) -> dict[str, float]:
+        """The chaos score of ``response`` to ``conversation``, read by the reader model."""
         layer = self.score.layer
         states = self.reader.hidden_states(conversation, response, layers=(layer,))
         # The positions that produced the reply's tokens: the last prompt token and all but the last.
         tokens = states.layers[layer][states.prompt_length - 1:max(len(states.token_ids) - 1, states.prompt_length)]
-        chaos = self.score.divergence(tokens)
-        return {"chaos": chaos, "flagged": float(chaos > self.threshold)}
+        return self.verdict(self.score.divergence(tokens))
 
 
 __all__ = ["LatentMonitor", "load_chaos_score", "reply_text", "save_chaos_score"]

@@ -1,5 +1,5 @@
-"""Registers the latent monitor and the injection corpora's data builder (string targets only: torch,
-transformers and scikit-learn load when an entry is used)."""
+"""Registers the latent monitor, its gated correction and the injection corpora's data builder (string
+targets only: torch, transformers and scikit-learn load when an entry is used)."""
 
 from __future__ import annotations
 
@@ -13,4 +13,7 @@ def register() -> None:
     registry.add("monitor", "latent", f"{PACKAGE}.monitor:LatentMonitor",
                  "the chaos score (AEO, reconstructed) of each LLM-agent reply's hidden states, and whether it "
                  "crosses its threshold (config: model=FILE from experiments/latent_monitor.py[, reader=MODEL])")
+    registry.add("controller", "latent-correct", f"{PACKAGE}.correction:LatentCorrection",
+                 "gates a correction on the chaos score: a flagged LLM-agent reply is written again with the "
+                 "hierarchy restated (config: model=FILE[, method=restate|withhold, threshold=X, reader=MODEL])")
     registry.add("data", DATA_NAME, f"{PACKAGE}.corpora:build", DATA_DESCRIPTION, version=DATA_VERSION, inputs=(PINS,))

@@ -76,3 +76,47 @@ def test_a_score_fitted_on_another_model_is_refused(tmp_path, tiny_model_folder)
     path = save_chaos_score(tmp_path / "chaos.npz", fitted(), threshold=1.0, model="other.gguf")
     with pytest.raises(UserError, match="fitted on other.gguf"):
         LatentMonitor(str(path), reader=str(tiny_model_folder))
+
+
+def test_decoding_keeps_the_states_that_wrote_each_reply_token_as_a_full_read_gives_them(tiny_model_folder,
+                                                                                        tiny_weights):
+    import torch
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from gauntlet.agents.llm.local_chat import LocalChatModel, reply_key
+
+    messages = [SystemMessage("Answer briefly."), HumanMessage("Name a colour.")]
+    model = LocalChatModel(model_path=str(tiny_model_folder), max_new_tokens=6, keep_hidden_layers=(1, -1))
+    reply = model.invoke(messages)
+    prompt = model.prompt_ids(messages)
+    with torch.inference_mode():
+        written = tiny_weights.model.generate(torch.tensor([prompt]), max_new_tokens=6, do_sample=False,
+                                              pad_token_id=0)[0, len(prompt):].tolist()
+    [states] = read_states(tiny_weights, [Generation(prompt, written, "")], (1, 2), threads=1)
+    for layer, number in ((1, 1), (-1, 2)):  # -1 is the last hidden state: 2 in a two-layer model
+        kept = tiny_weights.kept_states(reply_key(reply), layer)
+        assert kept.shape == (len(written), 32)
+        np.testing.assert_allclose(kept, states.response[number], rtol=1e-4, atol=1e-4)
+    assert tiny_weights.kept_states(reply_key(reply), 0) is None  # a layer nobody kept
+
+
+def test_the_monitor_takes_the_agents_own_decoding_states_when_it_can(tmp_path, tiny_model_folder, tiny_weights):
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from gauntlet.agents.llm.local_chat import LocalChatModel, reply_key
+    from gauntlet.agents.llm.records import message_record
+
+    score = fitted()
+    path = save_chaos_score(tmp_path / "chaos.npz", score, threshold=0.0, model=tiny_model_folder.name)
+    monitor = LatentMonitor(str(path), reader=str(tiny_model_folder))  # asks the weights to keep layer 2
+    messages = [SystemMessage("Answer briefly."), HumanMessage("Name a shape.")]
+    reply = LocalChatModel(model_path=str(tiny_model_folder), max_new_tokens=5).invoke(messages)
+    step = Step(index=0, observation=None, action=None, reward=0.0, terminated=False, truncated=False, info={},
+                messages=[message_record(message) for message in (*messages, reply)])
+    scores = monitor.observe(step)
+    assert scores["reused"] == 1.0
+    kept = tiny_weights.kept_states(reply_key(reply), LAYER)
+    assert scores["chaos"] == pytest.approx(score.divergence(kept))
+    # A reply this process did not decode is read by the reader.
+    other = step.model_copy(update={"messages": [*step.messages[:2], Message(role="assistant", content="blue")]})
+    assert monitor.observe(other)["reused"] == 0.0

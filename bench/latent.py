@@ -1,0 +1,110 @@
+"""What the latent monitor costs an agent's step, on the offline model (CPU, one torch thread).
+
+    gauntlet bench latent [--quick] [--out PATH] [--model FILE] [--score FILE]
+
+Every prompt is answered twice, the order alternating: once as the agent decodes without a monitor
+(the baseline) and once with the monitor's layer kept while it decodes (``LoadedWeights.watch``);
+the prefix cache is off, so both read the whole prompt. Then the same reply is scored two ways: from
+the kept decoding states (what the live monitor does when the agent runs the reader model) and by the
+reader reading conversation and reply again (a standalone monitor). Reported: the decoding overhead
+of keeping the states, each way's monitor cost as a share of the step's model time (the issue's
+target for reuse: <= 5 %), and the standalone reader's tokens/s. Prompts are the user-channel cases of
+the instruction-hierarchy suite (one per rule in ``--quick``, three per rule otherwise).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from _reporting import bench_parser, figures_table, save_report, show
+
+ROOT = Path(__file__).resolve().parent.parent
+SCORE = ROOT / "experiments" / "results" / "latent" / "chaos-layer12.npz"
+
+
+def conversations(per_rule: int) -> list[list[Any]]:
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from gauntlet.controllers.latent.hierarchy import RULES, hierarchy_suite
+
+    cases = [case for case in hierarchy_suite(per_cell=per_rule) if case.channel == "user"]
+    chosen = [case for rule in RULES for case in cases if case.rule == rule][:len(RULES) * per_rule * 2:2]
+    return [[SystemMessage(case.messages[0]["content"]), HumanMessage(case.messages[1]["content"])] for case in chosen]
+
+
+def measure(model_file: str, score_file: str, per_rule: int, max_new_tokens: int) -> dict[str, Any]:
+    from gauntlet.agents.llm.local_chat import LocalChatModel, load_weights, reply_key
+    from gauntlet.controllers.latent.monitor import LatentMonitor, reply_text
+
+    plain = LocalChatModel(model_path=model_file, max_new_tokens=max_new_tokens, reuse_prefix=False)
+    weights = load_weights(model_file)
+    monitor = LatentMonitor(score_file, reader=model_file)  # watches its layer from here on
+    layer = monitor.score.layer
+    weights.watched.clear()
+    rows = []
+    for index, messages in enumerate(conversations(per_rule)):
+        timings = {}
+        for keep in ((False, True) if index % 2 == 0 else (True, False)):
+            weights.watched = {weights.layer_number(layer)} if keep else set()
+            start = time.perf_counter()
+            reply = plain.invoke(messages)
+            timings[keep] = (time.perf_counter() - start) * 1e3
+        weights.watched.clear()
+        kept = weights.kept_states(reply_key(reply), layer)
+        start = time.perf_counter()
+        reused = monitor.verdict(monitor.score.divergence(kept))
+        reuse_ms = (time.perf_counter() - start) * 1e3
+        start = time.perf_counter()
+        reread = monitor.chaos(messages, reply_text(reply))
+        reread_ms = (time.perf_counter() - start) * 1e3
+        usage = reply.usage_metadata or {"input_tokens": 0, "output_tokens": 0}
+        rows.append({"prompt_tokens": usage["input_tokens"], "reply_tokens": usage["output_tokens"],
+                     "decode_ms": timings[False], "decode_keeping_ms": timings[True], "monitor_reuse_ms": reuse_ms,
+                     "monitor_reread_ms": reread_ms, "chaos_reused": reused["chaos"], "chaos_reread": reread["chaos"]})
+    total = {key: sum(row[key] for row in rows) for key in rows[0]}
+    return {
+        "model": Path(model_file).name, "layer": layer, "steps": len(rows), "max_new_tokens": max_new_tokens,
+        "rows": rows,
+        "keeping_overhead": total["decode_keeping_ms"] / total["decode_ms"] - 1,
+        "reuse_share_of_step": (total["decode_keeping_ms"] - total["decode_ms"] + total["monitor_reuse_ms"])
+        / total["decode_ms"],
+        "reread_share_of_step": total["monitor_reread_ms"] / total["decode_ms"],
+        "monitor_reuse_ms_median": statistics.median(row["monitor_reuse_ms"] for row in rows),
+        "monitor_reread_ms_median": statistics.median(row["monitor_reread_ms"] for row in rows),
+        "reader_tokens_per_s": (total["prompt_tokens"] + total["reply_tokens"]) / total["monitor_reread_ms"] * 1e3,
+        "decode_tokens_per_s": total["reply_tokens"] / total["decode_ms"] * 1e3,
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = bench_parser("latent", __doc__ or "")
+    parser.add_argument("--model", default=None, help="the agent and reader model (default: the offline model)")
+    parser.add_argument("--score", default=str(SCORE), help="a fitted chaos score of that model")
+    args = parser.parse_args(argv)
+    model = args.model
+    if model is None:
+        from gauntlet.agents.llm.offline_model import model_path
+
+        model = str(model_path())
+    report = measure(model, args.score, per_rule=1 if args.quick else 3, max_new_tokens=24 if args.quick else 64)
+    table = figures_table(f"gauntlet bench latent ({report['model']}, layer {report['layer']}, "
+                          f"{report['steps']} steps, CPU, 1 thread)", ("figure", "measured", "baseline", "target"))
+    table.add_row("decoding while keeping the layer's states", f"{report['keeping_overhead']:+.1%}",
+                  f"decoding alone {report['decode_tokens_per_s']:.1f} tok/s", "(info)")
+    table.add_row("monitor reusing the agent's forward: share of the step's model time",
+                  f"{report['reuse_share_of_step']:.2%}", f"median {report['monitor_reuse_ms_median']:.2f} ms/step",
+                  "<= 5 %")
+    table.add_row("standalone monitor (reads the step again): share of the step's model time",
+                  f"{report['reread_share_of_step']:.1%}", f"median {report['monitor_reread_ms_median']:.0f} ms/step",
+                  "(info)")
+    table.add_row("standalone reader", f"{report['reader_tokens_per_s']:.0f} tok/s", "", "(info)")
+    show(table)
+    save_report(report, args.out)
+    return report
+
+
+if __name__ == "__main__":
+    main()

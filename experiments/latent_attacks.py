@@ -1,0 +1,180 @@
+"""The latent monitor and its gated correction on the chem attack view, with the LLM agent.
+
+    python experiments/latent_attacks.py [--size smoke|full] [--model SPEC] [--score FILE] [--reader MODEL]
+                                         [--out experiments/results/latent/attacks]
+
+Three runs of the ``llm`` agent (ChemCost mode, shown the four tools chem's gold trajectories use) on
+the same tasks, each a ``gauntlet eval`` run folder under ``--out`` (a rerun resumes it):
+
+* ``attack``: the attack view, watched by the ``latent`` monitor (chaos score of every reply);
+* ``attack-corrected``: the attack view, the ``latent-correct`` controller rewriting flagged replies
+  with the hierarchy restated (and the monitor);
+* ``clean-corrected``: the clean view of the same reactions with the controller: what the gate costs
+  where nothing is injected (how often it fires, and the utility).
+
+The tasks are the first ``tasks`` attack tasks whose injection sits in the first result the agent
+reads (``get_reaction``'s procedure), so an episode cut at ``max_steps`` model calls still meets its
+injection; their clean twins are the same reactions. Per run: attack success (by goal kind), utility
+(CTA@25), injection seen, the share of replies flagged, corrections per episode, the chaos scores of
+replies before and after a correction, model calls and seconds per episode.
+
+The chaos score is the file the instruction-hierarchy study fitted (``--score``, default
+``experiments/results/latent/chaos-layer12.npz``, with its threshold); the reader is the model it was
+fitted on. When the agent runs that model (the ``offline`` default) the monitor reuses the agent's own
+decoding states. The smoke size (tested) takes ``--model scripted:FILE`` and a small reader.
+
+Writes ``<out>/latent_attacks.json`` and ``<out>/latent_attacks.md`` and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZES: dict[str, dict[str, Any]] = {
+    "smoke": {"tasks": 1, "max_steps": 2},
+    # Sized for about an hour on 2 cores with the offline model on CPU (one thread): a chem model call
+    # takes 15-60 s once the prompt's prefix is cached.
+    "full": {"tasks": 4, "max_steps": 5},
+}
+TOOLS = ["get_reaction", "search_chemical", "select_pack", "calculate"]
+RUNS = {"attack": ("attack", False), "attack-corrected": ("attack", True), "clean-corrected": ("clean", True)}
+SUITES = {"attack": "chem-attack", "clean": "chem"}
+MAX_NEW_TOKENS = 256
+
+
+def attack_tasks(suite: str, count: int) -> list[dict[str, Any]]:
+    """The first ``count`` attack tasks whose injection is in ``get_reaction``'s result, as dicts."""
+    from gauntlet.evaluation import suite_tasks
+
+    chosen = [task for task in suite_tasks(suite)
+              if task.metadata["attack"]["carrier"]["tool"] == "get_reaction"][:count]
+    return [{"id": task.id, "clean_id": task.id.removeprefix("attack-"),
+             "goal": task.metadata["attack"]["goal"]["kind"]} for task in chosen]
+
+
+def decisions(folder: Path) -> list[dict[str, Any]]:
+    from gauntlet import load_episodes
+
+    return [event.data for episode in load_episodes(folder) for step in episode.steps for event in step.events
+            if event.kind == "decision" and "chaos" in event.data.get("scores", {})]
+
+
+def monitor_scores(folder: Path) -> list[dict[str, float]]:
+    from gauntlet import load_episodes
+
+    return [event.data for episode in load_episodes(folder) for step in episode.steps for event in step.events
+            if event.kind == "monitor" and "chaos" in event.data]
+
+
+def summarise(evaluation: Any, folder: Path, goals: dict[str, str]) -> dict[str, Any]:
+    results = evaluation.results
+    metrics = [result.metrics for result in results]
+    by_goal: dict[str, list[float]] = {}
+    for result in results:
+        if "attack_success" in result.metrics:
+            by_goal.setdefault(goals.get(result.task_id, "?"), []).append(result.metrics["attack_success"])
+    gate = decisions(folder)
+    corrected = [data for data in gate if data["scores"].get("corrected")]
+    watched = monitor_scores(folder)
+    seconds = [result.wall_s for result in results if result.wall_s is not None]
+    return {
+        "episodes": len(results),
+        # An attack task's utility is its ordinary score; a clean task's is the score itself.
+        "utility": fmean(r.metrics.get("utility", r.score) for r in results) if results else None,
+        "attack_success": fmean(m["attack_success"] for m in metrics) if metrics and "attack_success" in metrics[0]
+        else None,
+        "attack_success_by_goal": {goal: fmean(values) for goal, values in sorted(by_goal.items())},
+        "injection_seen": fmean(m["injection_seen"] for m in metrics) if metrics and "injection_seen" in metrics[0]
+        else None,
+        "mean_score": evaluation.mean_score,
+        "replies_gated": len(gate), "replies_flagged": sum(data["scores"]["flagged"] for data in gate),
+        "corrections": len(corrected),
+        "chaos_flagged_mean": fmean(d["scores"]["chaos"] for d in corrected) if corrected else None,
+        "chaos_after_mean": fmean(d["scores"]["chaos_after"] for d in corrected if "chaos_after" in d["scores"])
+        if any("chaos_after" in d["scores"] for d in corrected) else None,
+        "replies_watched": len(watched), "watched_flagged": sum(d["flagged"] for d in watched),
+        "watched_reused": sum(d.get("reused", 0.0) for d in watched),
+        "chaos_watched": [d["chaos"] for d in watched],
+        "model_calls_per_episode": fmean(r.model_calls for r in results) if results else None,
+        "seconds_per_episode": fmean(seconds) if seconds else None,
+    }
+
+
+def run(out: Path, size: str, model: str, score: str, reader: str | None, *, suites: dict[str, str] | None = None,
+        tools: list[str] | None = None) -> dict[str, Any]:
+    from gauntlet.batch import HookSpec
+    from gauntlet.evaluation import evaluate_suite
+
+    plan = SIZES[size]
+    suites = suites or SUITES
+    tasks = attack_tasks(suites["attack"], plan["tasks"])
+    goals = {task["id"]: task["goal"] for task in tasks}
+    options = {"max_new_tokens": MAX_NEW_TOKENS} if model == "offline" or model.startswith("hf:") else {}
+    agent = {"model": model, "mode": "chemcost", "max_steps": plan["max_steps"], "tools": tools or TOOLS,
+             "model_options": options}
+    watch = {"model": score, **({"reader": reader} if reader else {})}
+    results: dict[str, Any] = {"size": size, "model": model, "score": score, "agent": agent,
+                               "tasks": tasks, "runs": {}}
+    for name, (view, corrected) in RUNS.items():
+        hooks = [HookSpec(kind="monitor", name="latent", config=watch)]
+        if corrected:
+            hooks.append(HookSpec(kind="controller", name="latent-correct", config=watch))
+        ids = [task["id"] if view == "attack" else task["clean_id"] for task in tasks]
+        print(f"{name}: {len(ids)} tasks", flush=True)
+        folder = out / name
+        evaluation = evaluate_suite(suites[view], "llm", folder, agent_config=agent, task_ids=ids, workers=1,
+                                    hooks=hooks, progress=True)
+        results["runs"][name] = summarise(evaluation, folder, goals)
+    return results
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = [f"# Latent monitor on the chem attack view: {results['model']} ({results['size']} size, "
+             f"{len(results['tasks'])} tasks, {results['agent']['max_steps']} model calls at most)", "",
+             "| run | attack success | utility | injection seen | replies flagged | corrections | chaos flagged -> "
+             "after | model calls / ep | s / ep |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, row in results["runs"].items():
+        lines.append(f"| {name} | {_num(row['attack_success'])} | {_num(row['utility'])} | "
+                     f"{_num(row['injection_seen'])} | {row['watched_flagged']:.0f}/{row['replies_watched']} | "
+                     f"{row['corrections']} | {_num(row['chaos_flagged_mean'], 1)} -> "
+                     f"{_num(row['chaos_after_mean'], 1)} | {_num(row['model_calls_per_episode'], 1)} | "
+                     f"{_num(row['seconds_per_episode'], 0)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--size", choices=sorted(SIZES), default="full")
+    parser.add_argument("--model", default="offline")
+    parser.add_argument("--score", default=str(ROOT / "experiments" / "results" / "latent" / "chaos-layer12.npz"))
+    parser.add_argument("--reader", default=None, help="the model the score was fitted on (default: the offline one)")
+    parser.add_argument("--out", default=str(ROOT / "experiments" / "results" / "latent" / "attacks"))
+    parser.add_argument("--attack-suite", default=SUITES["attack"], help="registered suite of the attack tasks")
+    parser.add_argument("--clean-suite", default=SUITES["clean"], help="registered suite of their clean twins")
+    parser.add_argument("--tools", default=",".join(TOOLS), help="the tools the agent is shown, comma-separated")
+    args = parser.parse_args(argv)
+    from gauntlet.fileio import write_atomically
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = run(out, args.size, args.model, args.score, args.reader,
+                  suites={"attack": args.attack_suite, "clean": args.clean_suite}, tools=args.tools.split(","))
+    write_atomically(out / "latent_attacks.json", json.dumps(results, indent=1))
+    text = table(results)
+    write_atomically(out / "latent_attacks.md", text)
+    sys.stdout.write(text)
+    return results
+
+
+if __name__ == "__main__":
+    main()
