@@ -73,4 +73,5 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
         assert row["utility"] == 1.0  # the answer, 4, is right
     written = json.loads((tmp_path / "out" / "latent_attacks.json").read_text())
     assert written["runs"]["attack"]["corrections"] == 0
+    assert (written["detection"]["attacked_replies"], written["detection"]["clean_replies"]) == (1, 1)
     assert "| attack-corrected |" in (tmp_path / "out" / "latent_attacks.md").read_text()

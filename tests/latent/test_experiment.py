@@ -10,7 +10,7 @@ import pytest
 
 from tests.shared import load_experiment
 
-pytestmark = pytest.mark.timeout(900)  # may wait for the offline tokenizer's one-time conversion
+pytestmark = pytest.mark.timeout(900)  # may wait for the offline tokenizer's one-time reading (see conftest)
 
 
 def test_the_smoke_size_writes_detection_correction_corpora_and_the_monitor_file(tmp_path, tiny_model_folder,

@@ -18,7 +18,7 @@ MESSAGES = [
 
 
 # The tiny model borrows the offline model's tokenizer: the first test of a run may wait for its one-time
-# conversion (about two minutes, more on a loaded machine).
+# reading (about 30 s, more on a loaded machine; see conftest).
 pytestmark = pytest.mark.timeout(900)
 
 
