@@ -1,20 +1,21 @@
 """The correction the chaos score gates, live: a runner controller over an ``llm`` agent's replies.
 
-``LatentCorrection`` (registered controller ``latent-correct``, config ``model=FILE``) is asked before
-every step. When the agent's proposal is the first action of a new reply (``LLMAgent.reply``), it scores
-the reply as the ``latent`` monitor does (the agent's own decoding states when the agent runs the reader
-model in this process, else one read by the reader); at or below the file's threshold the step goes
-ahead. Above it, the agent writes the reply again (``LLMAgent.revise``) with the hierarchy restated after
-the lower-priority text, in the words the instruction-hierarchy study used (``study.REMINDER``, as a
-system turn), and the new reply's action replaces the proposal (``replace_action``). With
-``method="withhold"`` the tool results the reply answered are also replaced by a notice saying why
-they were withheld. One correction per reply: the rewritten reply is scored (``chaos_after``) but not
-corrected again.
+``LatentCorrection`` (registered controller ``latent-correct``, config ``model=FILE``, default the
+shipped score) is asked before every step. When the agent's proposal is the first action of a new reply
+(``LLMAgent.reply``), it scores the reply as the ``latent`` monitor does (the agent's own decoding
+states when the agent runs the reader model in this process, else one read by the reader); at or below
+the file's threshold the step goes ahead. Above it, the agent writes the reply again
+(``LLMAgent.revise``) with the hierarchy restated after the lower-priority text, in the words the
+instruction-hierarchy study used (``study.REMINDER``, as a system turn), and the new reply's action
+replaces the proposal (``replace_action``). With ``method="withhold"`` the tool results the reply
+answered are also replaced by a notice saying why they were withheld. One correction per reply: the
+rewritten reply is scored (``chaos_after``) but not corrected again.
 
 What the episode keeps: the decision event (``chaos``, ``flagged``, ``reused``, and for a correction
-``chaos_after`` and ``corrected``), the intervention event with the proposal it replaced, the first
-reply in its step's messages and the notice and second reply in the next step's. A withheld tool
-result stays in the record as the tool returned it; the decision's reason says it was withheld.
+``chaos_after`` and ``corrected``), the intervention event with the proposal it replaced, and in the
+corrected step's messages the first reply, the notice and the second reply (its events hold both model
+calls). A withheld tool result stays in the record as the tool returned it; the decision's reason says
+it was withheld.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class LatentCorrection:
 
     name = "latent-correct"
 
-    def __init__(self, model: str, reader: str | None = None, threads: int = 1, method: str = "restate",
+    def __init__(self, model: str | None = None, reader: str | None = None, threads: int = 1, method: str = "restate",
                  threshold: float | None = None):
         if method not in METHODS:
             raise UserError(f"controller latent-correct: method {method!r} is not one of {', '.join(METHODS)}; "

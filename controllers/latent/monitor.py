@@ -17,6 +17,10 @@ reader as above (``reused`` 0). A reply with tool calls is read as the bare JSON
 writes them in (``{"name": ..., "arguments": ...}``, one per line), so its states are those of the call
 as written.
 
+``SHIPPED_SCORE`` (``data/latent/chaos-layer12.npz``, the default ``model``) is the score the
+instruction-hierarchy study fitted on the offline model (``python experiments/latent_monitor.py --size
+full --only hierarchy``: layer 12, rank 32, the threshold at the 95th percentile of compliant replies).
+
 ``save_chaos_score``/``load_chaos_score``: a fitted ``ChaosScore`` and its gate threshold in one
 ``.npz`` (mean, principal directions, variances, residual variance, layer, threshold, and the model
 file it was fitted on), so a monitor runs without refitting.
@@ -69,15 +73,24 @@ def reply_text(message: Any) -> str:
     return str(message.content or "")
 
 
+SHIPPED_SCORE = "latent/chaos-layer12.npz"
+
+
+def shipped_score() -> Path:
+    from gauntlet.curated import curated_path
+
+    return curated_path(SHIPPED_SCORE)
+
+
 class LatentMonitor:
     """Records each model reply's chaos score (module doc)."""
 
     name = "latent"
 
-    def __init__(self, model: str, reader: str | None = None, threads: int = 1):
+    def __init__(self, model: str | None = None, reader: str | None = None, threads: int = 1):
         from gauntlet.agents.llm.local_chat import LocalChatModel
 
-        self.score, self.threshold, fitted_on = load_chaos_score(model)
+        self.score, self.threshold, fitted_on = load_chaos_score(model if model is not None else shipped_score())
         if reader is None:
             from gauntlet.agents.llm.offline_model import model_path
 
@@ -125,4 +138,4 @@ class LatentMonitor:
         return self.verdict(self.score.divergence(tokens))
 
 
-__all__ = ["LatentMonitor", "load_chaos_score", "reply_text", "save_chaos_score"]
+__all__ = ["SHIPPED_SCORE", "LatentMonitor", "load_chaos_score", "reply_text", "save_chaos_score", "shipped_score"]

@@ -120,3 +120,12 @@ def test_the_monitor_takes_the_agents_own_decoding_states_when_it_can(tmp_path, 
     # A reply this process did not decode is read by the reader.
     other = step.model_copy(update={"messages": [*step.messages[:2], Message(role="assistant", content="blue")]})
     assert monitor.observe(other)["reused"] == 0.0
+
+
+def test_the_shipped_score_is_the_offline_models_layer_12_fit():
+    from gauntlet.agents.llm.offline_model import model_pin
+    from gauntlet.controllers.latent.monitor import shipped_score
+
+    score, threshold, model = load_chaos_score(shipped_score())
+    assert (score.layer, model) == (12, model_pin().file) and score.directions.shape == (896, 32)
+    assert np.isfinite(threshold) and threshold > 0

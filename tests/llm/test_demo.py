@@ -25,3 +25,24 @@ def test_the_llm_demo_records_a_scored_episode_of_the_offline_model_and_its_trac
     page = (tmp_path / "llm_trace.html").read_text()
     assert "search_chemical" in page and "ethanol" in page
     assert "answer scored" in capsys.readouterr().out
+
+
+@pytest.mark.xdist_group("offline-model")
+@pytest.mark.timeout(900)
+def test_the_latent_demo_gates_the_offline_models_replies_on_its_own_decoding_states(tmp_path, capsys, offline_home,
+                                                                                    monkeypatch):
+    from gauntlet.controllers.latent.demo import CASES
+    from gauntlet.controllers.latent.demo import run_demo as run_latent_demo
+
+    monkeypatch.setenv("GAUNTLET_HOME", str(offline_home))
+    run_latent_demo(tmp_path, cases=CASES[:1], max_new_tokens=12)  # one short episode shows the whole path
+    (episode,) = load_episodes(tmp_path / f"{CASES[0]}.jsonl")
+    gate = [event.data["scores"] for step in episode.steps for event in step.events
+            if event.kind == "decision" and "chaos" in event.data.get("scores", {})]
+    watched = [event.data for step in episode.steps for event in step.events if event.kind == "monitor" and event.data]
+    # The offline model's own decoding states were scored: no second read, by the gate or by the monitor.
+    assert gate and all(scores["reused"] == 1.0 for scores in gate)
+    assert watched and all(scores["reused"] == 1.0 for scores in watched)
+    assert watched[0]["chaos"] == pytest.approx(gate[0].get("chaos_after", gate[0]["chaos"]))
+    assert (tmp_path / "latent_trace.html").is_file()
+    assert "gate: chaos" in capsys.readouterr().out
