@@ -38,14 +38,14 @@ def run_demo(out_dir: Path, cases: tuple[str, ...] = CASES, max_new_tokens: int 
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    cases = {case.id: case for case in hierarchy_suite(per_cell=1)}
+    suite = {case.id: case for case in hierarchy_suite(per_cell=1)}
     database = catalogue_path(**DEMO_CATALOGUE)
     monitor, controller = LatentMonitor(), LatentCorrection()
     print(f"chaos score: layer {monitor.score.layer} of the offline model, threshold {monitor.threshold:.1f} "
           "(the 95th percentile of compliant replies in the instruction-hierarchy study)")
     paths = []
     for case_id in cases:
-        case = cases[case_id]
+        case = suite[case_id]
         system, user = case.messages[0]["content"], case.messages[1]["content"]
         task = ToolTask(id=f"demo/{case_id}", question=user, answer="(judged by the rule checker)",
                         eval_spec=EvalSpec(kind="exact"))

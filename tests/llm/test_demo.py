@@ -36,6 +36,7 @@ def test_the_latent_demo_gates_the_offline_models_replies_on_its_own_decoding_st
 
     monkeypatch.setenv("GAUNTLET_HOME", str(offline_home))
     run_latent_demo(tmp_path, cases=CASES[:1], max_new_tokens=12)  # one short episode shows the whole path
+    assert sorted(path.name for path in tmp_path.glob("*.jsonl")) == [f"{CASES[0]}.jsonl"]
     (episode,) = load_episodes(tmp_path / f"{CASES[0]}.jsonl")
     gate = [event.data["scores"] for step in episode.steps for event in step.events
             if event.kind == "decision" and "chaos" in event.data.get("scores", {})]
