@@ -10,7 +10,7 @@ What it runs (each part is a ``gauntlet eval`` run folder under ``--out``, so a 
   pass^k with bootstrap CIs over tasks (the tau-bench convention). The attempts of one task must be
   able to differ, so a local model samples (temperature 0.7, top-p 0.8, top-k 20: Qwen2.5's own
   generation settings), seeded by the attempt's recorded seed: a rerun gives the same replies.
-* **disaster**, DORA T1-T3, in both modes: autonomous planning (question and all 119 tools) and
+* **disaster**, DORA T1-T3, in both modes: autonomous planning (question and all 132 tools) and
   instruction following (the same plus the gold tool plan as numbered steps); ``per_dimension`` tasks
   of each dimension, drawn with a seeded shuffle; greedy decoding, one attempt. Reported as DORA
   does: answer accuracy per dimension and their macro average (the DORA score), and the trajectory

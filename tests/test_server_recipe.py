@@ -14,14 +14,14 @@ from typing import Annotated
 import pytest
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.shared.memory import create_connected_server_and_client_session as connect
-from mcp.types import ToolAnnotations
+from mcp.types import ImageContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from gauntlet.bridges import mcp_compat
 from gauntlet.bridges.env_server import build_env_server
 from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerTarget
 from gauntlet.bridges.tool_errors import ToolInputError
-from gauntlet.bridges.tool_server import ToolServer, ToolSet
+from gauntlet.bridges.tool_server import ResultWithContent, ToolServer, ToolSet
 
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 INTERNAL = re.compile(r"^internal error ([0-9a-f]{8})\b")
@@ -191,6 +191,37 @@ async def test_the_state_parameter_is_not_in_the_input_schema_and_outputs_keep_t
     assert schema["properties"]["name"]["examples"] == ["THF"]
     assert tools["price_of"].outputSchema["properties"]["price_usd"]["type"] == "number"
     assert tools["price_of"].annotations == READ_ONLY
+
+
+class Sketch(ResultWithContent):
+    caption: str = Field(description="what the sketch shows")
+
+
+PNG_HEADER = "iVBORw0KGgo="  # base64 of the PNG signature: a stand-in for a picture
+
+
+@pytest.mark.anyio
+async def test_a_result_with_content_sends_its_blocks_after_the_text_and_keeps_them_out_of_the_structured_content():
+    tools = ToolSet[str]()
+
+    @tools.tool(READ_ONLY)
+    def sketch(notes: str) -> Sketch:
+        """Draw a sketch of the notes."""
+        return Sketch(caption=notes).attach(ImageContent(type="image", data=PNG_HEADER, mimeType="image/png"))
+
+    assert sketch("a dot").model_dump() == {"caption": "a dot"} and len(sketch("a dot").attached) == 1
+    plain = ToolServer(tools, "a dot", name="sketches", instructions="Sketch.")
+    # The attack views rewrite the structured content; the attached blocks still follow its text.
+    rewritten = ToolServer(tools, "a dot", name="sketches", instructions="Sketch.",
+                           rewrite_result=lambda name, arguments, structured: {**structured, "caption": "changed"})
+    for server, caption in ((plain, "a dot"), (rewritten, "changed")):
+        async with connect(server) as client:
+            (listed,) = (await client.list_tools()).tools
+            result = await client.call_tool("sketch", {})
+        assert not result.isError and [block.type for block in result.content] == ["text", "image"]
+        assert result.content[1].data == PNG_HEADER and result.content[1].mimeType == "image/png"
+        assert result.structuredContent == {"caption": caption} and caption in result.content[0].text
+        assert set(listed.outputSchema["properties"]) == {"caption"}
 
 
 def test_outside_the_tested_sdk_range_servers_are_refused_and_the_speed_ups_skipped(monkeypatch):

@@ -62,7 +62,8 @@ PREFIXES_KEPT = 4
 # Replies whose kept hidden states stay available to a monitor, per loaded model.
 KEPT_REPLIES = 32
 # A prompt is read this many tokens at a time: attention over a whole 19,000-token prompt (the disaster
-# server's 119 tool schemas) at once would hold 14 heads x 19,000^2 scores, ~20 GB in fp32.
+# server's tool schemas when it had 119 tools; it has 132 now) at once would hold 14 heads x 19,000^2
+# scores, ~20 GB in fp32.
 PREFILL_CHUNK = 2048
 
 

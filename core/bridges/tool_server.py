@@ -29,6 +29,9 @@ session (the env bridge: one env per client). ``server.state`` is the shared sta
 **Results** may be rewritten before they are sent: ``rewrite_result(name, arguments, structured)``
 returns the structured content a successful call sends instead of the tool's own (the attack views
 plant an injected instruction in it, ``gauntlet.attacks``); the text content is rendered from it.
+A result model that derives from ``ResultWithContent`` also sends the content blocks attached to it
+(a figure's PNG as an ``ImageContent``), after the text; they are not part of its structured content
+or output schema, so a client that reads structured content sees the same result either way.
 
 **Errors** follow one policy, in ``ToolServer.call_tool``:
 
@@ -49,15 +52,15 @@ import os
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 import pydantic_core
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.fastmcp.tools import Tool
 from mcp.server.session import ServerSession
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ValidationError
+from mcp.types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
+from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from gauntlet.bridges import mcp_compat
 from gauntlet.bridges.tool_errors import (ToolInputError, argument_error, internal_error_text,
@@ -149,6 +152,25 @@ class ToolSet(Generic[StateT]):
         return self.fixable + tuple(error for included in self.includes for error in included.fixable_errors())
 
 
+class ResultWithContent(BaseModel):
+    """A tool result model that also sends content blocks beside its structured content: ``attach`` an
+    ``ImageContent`` (``mcp.server.fastmcp.Image(data=..., format="png").to_image_content()``) and the
+    call's result carries it after the text. The blocks are not fields: the output schema, the
+    structured content and ``model_dump`` are the model's fields alone."""
+
+    _attached: list[ContentBlock] = PrivateAttr(default_factory=list)
+
+    def attach(self, *blocks: ContentBlock) -> Self:
+        """Add content blocks to send with this result; returns the result."""
+        self._attached.extend(blocks)
+        return self
+
+    @property
+    def attached(self) -> list[ContentBlock]:
+        """The content blocks sent after the text, in the order attached."""
+        return list(self._attached)
+
+
 ResultRewrite = Callable[[str, dict[str, Any], dict[str, Any]], dict[str, Any]]
 """``rewrite_result(tool name, arguments as sent, structured content) -> structured content to send``."""
 
@@ -211,6 +233,8 @@ class ToolServer(FastMCP[Any], Generic[StateT]):
                 structured = self._rewrite_result(name, arguments, converted[1])
                 converted = ([TextContent(type="text", text=pydantic_core.to_json(structured, indent=2).decode())],
                              structured)
+            if isinstance(result, ResultWithContent) and isinstance(converted, tuple):
+                converted = ([*converted[0], *result.attached], converted[1])
             return converted
         except self._fixable as exc:
             message = self._public(str(exc))

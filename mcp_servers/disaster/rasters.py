@@ -8,12 +8,14 @@ of exhausting memory. Results keep the input's CRS and transform.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import rasterio
+from affine import Affine
 from rasterio.windows import Window
 
 MAX_READ_PIXELS = 64_000_000
@@ -60,6 +62,43 @@ def read(path: Path, bands: list[int] | None = None, window: tuple[int, int, int
         profile = {"crs": src.crs, "transform": src.window_transform(win), "nodata": src.nodata,
                    "descriptions": [src.descriptions[b - 1] for b in bands]}
     return Grid(data, profile)
+
+
+def read_for_display(path: Path, bands: list[int], max_side_px: int, *, mask: bool = False) -> Grid:
+    """``bands`` of the whole raster shrunk by a whole factor until no side exceeds ``max_side_px`` (never
+    enlarged), as float32 with nodata as NaN: what a figure draws. An image is averaged over each block; a
+    ``mask`` (band 1, 1 = selected) keeps a block selected if any of its pixels is, so a small region never
+    vanishes from a map (rasters over the read limit are sampled instead)."""
+    from rasterio.enums import Resampling
+
+    with rasterio.open(path) as src:
+        factor = max(1, math.ceil(max(src.width, src.height) / max_side_px))
+        rows, cols = math.ceil(src.height / factor), math.ceil(src.width / factor)
+        if mask and src.width * src.height <= MAX_READ_PIXELS:
+            # Whole blocks of factor x factor pixels, the last ones padded: they reach a little past the raster.
+            full = np.zeros((rows * factor, cols * factor), bool)
+            full[:src.height, :src.width] = src.read(bands[0]) != 0
+            blocks = np.any(full.reshape(rows, factor, cols, factor), axis=(1, 3))
+            data = blocks[None].astype(np.float32)
+            transform = src.transform * Affine.scale(factor)
+        else:
+            data = src.read(bands, out_shape=(len(bands), rows, cols), out_dtype="float32",
+                            resampling=Resampling.nearest if mask else Resampling.average)
+            if src.nodata is not None and not mask:
+                data[data == src.nodata] = np.nan
+            transform = src.transform * Affine.scale(src.width / cols, src.height / rows)
+        profile = {"crs": src.crs, "transform": transform, "nodata": None,
+                   "descriptions": [src.descriptions[b - 1] for b in bands]}
+    return Grid(data, profile)
+
+
+def bounds_of(grid: Grid) -> tuple[float, float, float, float]:
+    """(left, bottom, right, top) of a north-up grid in its CRS."""
+    transform = grid.profile["transform"]
+    rows, cols = grid.data.shape[1:]
+    left, top = transform.c, transform.f
+    right, bottom = transform * (cols, rows)
+    return float(left), float(min(bottom, top)), float(right), float(max(bottom, top))
 
 
 def crs_name(crs) -> str:
@@ -112,6 +151,27 @@ def same_grid(a: Grid, b: Grid, what: str = "rasters") -> None:
     if a.data.shape[1:] != b.data.shape[1:] or not a.profile["transform"].almost_equals(b.profile["transform"]):
         raise RasterError(f"the {what} are on different grids ({a.data.shape[1:]} vs {b.data.shape[1:]}); "
                           "resample one onto the other first (ras_resample)")
+
+
+def same_extent(a: dict[str, Any], b: dict[str, Any], what: str) -> None:
+    """Refuse rasters (their ``metadata``) on different CRS or extents; their pixel sizes may differ. Edges
+    count as equal within the larger pixel."""
+    if a["crs"] != b["crs"]:
+        raise RasterError(f"the {what} have different CRS ({a['crs']} vs {b['crs']}); reproject one first "
+                          "(ras_reproject)")
+    tolerance = max(a["pixel_size_m"], b["pixel_size_m"])
+    if any(abs(p - q) > tolerance for p, q in zip(a["bounds"], b["bounds"])):
+        raise RasterError(f"the {what} cover different extents ({_rounded(a['bounds'])} vs {_rounded(b['bounds'])}); "
+                          "clip them to the same bounds first (ras_clip)")
+
+
+def _rounded(bounds: list[float]) -> list[float]:
+    return [round(value, 1) for value in bounds]
+
+
+def is_metric(crs) -> bool:
+    """Whether a CRS is projected in metres (areas in m2 and scale bars need one)."""
+    return bool(crs is not None and crs.is_projected and crs.linear_units in ("metre", "meter", "m"))
 
 
 def normalized_difference(path: Path, band_a: int | str, band_b: int | str,

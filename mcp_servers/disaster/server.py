@@ -39,7 +39,7 @@ INSTRUCTIONS = (
 def load_tool_modules() -> None:
     """Import the tool modules (declaring every tool)."""
     from gauntlet.mcp_servers.disaster import (tools_mask, tools_objects, tools_ops, tools_poi,  # noqa: F401
-                                               tools_raster, tools_vector)
+                                               tools_raster, tools_report, tools_vector, tools_viz)
 
 
 def tool_specs(families: Sequence[str] | None = None) -> list[DeclaredTool]:

@@ -27,7 +27,7 @@ from gauntlet.mcp_servers.disaster.rasters import RasterError
 from gauntlet.mcp_servers.disaster.vectors import VectorError
 from gauntlet.mcp_servers.disaster.workspace import PathNotAllowed, Workspace
 
-FAMILIES = ("seg", "ras", "mask", "vec", "poi", "calc", "logi", "tool")
+FAMILIES = ("seg", "ras", "mask", "vec", "poi", "calc", "logi", "viz", "report", "tool")
 FunctionT = TypeVar("FunctionT", bound=Callable[..., Any])
 
 TOOLS = ToolSet[Workspace](fixable=[RasterError, VectorError, PathNotAllowed, RasterioError])

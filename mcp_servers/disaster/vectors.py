@@ -293,6 +293,26 @@ def require_lines(features: list[dict[str, Any]], argument: str = "roads") -> No
                               "data/<event>/roads.geojson")
 
 
+def route_ends(parts: list[Any]) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Where a route of line segments in travel order (as ``vec_shortest_path`` writes it, each segment in
+    either direction) starts and ends: the end of the first segment that the second does not touch, and
+    the end of the last segment that the one before it does not touch (a lone segment: its first and last
+    points)."""
+    def ends(part) -> list[tuple[float, float]]:
+        coords = list(part.coords)
+        return [(float(coords[0][0]), float(coords[0][1])), (float(coords[-1][0]), float(coords[-1][1]))]
+
+    def free_end(part, neighbour) -> tuple[float, float]:
+        touching = {_node(point) for point in ends(neighbour)}
+        own = ends(part)
+        return own[1] if _node(own[0]) in touching else own[0]
+
+    if len(parts) == 1:
+        start, end = ends(parts[0])
+        return start, end
+    return free_end(parts[0], parts[1]), free_end(parts[-1], parts[-2])
+
+
 def road_graph(roads, exclude_ids: set[str] | None = None):
     """An undirected graph of the road segments (minus ``exclude_ids``), weighted by length (m)."""
     import networkx as nx

@@ -5,7 +5,8 @@ Tools name files by *virtual paths*: ``data/<event>/<layer>`` under the data roo
 one of the two roots once symlinks are resolved; anything else (``..`` escapes, other absolute
 paths, symlinks pointing out) is refused with ``PathNotAllowed``. Artefacts are written atomically
 (temporary file, then ``os.replace``) under content-hashed names, so the same result always has the
-same path and a reader never sees half a file.
+same path and a reader never sees half a file. A figure's PNG gets a JSON sidecar of the same name
+describing it, written first (``write_bytes``).
 """
 
 from __future__ import annotations
@@ -76,8 +77,7 @@ class Workspace:
 
     # Writing -------------------------------------------------------------------------------------
     def _publish(self, scratch: Path, stem: str, suffix: str) -> str:
-        digest = hashlib.sha256(scratch.read_bytes()).hexdigest()[:16]
-        final = self.workspace_dir / f"{stem}-{digest}{suffix}"
+        final = self.workspace_dir / f"{stem}-{_digest(scratch.read_bytes())}{suffix}"
         os.replace(scratch, final)
         return self.virtual(final)
 
@@ -109,10 +109,26 @@ class Workspace:
 
     def write_json(self, stem: str, data: Any, suffix: str = ".geojson") -> str:
         """Write JSON (sorted keys, so equal content gives an equal name); returns its ``ws/`` path."""
-        scratch = self._scratch(suffix)
+        return self.write_bytes(stem, json.dumps(data, sort_keys=True, separators=(",", ":")).encode(), suffix)
+
+    def write_bytes(self, stem: str, data: bytes, suffix: str, sidecar: dict[str, Any] | None = None) -> str:
+        """Write ``data`` (a PNG) under a content-hashed name; returns its ``ws/`` path.
+
+        ``sidecar`` is JSON describing the file, written beside it (the same name with suffix ``.json``,
+        its ``path`` key set to the file's ``ws/`` path) *before* the file, so whoever finds the file
+        finds its description."""
+        final = self.workspace_dir / f"{stem}-{_digest(data)}{suffix}"
+        if sidecar is not None:
+            described = json.dumps({**sidecar, "path": self.virtual(final)}, sort_keys=True, separators=(",", ":"))
+            self._replace(final.with_suffix(".json"), described.encode())
+        self._replace(final, data)
+        return self.virtual(final)
+
+    def _replace(self, final: Path, data: bytes) -> None:
+        scratch = self._scratch(final.suffix)
         try:
-            scratch.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")))
-            return self._publish(scratch, stem, suffix)
+            scratch.write_bytes(data)
+            os.replace(scratch, final)
         except BaseException:
             scratch.unlink(missing_ok=True)
             raise
@@ -129,6 +145,10 @@ class Workspace:
         except BaseException:
             scratch.unlink(missing_ok=True)
             raise
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def _shown(path: str, limit: int = 80) -> str:
