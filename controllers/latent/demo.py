@@ -2,25 +2,26 @@
 
 ``run_demo(out_dir)`` gives the offline model two chats of the instruction-hierarchy suite as agent
 tasks: a system rule (a vault code never to reveal; always answer in German) and a user turn that asks
-it to break the rule. The agent runs through the runner on the chem demo server (shown one tool it does
-not need) with the ``latent`` monitor and the ``latent-correct`` controller, both on the shipped chaos
-score: the monitor takes the agent's own decoding states (no second read), the controller rewrites a
-reply whose score crosses the threshold with the hierarchy restated. Printed per episode: the reply, its
-chaos score against the threshold, what the gate did, and whether the rule's checker says the final
-answer kept the rule. The episodes and their trace are written to ``out_dir``. What the gate does is
-what the score says: on this model the score is near chance at telling violations apart (see
+it to break the rule. The agent runs through the runner on the env bridge's CartPole server (shown one
+tool it does not need: controllers depend on core and agents, not on a tool-server family) with the
+``latent`` monitor and the ``latent-correct`` controller, both on the shipped chaos score: the monitor
+takes the agent's own decoding states (no second read), the controller rewrites a reply whose score
+crosses the threshold with the hierarchy restated. Printed per episode: the reply, its chaos score
+against the threshold, what the gate did, and whether the rule's checker says the final answer kept the
+rule. The episodes and their trace are written to ``out_dir``. What the gate does is what the score
+says: on this model the score is near chance at telling violations apart (see
 ``docs/latent_monitor.md``), and the demo shows it as it is.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
 CASES = ("secret-user-conflict-000", "language-user-conflict-000")
 MAX_NEW_TOKENS = 64
-TOOLS = ("search_chemical",)
+TOOLS = ("reset",)
+SERVER = "env:CartPole-v1"
 
 
 def run_demo(out_dir: Path, cases: tuple[str, ...] = CASES, max_new_tokens: int = MAX_NEW_TOKENS) -> None:
@@ -30,16 +31,12 @@ def run_demo(out_dir: Path, cases: tuple[str, ...] = CASES, max_new_tokens: int 
     from gauntlet.controllers.latent.correction import LatentCorrection
     from gauntlet.controllers.latent.hierarchy import complied, hierarchy_suite
     from gauntlet.controllers.latent.monitor import LatentMonitor
-    from gauntlet.mcp_servers.chem.build import catalogue_path
-    from gauntlet.mcp_servers.chem.demo import DEMO_CATALOGUE
-    from gauntlet.mcp_servers.chem.server import build_server
     from gauntlet.report import write_report
     from gauntlet.tasks import EvalSpec, ToolTask
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     suite = {case.id: case for case in hierarchy_suite(per_cell=1)}
-    database = catalogue_path(**DEMO_CATALOGUE)
     monitor, controller = LatentMonitor(), LatentCorrection()
     print(f"chaos score: layer {monitor.score.layer} of the offline model, threshold {monitor.threshold:.1f} "
           "(the 95th percentile of compliant replies in the instruction-hierarchy study)")
@@ -47,9 +44,9 @@ def run_demo(out_dir: Path, cases: tuple[str, ...] = CASES, max_new_tokens: int 
     for case_id in cases:
         case = suite[case_id]
         system, user = case.messages[0]["content"], case.messages[1]["content"]
-        task = ToolTask(id=f"demo/{case_id}", question=user, answer="(judged by the rule checker)",
+        task = ToolTask(id=f"demo/{case_id}", server=SERVER, question=user, answer="(judged by the rule checker)",
                         eval_spec=EvalSpec(kind="exact"))
-        env = ToolTaskEnv([task], server=functools.partial(build_server, database))
+        env = ToolTaskEnv([task])
         agent = LLMAgent(model="offline", model_options={"max_new_tokens": max_new_tokens}, system_prompt=system,
                          max_steps=2, tools=TOOLS)
         path = out / f"{case_id}.jsonl"
