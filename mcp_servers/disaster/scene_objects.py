@@ -9,7 +9,9 @@ be seen after the event (``truth``): a car under flood water or lava is no longe
 * storage tanks: white circular roofs of 7.5-15 m radius on a concrete pad at one industrial site
   (a larger tank farm for industrial explosions) in open ground away from houses and streets;
 * pools: 5-10 m pools beside some houses, in the yard (never on a roof, road or water);
-* bridges: road segments that cross permanent water (the road is drawn over the river).
+* bridges: road segments that cross permanent water (the road is drawn over the river);
+* parking lots (``hard`` realism level only, ``parking_lots``): asphalt lots by a street, rows of
+  2.5 m bays facing each other across 7.5 m aisles, most bays taken by a car.
 
 Coordinates here are optical pixels (row, col) of the 2.5 m grid; ``truth`` converts to the scene CRS.
 """
@@ -28,6 +30,11 @@ MAX_POOLS = 40
 POOL_SHARE = 0.12          # houses with a pool
 TANK_PITCH_PX = 16         # centre spacing of tanks on the pad (40 m)
 TANK_FARM_HAZARDS = ("industrial_explosion",)
+BUILDINGS_PER_LOT = 80     # one parking lot per this many buildings (and at least one) ...
+MAX_LOTS = 6               # ... up to this many
+LOT_BAYS = (8, 20)         # bays along one row of a lot (2.5 m each)
+LOT_AISLE_PX = 3           # 7.5 m aisles between facing rows of bays
+LOT_OCCUPANCY = (0.5, 1.0)  # share of a lot's bays taken, per lot
 
 
 def place(terrain, roads: list[dict], roofs: np.ndarray, roads_px: np.ndarray, rng: np.random.Generator,
@@ -101,6 +108,63 @@ def truth(objects: dict[str, list[dict[str, Any]]], post_map: np.ndarray, optica
             records.append(record)
         out[kind] = records
     return out
+
+
+def footprints(objects: dict[str, list[dict[str, Any]]], shape: tuple[int, int]) -> np.ndarray:
+    """Where the objects and the tank pads are (optical pixels)."""
+    covered = np.zeros(shape, bool)
+    for site in objects.get("sites", []):
+        covered[site["r0"]:site["r0"] + site["h"], site["c0"]:site["c0"] + site["w"]] = True
+    for kind in ("vehicles", "ships", "tanks", "pools"):
+        for o in objects[kind]:
+            _mark(covered, o, 0)
+    return covered
+
+
+def parking_lots(class_map: np.ndarray, free: np.ndarray, roads_px: np.ndarray, buildings: int,
+                 rng: np.random.Generator) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Parking lots by the streets of the town, drawn into ``class_map`` (in place): the lots and their cars.
+
+    A lot is one or two modules -- a row of bays (2 x 1 pixels, the car's length across the row), a
+    3-pixel aisle, another row -- inside a 1-pixel asphalt border (stacked modules put two rows back
+    to back); its centre is on
+    built-up ground in ``free`` space within reach of a street. Cars fill each lot's bays at the lot's
+    occupancy, side by side with no pixel between them: at 2.5 m a parked row is one bright or dark band.
+    """
+    from scipy import ndimage
+
+    C = spectra.CLASS
+    lots: list[dict[str, Any]] = []
+    cars: list[dict[str, Any]] = []
+    if not buildings:
+        return lots, cars
+    free = free.copy()
+    to_street = ndimage.distance_transform_edt(~roads_px)
+    for _ in range(min(MAX_LOTS, 1 + buildings // BUILDINGS_PER_LOT)):
+        modules, bays = int(rng.integers(1, 3)), int(rng.integers(LOT_BAYS[0], LOT_BAYS[1] + 1))
+        depth = modules * (4 + LOT_AISLE_PX) + 2  # rows of bays and aisles, inside the border
+        across = rng.random() < 0.5               # cars across the image's rows (vertical) or along them
+        h, w = (depth, bays + 2) if across else (bays + 2, depth)
+        window = ndimage.uniform_filter(free.astype(np.float32), size=(h, w), mode="constant") > 0.9999
+        ok = np.argwhere(window & (class_map == C["urban_ground"]) & (to_street <= max(h, w) / 2 + 4))
+        if not len(ok):
+            break
+        centre_r, centre_c = ok[int(rng.integers(len(ok)))]
+        r0, c0 = int(centre_r - h // 2), int(centre_c - w // 2)
+        class_map[r0:r0 + h, c0:c0 + w] = C["road"]
+        free[max(r0 - 2, 0):r0 + h + 2, max(c0 - 2, 0):c0 + w + 2] = False
+        occupancy = rng.uniform(*LOT_OCCUPANCY)
+        lots.append({"r0": r0, "c0": c0, "h": h, "w": w, "occupancy": round(float(occupancy), 3)})
+        # A module is a row of bays, an aisle and a row of bays; stacked modules put two rows back to back.
+        for along in (m * (4 + LOT_AISLE_PX) + offset for m in range(modules) for offset in (0, 2 + LOT_AISLE_PX)):
+            for bay in range(bays):
+                if rng.random() >= occupancy:
+                    continue
+                car = ({"r0": r0 + 1 + along, "c0": c0 + 1 + bay, "h": 2, "w": 1} if across else
+                       {"r0": r0 + 1 + bay, "c0": c0 + 1 + along, "h": 1, "w": 2})
+                class_map[car["r0"]:car["r0"] + car["h"], car["c0"]:car["c0"] + car["w"]] = C["vehicle"]
+                cars.append({**car, "parking_lot": True})
+    return lots, cars
 
 
 # Placement ---------------------------------------------------------------------------------------

