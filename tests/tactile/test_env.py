@@ -11,6 +11,7 @@ from gymnasium.utils.env_checker import check_env
 
 import gauntlet  # noqa: F401 - registers the gauntlet/ envs
 from gauntlet.envs.tactile.env import TactilePerceptionEnv, TactilePerceptionVectorEnv
+from gauntlet.envs.tactile.registration import variant_ids
 from gauntlet.envs.tactile.simulation import MAX_STEP_M, WORKSPACE_HALF_M
 from gauntlet.envs.tactile.tasks import CELL_HALF_M
 from gauntlet.testing import check_branchable
@@ -20,8 +21,15 @@ from .conftest import SMOKE_OBJECTS, heightfield_mesh
 FAMILIES = ["TactileMNIST", "TactileMNISTCenterOfMass", "TactileMNISTVolume", "Starstruck", "Glyphs", "GlyphPose",
             "Toolbox", "ShapesCenterOfMass", "ShapesVolume"]
 WITHOUT_SPLITS = {"Glyphs", "GlyphPose", "Toolbox"}
-# Predictions are unbounded (logits, regression targets), which check_env merely remarks on.
-UNBOUNDED = ("minimum value is -infinity", "maximum value is infinity", "symmetric and normalized")
+# Predictions are unbounded (logits, regression targets), which check_env merely remarks on; and
+# check_env opens every render mode, "human" too, which on this headless machine warns that it shows nothing.
+EXPECTED_REMARKS = ("minimum value is -infinity", "maximum value is infinity", "symmetric and normalized",
+                    "render_mode='human' shows nothing")
+# The ids held to check_env and the Branchable contract: every family plain and with every variant
+# at once, and each variant alone on one family.
+IDS_UNDER_CONTRACT = ([f"{family}-v0" for family in FAMILIES]
+                      + [f"{family}-DR-sparse-truncate-v0" for family in FAMILIES]
+                      + ["TactileMNIST-DR-test-v0", "TactileMNIST-sparse-v0", "TactileMNIST-truncate-v0"])
 
 
 def make(family="TactileMNIST", split="train", **kwargs):
@@ -35,28 +43,38 @@ def _actions(space, count, seed=0):
     return [space.sample() for _ in range(count)]
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_every_family_passes_gymnasiums_env_checker(family):
-    env = make(family)
+@pytest.mark.parametrize("env_id", IDS_UNDER_CONTRACT)
+def test_every_family_and_variant_passes_gymnasiums_env_checker(env_id):
+    env = gym.make(f"gauntlet/{env_id}", objects_per_split=SMOKE_OBJECTS)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         check_env(env.unwrapped)
-    other = [str(w.message) for w in caught if not any(text in str(w.message) for text in UNBOUNDED)]
+    other = [str(w.message) for w in caught if not any(text in str(w.message) for text in EXPECTED_REMARKS)]
     assert other == []
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_every_family_is_branchable(family):
-    check_branchable(lambda: make(family), future_steps=20)
+@pytest.mark.parametrize("env_id", IDS_UNDER_CONTRACT)
+def test_every_family_and_variant_is_branchable(env_id):
+    check_branchable(lambda: gym.make(f"gauntlet/{env_id}", objects_per_split=SMOKE_OBJECTS), future_steps=20)
 
 
 def test_all_registered_ids_make_envs_and_native_vector_envs():
+    registered = variant_ids()
     for family in FAMILIES:
         splits = ("",) if family in WITHOUT_SPLITS else ("", "-train", "-test")
         for split in splits:
             assert f"gauntlet/{family}{split}-v0" in gym.registry
         vector = gym.make_vec(f"gauntlet/{family}{splits[-1]}-v0", num_envs=3, objects_per_split=SMOKE_OBJECTS)
         assert isinstance(vector, TactilePerceptionVectorEnv) and vector.num_envs == 3
+    for env_id, kwargs in registered.items():  # every variant: registered with its options, vectorised natively
+        spec = gym.registry[f"gauntlet/{env_id}"]
+        assert spec.kwargs == kwargs
+        assert spec.vector_entry_point == "gauntlet.envs.tactile.env:TactilePerceptionVectorEnv"
+    assert len(registered) == (9 + 6 * 2) * 8  # 21 family/split ids, each plain and in 7 variant combinations
+    vector = gym.make_vec("gauntlet/Starstruck-DR-test-sparse-truncate-v0", num_envs=2,
+                          objects_per_split=SMOKE_OBJECTS)
+    assert vector.sparse_reward and vector.truncate_instead_of_terminate
+    assert vector.sim.sensor_config.domain_randomization
 
 
 def test_reseeding_reproduces_observations_exactly():
