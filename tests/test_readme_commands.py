@@ -90,6 +90,8 @@ NOT_RUN: dict[str, str] = {
                                       "runs this demo",
     "gauntlet demo --only llm": "one episode of the offline LLM (minutes, about 4 GB of memory on 2 cores); "
                                 "tests/llm/test_demo.py runs this demo",
+    "gauntlet demo --only latent": "two episodes of the offline LLM (about a minute); tests/llm/test_demo.py runs "
+                                   "this demo on one short episode",
     "gauntlet eval chem --agent llm --agent-config '{\"model\": \"offline\", \"mode\": \"chemcost\", "
     "\"max_steps\": 4}' --limit 1":
         "needs the full chem data and the offline LLM; tests/llm runs the LLM agent on the chem server",
