@@ -17,7 +17,7 @@ reader as above (``reused`` 0). A reply with tool calls is read as the bare JSON
 writes them in (``{"name": ..., "arguments": ...}``, one per line), so its states are those of the call
 as written.
 
-``SHIPPED_SCORE`` (``data/latent/chaos-layer12.npz``, the default ``model``) is the score the
+``SHIPPED_SCORE`` (``chaos-layer12.npz`` beside this module, the default ``model``) is the score the
 instruction-hierarchy study fitted on the offline model (``python experiments/latent_monitor.py --size
 full --only hierarchy``: layer 12, rank 32, the threshold at the 95th percentile of compliant replies).
 
@@ -73,13 +73,12 @@ def reply_text(message: Any) -> str:
     return str(message.content or "")
 
 
-SHIPPED_SCORE = "latent/chaos-layer12.npz"
+SHIPPED_SCORE = "chaos-layer12.npz"
 
 
 def shipped_score() -> Path:
-    from gauntlet.curated import curated_path
-
-    return curated_path(SHIPPED_SCORE)
+    """The shipped fit (a package file: a model, not a curated input of ``data/``)."""
+    return Path(__file__).resolve().parent / SHIPPED_SCORE
 
 
 class LatentMonitor:
