@@ -43,9 +43,13 @@ def offline_gguf(offline_home):
 
 
 @pytest.fixture(scope="session")
-def local_model(offline_gguf) -> LocalChatModel:
+def local_model(offline_gguf, offline_home) -> LocalChatModel:
     model = LocalChatModel(model_path=str(offline_gguf), max_new_tokens=64)
-    model.weights  # noqa: B018 - load once here, so the tests time only themselves
+    with pytest.MonkeyPatch.context() as patch:
+        # Loading converts the GGUF into the data cache once: into the run's shared cache, where the demo
+        # and conversion tests find it, not into the user's (a second two-minute conversion in CI).
+        patch.setenv("GAUNTLET_HOME", str(offline_home))
+        model.weights  # noqa: B018 - load once here, so the tests time only themselves
     return model
 
 
