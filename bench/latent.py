@@ -21,8 +21,6 @@ from typing import Any
 
 from _reporting import bench_parser, figures_table, save_report, show
 
-ROOT = Path(__file__).resolve().parent.parent
-SCORE = ROOT / "experiments" / "results" / "latent" / "chaos-layer12.npz"
 
 
 def conversations(per_rule: int) -> list[list[Any]]:
@@ -82,13 +80,17 @@ def measure(model_file: str, score_file: str, per_rule: int, max_new_tokens: int
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = bench_parser("latent", __doc__ or "")
     parser.add_argument("--model", default=None, help="the agent and reader model (default: the offline model)")
-    parser.add_argument("--score", default=str(SCORE), help="a fitted chaos score of that model")
+    parser.add_argument("--score", default=None, help="a fitted chaos score of that model (default: the shipped one)")
     args = parser.parse_args(argv)
     model = args.model
     if model is None:
         from gauntlet.agents.llm.offline_model import model_path
 
         model = str(model_path())
+    if args.score is None:
+        from gauntlet.controllers.latent.monitor import shipped_score
+
+        args.score = str(shipped_score())
     report = measure(model, args.score, per_rule=1 if args.quick else 3, max_new_tokens=24 if args.quick else 64)
     table = figures_table(f"gauntlet bench latent ({report['model']}, layer {report['layer']}, "
                           f"{report['steps']} steps, CPU, 1 thread)", ("figure", "measured", "baseline", "target"))

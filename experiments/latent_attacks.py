@@ -24,9 +24,9 @@ count; a clean twin is checked for its attack twin's payload), utility (CTA@25),
 share of replies flagged, corrections per episode, the chaos scores of replies before and after a
 correction, model calls and seconds per episode.
 
-The chaos score is the file the instruction-hierarchy study fitted (``--score``, default
-``experiments/results/latent/chaos-layer12.npz``, with its threshold); the reader is the model it was
-fitted on. When the agent runs that model (the ``offline`` default) the monitor reuses the agent's own
+The chaos score is the file the instruction-hierarchy study fitted (``--score``, default the shipped
+``chaos-layer12.npz``, a copy of ``experiments/results/latent/``'s, with its threshold); the reader is
+the model it was fitted on. When the agent runs that model (the ``offline`` default) the monitor reuses the agent's own
 decoding states. The smoke size (tested) takes ``--model scripted:FILE`` and a small reader.
 
 Writes ``<out>/latent_attacks.json`` and ``<out>/latent_attacks.md`` and prints the table.
@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="full")
     parser.add_argument("--model", default="offline")
-    parser.add_argument("--score", default=str(ROOT / "experiments" / "results" / "latent" / "chaos-layer12.npz"))
+    parser.add_argument("--score", default=None, help="a fitted chaos score (default: the shipped one)")
     parser.add_argument("--reader", default=None, help="the model the score was fitted on (default: the offline one)")
     parser.add_argument("--out", default=str(ROOT / "experiments" / "results" / "latent" / "attacks"))
     parser.add_argument("--attack-suite", default=SUITES["attack"], help="registered suite of the attack tasks")
@@ -266,6 +266,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.score is None:
+        from gauntlet.controllers.latent.monitor import shipped_score
+
+        args.score = str(shipped_score())
     results = run(out, args.size, args.model, args.score, args.reader,
                   suites={"attack": args.attack_suite, "clean": args.clean_suite}, tools=args.tools.split(","),
                   gate=args.gate)

@@ -4,15 +4,13 @@ the same facts; bad input is an error the agent can act on."""
 
 from __future__ import annotations
 
-import anyio
 import numpy as np
 import pytest
 import rasterio
 from affine import Affine
-from mcp.shared.memory import create_connected_server_and_client_session
 from rasterio.crs import CRS
 
-from gauntlet.bridges.mcp_compat import validate_once
+from tests.disaster.helpers import call_all, error_text
 from gauntlet.mcp_servers.disaster.server import build_server
 
 # 20 x 20 pixels of 10 m (100 m2 each), UTM 32N.
@@ -50,18 +48,8 @@ def server(roots):
     return build_server(data, workspace_dir=workspace)
 
 
-def call_all(server, calls):
-    async def run():
-        async with create_connected_server_and_client_session(server) as session:
-            validate_once(session)
-            return [await session.call_tool(name, args) for name, args in calls]
-
-    return anyio.run(run)
 
 
-def error_text(result) -> str:
-    assert result.isError, result
-    return " ".join(block.text for block in result.content)
 
 
 def mask(count: int, root: str = "data/masks") -> str:

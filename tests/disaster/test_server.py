@@ -8,23 +8,15 @@ import anyio
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
 
-from gauntlet.bridges.mcp_compat import validate_once
 from gauntlet.bridges.server_process import serve_command, spawn_http_server
 from gauntlet.errors import UserError
+from tests.disaster.helpers import call_all, error_text
 from gauntlet.mcp_servers.disaster.server import build_server, tool_specs
 from gauntlet.mcp_servers.disaster.toolkit import FAMILIES
 
 EVENT = "data/ahr-2021-flood"
 
 
-def call_all(server, calls):
-    """Run (tool, args) calls in one in-memory client session; returns the CallToolResults."""
-    async def run():
-        async with create_connected_server_and_client_session(server) as session:
-            validate_once(session)
-            return [await session.call_tool(name, args) for name, args in calls]
-
-    return anyio.run(run)
 
 
 def list_tools(server):
@@ -35,9 +27,6 @@ def list_tools(server):
     return anyio.run(run)
 
 
-def error_text(result) -> str:
-    assert result.isError
-    return " ".join(block.text for block in result.content)
 
 
 @pytest.fixture

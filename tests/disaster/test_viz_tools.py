@@ -8,16 +8,14 @@ import base64
 import io
 import json
 
-import anyio
 import numpy as np
 import pytest
 import rasterio
 from affine import Affine
-from mcp.shared.memory import create_connected_server_and_client_session
 from PIL import Image
 from rasterio.crs import CRS
 
-from gauntlet.bridges.mcp_compat import validate_once
+from tests.disaster.helpers import call_all, error_text
 from gauntlet.mcp_servers.disaster.server import build_server
 
 SCENE = "data/tiny"
@@ -99,18 +97,8 @@ def server(scene_root, workspace_dir):
     return build_server(scene_root, workspace_dir=workspace_dir)
 
 
-def call_all(server, calls):
-    async def run():
-        async with create_connected_server_and_client_session(server) as session:
-            validate_once(session)
-            return [await session.call_tool(name, args) for name, args in calls]
-
-    return anyio.run(run)
 
 
-def error_text(result) -> str:
-    assert result.isError, result
-    return " ".join(block.text for block in result.content)
 
 
 def image_bytes(result) -> bytes:
