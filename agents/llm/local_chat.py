@@ -13,7 +13,10 @@ reads them there. A monitor of the agent's own replies need not read them again:
 model keeps the states of chosen layers at the positions that wrote each reply token (``keep_hidden_
 layers``, or layers a monitor asked the loaded weights to ``watch``), filed under the reply
 (``reply_key``) for ``LoadedWeights.kept_states`` to hand over. Keeping them costs one row copy per
-decoded token and layer (forward hooks), not a second forward pass.
+decoded token and layer (forward hooks), not a second forward pass. Two identical replies decoded in
+one process share a key and the later one's states win: in the runner's order (decode, then observe)
+that is the reply observed, but a controller that decodes identical candidates before a monitor reads
+the first would hand it the last one's states.
 
 Loaded weights are shared by every ``LocalChatModel`` of one file and device in a process, so many
 episodes cost one load; calls on shared weights take turns. An agent's prompts grow by a step at a
