@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, final
+from typing import Any, Protocol, final, runtime_checkable
 
 from gymnasium import spaces
 
@@ -30,6 +30,14 @@ class AgentOutput:
                         "AgentOutput's own fields; return an AgentOutput and put what else to record in its events")
 
 
+@runtime_checkable
+class ClientModelUser(Protocol):
+    """An env whose MCP sessions can answer their servers' requests for a language model (``ToolTaskEnv``):
+    the runner passes it the agent's ``client_model()`` before each reset."""
+
+    def use_client_model(self, callback: Any) -> None: ...
+
+
 class Agent(ABC):
     """Something that acts: ``reset`` at the start of an episode, then ``act`` once per step.
 
@@ -49,6 +57,12 @@ class Agent(ABC):
     def reset(  # noqa: B027 (a default, not a hook every agent must fill: most keep nothing between episodes)
             self, *, seed: int | None, observation_space: spaces.Space, action_space: spaces.Space) -> None:
         """Prepare for a new episode; the default keeps nothing between episodes."""
+
+    def client_model(self) -> Any:
+        """The language model this agent lends to the tool servers it talks to, as an MCP sampling callback
+        (``mcp.client.session.SamplingFnT``), or None (the default: a server asking its client for a model
+        is declined). The runner hands it to envs that pass it on (``gauntlet.bridges.client_model``)."""
+        return None
 
     @abstractmethod
     def act(self, observation: Any, info: dict[str, Any]) -> Any:

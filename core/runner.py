@@ -34,7 +34,7 @@ from typing import Any, Literal, NamedTuple, SupportsFloat, TypeAlias
 import gymnasium as gym
 import numpy as np
 
-from gauntlet.agent import Agent, AgentOutput
+from gauntlet.agent import Agent, AgentOutput, ClientModelUser
 from gauntlet.branching import branchable
 from gauntlet.episode import (
     SCHEMA_VERSION,
@@ -99,6 +99,8 @@ def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: i
     keep = bool(hooks) or (keep_steps if keep_steps is not None else record == "memory")
 
     started = time.perf_counter()
+    if isinstance(env.unwrapped, ClientModelUser):  # its tools may ask for the agent's model (MCP sampling)
+        env.unwrapped.use_client_model(agent.client_model())
     observation, info = env.reset(seed=seed)
     agent.reset(seed=seed, observation_space=env.observation_space, action_space=env.action_space)
     task_id = info.get(TASK_ID) if info else None

@@ -147,6 +147,7 @@ class LLMAgent(Agent):
             suite=suite, tools=list(tools) if tools is not None else None)
         self._shown = tuple(tools) if tools is not None else None
         self._model: BaseChatModel | None = model if isinstance(model, BaseChatModel) else None
+        self._lent: Any = None
         self._system_prompt = system_prompt if system_prompt is not None else self._mode.system_prompt
         self._model_retries, self._retry_backoff_s = model_retries, retry_backoff_s
         self._tasks = {task.id: task for task in load_suite(suite)} if suite is not None else {}
@@ -161,6 +162,14 @@ class LLMAgent(Agent):
         model = self._kwargs["model"]
         return {**self._kwargs, "model": model if isinstance(model, str) else _describe(model),
                 "system_prompt": self._system_prompt}
+
+    def client_model(self) -> Any:
+        """This agent's chat model, lent to tool servers that ask their client to write (MCP sampling)."""
+        from gauntlet.agents.llm.sampling import sampling_callback
+
+        if self._lent is None:  # one callback for all episodes: the env keeps its client while the callback is the same
+            self._lent = sampling_callback(self._chat_model(), self.config()["model"])
+        return self._lent
 
     def _chat_model(self) -> BaseChatModel:
         if self._model is None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from mcp import ClientSession, types
 from mcp.server.fastmcp import FastMCP
+from mcp.client.session import SamplingFnT
 
 from gauntlet.bridges.mcp_compat import validate_once
 
@@ -101,13 +102,16 @@ class _SameServer:
 
 
 @asynccontextmanager
-async def open_session(target: ServerTarget) -> AsyncIterator[tuple[ClientSession, str]]:
-    """An initialised ClientSession connected to ``target``, and the server's name."""
+async def open_session(target: ServerTarget, *, sampling_callback: SamplingFnT | None = None
+                       ) -> AsyncIterator[tuple[ClientSession, str]]:
+    """An initialised ClientSession connected to ``target``, and the server's name. With
+    ``sampling_callback`` the session declares the ``sampling`` capability and answers the server's
+    requests for a model with it (``gauntlet.bridges.client_model``)."""
     if target.factory is not None:
         from mcp.shared.memory import create_connected_server_and_client_session
 
         server = target.factory()
-        async with create_connected_server_and_client_session(server) as session:
+        async with create_connected_server_and_client_session(server, sampling_callback=sampling_callback) as session:
             yield validate_once(session), server.name
         return
     if target.command is not None:
@@ -115,7 +119,8 @@ async def open_session(target: ServerTarget) -> AsyncIterator[tuple[ClientSessio
 
         parameters = StdioServerParameters(command=target.command[0], args=list(target.command[1:]),
                                            env=dict(target.env) or None)
-        async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+        async with stdio_client(parameters) as (read, write), \
+                ClientSession(read, write, sampling_callback=sampling_callback) as session:
             result = await session.initialize()
             yield validate_once(session), result.serverInfo.name
         return
@@ -123,7 +128,8 @@ async def open_session(target: ServerTarget) -> AsyncIterator[tuple[ClientSessio
 
     if target.url is None:
         raise ValueError("a ServerTarget needs exactly one of factory, command or url (got none)")
-    async with streamable_http_client(target.url) as (read, write, _), ClientSession(read, write) as session:
+    async with streamable_http_client(target.url) as (read, write, _), \
+            ClientSession(read, write, sampling_callback=sampling_callback) as session:
         result = await session.initialize()
         yield validate_once(session), result.serverInfo.name
 
@@ -135,9 +141,11 @@ class BlockingMCPClient:
     a new server instance for a factory). Every call waits at most ``timeout_s`` seconds.
     """
 
-    def __init__(self, target: ServerTarget, *, timeout_s: float = 60.0):
+    def __init__(self, target: ServerTarget, *, timeout_s: float = 60.0,
+                 sampling_callback: SamplingFnT | None = None):
         self.target = target
         self.timeout_s = timeout_s
+        self.sampling_callback = sampling_callback  # answers the server's requests for a model (see open_session)
         self.server_name: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -182,7 +190,7 @@ class BlockingMCPClient:
         # Enter and exit the transport in this one task (anyio cancel scopes demand it).
         self._stop = asyncio.Event()
         try:
-            async with open_session(self.target) as opened:
+            async with open_session(self.target, sampling_callback=self.sampling_callback) as opened:
                 ready.set_result(opened)
                 await self._stop.wait()
         except BaseException as exc:

@@ -265,6 +265,14 @@ class ToolServer(FastMCP[Any], Generic[StateT]):
             raise argument_error(name, exc, tool.parameters, arguments) from None
         return await mcp_compat.call_declared(tool, parsed, self._state_for_call())
 
+    def request_session(self) -> ServerSession | None:
+        """The client session of the request being served; None outside one (a tool run in process).
+        Tools that ask the client for something (``gauntlet.bridges.client_model``) reach it through this."""
+        try:
+            return self.get_context().session
+        except ValueError:  # the SDK's "Context is not available outside of a request"
+            return None
+
     def _state_for_call(self) -> Any:
         if self._open_session_state is None:
             return self.state

@@ -13,6 +13,8 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from gauntlet.branching import BranchingError
+from mcp.client.session import SamplingFnT
+
 from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerSpec, ServerTarget, result_value
 from gauntlet.episode import ToolCall
 from gauntlet.info_keys import METRICS, PRIVILEGED, SUCCESS, TASK_ID, TOOL_CALL
@@ -160,6 +162,12 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
     * ``answer_tool``, ``max_steps``, ``max_text_length``, ``invalid_action_penalty``,
       ``call_timeout_s`` (longest wait for one MCP call), ``scorer``.
 
+    ## Client model
+    A tool may ask its client for a language model (MCP sampling, e.g. the disaster server's
+    ``report_summarize`` with ``writer='client_model'``). The env's session declines unless
+    ``use_client_model(callback)`` gave it one; the runner gives it the agent's ``client_model()``
+    (the LLM agent lends its own model), so the tool writes with the model under test.
+
     ## Branching
     ``snapshot()`` is the task and the actions so far; ``restore()`` opens a fresh session and
     replays them, so tools must be deterministic given the call sequence (a replay that yields a
@@ -202,10 +210,16 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
             "task": spaces.Text(max_length=max_text_length, min_length=0, charset=CHARSET),
             "result": spaces.Text(max_length=max_text_length, min_length=0, charset=CHARSET)}))
         self._client: BlockingMCPClient | None = None
+        self._client_model: SamplingFnT | None = None
         self._tools: list[dict[str, Any]] = []
         self.task: ToolTask | None = None
         self._next_task = 0
         self._clear_episode()
+
+    def use_client_model(self, callback: SamplingFnT | None) -> None:
+        """From the next reset, answer the server's requests for a language model (MCP sampling) with
+        ``callback`` (the runner passes the agent's ``client_model()``); None declines them."""
+        self._client_model = callback
 
     # Episode state ---------------------------------------------------------------------------
     def _current_task(self) -> ToolTask:
@@ -232,10 +246,12 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
         if spec is None:
             raise ValueError(f"task {task.id!r} names no server and ToolTaskEnv was given none")
         target = ServerTarget.coerce(spec)
-        if self._client is None or self._client.target != target:
+        if self._client is None or self._client.target != target or \
+                self._client.sampling_callback is not self._client_model:
             if self._client is not None:
                 self._client.close()
-            self._client = BlockingMCPClient(target, timeout_s=self.call_timeout_s)
+            self._client = BlockingMCPClient(target, timeout_s=self.call_timeout_s,
+                                             sampling_callback=self._client_model)
         self._client.open()
         self._tools = [{"name": tool.name, "description": tool.description or "", "input_schema": tool.inputSchema}
                        for tool in self._client.list_tools() if tool.name != self.answer_tool]
@@ -380,6 +396,7 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
     def fork(self, snapshot: ToolTaskSnapshot) -> ToolTaskEnv:
         """An independent env (its own session) standing at ``snapshot``."""
         clone = ToolTaskEnv(**self._init_kwargs)
+        clone.use_client_model(self._client_model)  # its replay asks the same model the original asked
         clone.restore(snapshot)
         return clone
 

@@ -156,8 +156,14 @@ class EvidenceOut(BaseModel):
 
 
 class SummaryOut(BaseModel):
-    """A report summary written from a fixed template."""
+    """A report summary: written from a fixed template, or by the client's language model from it."""
 
     text: str = Field(description="the summary, one sentence per line")
     sentences: list[str]
     word_count: int
+    writer: str = Field("template", description="'template', or 'client_model' when the client's model wrote text")
+    model: str | None = Field(None, description="the client's model, as the client names it (client_model only)")
+    template_text: str | None = Field(None, description="the template's summary the model was given (client_model "
+                                      "only)")
+    facts_missing: list[str] = Field(default_factory=list, description="labels of findings whose value is not in "
+                                     "the model's text as the template writes it (client_model only)")

@@ -151,3 +151,30 @@ def summary_sentences(event: str, hazard: str | None, findings: Sequence[tuple[s
         sentences.append(f"Recommended actions: {listed}.")
     return sentences
 
+
+
+# Prose by the client's language model (report_summarize with writer='client_model') ---------------------
+WRITER_SYSTEM = ("You write the summary paragraph of a disaster situation report. Use only the facts given. "
+                 "Keep every number exactly as written in the facts, with its unit. Do not add facts, numbers "
+                 "or advice. Write plain prose, at most 150 words, no headings or lists.")
+WRITER_MAX_TOKENS = 300
+
+
+def writer_prompt(sentences: Sequence[str]) -> str:
+    """What the client's model is asked: the template's sentences as the facts to rewrite."""
+    facts = "\n".join(f"- {sentence}" for sentence in sentences)
+    return f"Facts:\n{facts}\n\nRewrite these facts as one readable paragraph for responders."
+
+
+def facts_missing(text: str, findings: Sequence[tuple[str, float | str, str]]) -> list[str]:
+    """Labels of the findings whose value does not appear in ``text`` as the template writes it (numbers with
+    or without thousands separators; text values case-insensitively): a model's rewrite that drops or alters
+    a number is caught, one that paraphrases it ('1.25 million') is counted as missing too."""
+    lowered = text.lower()
+    missing = []
+    for label, value, _unit in findings:
+        written = quantity(value)
+        forms = {written.lower(), written.replace(",", "").lower()}
+        if not any(form in lowered for form in forms):
+            missing.append(label.strip())
+    return missing

@@ -93,6 +93,7 @@ def disaster_server(data_root: str | os.PathLike[str] | None, families: Sequence
                                                rewrite_result=rewrite_result)
     # tool_loop calls the other tools of this server, through the recipe (arguments checked, state passed).
     ws.tools = {name: functools.partial(server.run_tool, name) for name in names}
+    ws.client_session = server.request_session
     if own_workspace:  # a workspace this server made lives as long as the server (or the process)
         weakref.finalize(server, shutil.rmtree, str(ws.workspace_dir), True)
     return server
@@ -128,4 +129,5 @@ class SessionWorkspaces:
         own = SessionWorkspace(self.shared.data_root, tempfile.mkdtemp(prefix="session-", dir=self.parent),
                                remove_on_close=True)
         own.tools = self.shared.tools  # they run through the server, which passes each session its own state
+        own.client_session = self.shared.client_session
         return own

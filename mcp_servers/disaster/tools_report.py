@@ -1,12 +1,13 @@
-"""Report tools (report_*): evidence from dated hazard masks, and a summary from a fixed template (no
-language model): thin wrappers over reporting.py."""
+"""Report tools (report_*): evidence from dated hazard masks, and a summary from a fixed template (or, when a
+call asks, rewritten by the calling client's language model): thin wrappers over reporting.py."""
 
 from collections.abc import Sequence
 from datetime import date
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from gauntlet.bridges.client_model import ask_client_model
 from gauntlet.bridges.tool_errors import ToolInputError
 from gauntlet.mcp_servers.disaster import rasters, reporting
 from gauntlet.mcp_servers.disaster.models import EvidenceOut, EvidenceStep, SummaryOut
@@ -79,7 +80,7 @@ class Finding(BaseModel):
 
 
 @tool("report")
-def report_summarize(ws: Workspace,
+async def report_summarize(ws: Workspace,
                      event: Annotated[str, Field(min_length=1, max_length=120, description="what the report is "
                                                  "about, e.g. 'Ahr valley flood, July 2021'")],
                      findings: Annotated[list[Finding], Field(max_length=20, description="the facts to state, in "
@@ -92,12 +93,18 @@ def report_summarize(ws: Workspace,
                                                                "ignored)")] = None,
                      recommendations: Annotated[Sequence[Annotated[str, Field(min_length=1, max_length=200)]], Field(
                          max_length=10, description="recommended actions, in priority order")] = (),
+                     writer: Annotated[Literal["template", "client_model"], Field(
+                         "template", description="'template' (default: deterministic) or 'client_model' (your "
+                         "client's language model rewrites the template's text as prose, if the client offers "
+                         "one)")] = "template",
                      ) -> SummaryOut:
-    """A deterministic summary of structured facts (no language model: the same facts always give the same
-    text): an opening sentence naming the event and hazard, one sentence per finding ('label: value unit.';
-    whole numbers with thousands separators, others to at most two decimals (three significant digits below 1),
-    m2 as m²), one sentence for the trend (if given: its class, first, peak and last areas and dates), and the
-    recommendations numbered in order."""
+    """A summary of structured facts. By default deterministic (no language model: the same facts always give
+    the same text): an opening sentence naming the event and hazard, one sentence per finding ('label: value
+    unit.'; whole numbers with thousands separators, others to at most two decimals (three significant digits
+    below 1), m2 as m²), one sentence for the trend (if given: its class, first, peak and last areas and dates),
+    and the recommendations numbered in order. With writer='client_model' the server asks the calling client's
+    language model (MCP sampling) to rewrite that text as one paragraph; the result names the model, keeps the
+    template's text, and lists the findings whose value the model's text lost (facts_missing)."""
     if not findings and trend is None:
         raise ToolInputError("give at least one finding or a trend to summarise; a valid example: "
                              '{"event": "Ahr valley flood", "findings": [{"label": "Flooded area", "value": 1250000, '
@@ -107,7 +114,14 @@ def report_summarize(ws: Workspace,
             raise ToolInputError("argument 'trend': the peak date must lie between the first and the last date")
         if trend.peak_area_m2 < max(trend.first_area_m2, trend.last_area_m2):
             raise ToolInputError("argument 'trend': the peak area must be at least the first and the last area")
-    sentences = reporting.summary_sentences(event, hazard, [(f.label, f.value, f.unit) for f in findings], trend,
-                                            recommendations)
+    facts = [(f.label, f.value, f.unit) for f in findings]
+    sentences = reporting.summary_sentences(event, hazard, facts, trend, recommendations)
     text = "\n".join(sentences)
-    return SummaryOut(text=text, sentences=sentences, word_count=len(text.split()))
+    if writer == "template":
+        return SummaryOut(text=text, sentences=sentences, word_count=len(text.split()))
+    reply = await ask_client_model(ws.client_session(), reporting.writer_prompt(sentences),
+                                   system=reporting.WRITER_SYSTEM, max_tokens=reporting.WRITER_MAX_TOKENS,
+                                   fallback="call again with writer='template'")
+    lines = [line.strip() for line in reply.text.splitlines() if line.strip()]
+    return SummaryOut(text=reply.text, sentences=lines, word_count=len(reply.text.split()), writer=writer,
+                      model=reply.model, template_text=text, facts_missing=reporting.facts_missing(reply.text, facts))

@@ -11,6 +11,7 @@ describing it, written first (``write_bytes``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import hashlib
 import json
 import os
@@ -34,6 +35,8 @@ class Workspace:
         self.workspace_dir = Path(workspace_dir).resolve()
         self.workspace_dir.mkdir(parents=True, exist_ok=True)
         self.tools: dict[str, Any] = {}  # the serving session's tools, for tool_loop
+        # The client session of the call being served (the server sets it), for tools that ask the client's model.
+        self.client_session: Callable[[], Any] = lambda: None
 
     # Reading -------------------------------------------------------------------------------------
     def resolve(self, path: str, *, suffixes: tuple[str, ...] = ()) -> Path:
