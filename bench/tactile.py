@@ -10,7 +10,11 @@ renderer it replaces (the baseline; bit-identical output):
 2. native vector env, n = 1, 8, 64: env-steps/s, and a plain loop over 8 single envs; n = 64 also
    with the batch split over two threads (``render_threads=2``, the issue's 2 cores);
 3. memory per env: bytes allocated by a vector env per extra env (tracemalloc, n = 64 vs n = 1),
-   plus the memory-mapped object set shared by all envs.
+   plus the memory-mapped object set shared by all envs;
+4. the reference's features, each off and on in the same run (fused kernel, single env and n = 64):
+   objects that move at every touch (TactileMNIST, ``perturb_object_pose``), the depth-only sensor
+   (TactileMNIST, ``depth_only``), both (= ``TactileMNIST-Depth-v1``), and the sensor tilt
+   (ShapesVolume: the v0 sensor that only turns against ``sensor_tilt``, = ``ShapesVolume-v1``).
 Each rate is reported twice: wall-clock (what the machine gave, with its other load: the load
 average before and after is recorded) and per CPU-second of this process (``time.process_time``:
 what one otherwise idle core would give, and much less sensitive to other jobs). Targets from the
@@ -143,6 +147,47 @@ def vector_env(sizes: tuple[int, ...], env_steps: int, trials: int) -> dict[str,
     return results
 
 
+# (label, family, options): each feature is measured against its own family's v0 in the same run
+FEATURES = (("TactileMNIST v0", "TactileMNIST", {}),
+            ("TactileMNIST + perturbation (v1)", "TactileMNIST", {"perturb_object_pose": True}),
+            ("TactileMNIST depth only", "TactileMNIST", {"depth_only": True}),
+            ("TactileMNIST-Depth-v1 (both)", "TactileMNIST", {"perturb_object_pose": True, "depth_only": True}),
+            ("ShapesVolume v0 (turning sensor)", "ShapesVolume", {}),
+            ("ShapesVolume + tilt (v1: tilt, perturbation)", "ShapesVolume",
+             {"sensor_tilt": True, "perturb_object_pose": True}))
+FEATURE_OBJECTS = 100
+
+
+def _space_actions(space: gym.spaces.Dict, count: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """``count`` fixed random actions of a (batched or single) tactile action space."""
+    rng = np.random.default_rng(seed)
+    move, prediction = space["action"].shape, space["prediction"].shape
+    return [{"action": rng.uniform(-1, 1, move).astype(np.float32),
+             "prediction": rng.normal(size=prediction).astype(np.float32)} for _ in range(count)]
+
+
+def features(steps: int, trials: int, num_envs: int = 64) -> dict[str, Any]:
+    """Env-steps/s of each entry of ``FEATURES`` (default backend), single env and ``num_envs`` batched."""
+    results: dict[str, Any] = {}
+    for label, family, options in FEATURES:
+        env = TactilePerceptionEnv(family, objects_per_split=FEATURE_OBJECTS, **options)
+        env.reset(seed=0)
+        run = _episodes(env, _space_actions(env.action_space, steps))
+        run()
+        _record(results, f"{label} | single", _rate(run, steps, trials))
+        vector = TactilePerceptionVectorEnv(num_envs, family, objects_per_split=FEATURE_OBJECTS, **options)
+        vector.reset(seed=0)
+        batched = _space_actions(vector.action_space, max(4, 4 * steps // num_envs))
+
+        def run_vector(vector=vector, batched=batched) -> None:
+            for action in batched:
+                vector.step(action)
+
+        run_vector()
+        _record(results, f"{label} | n={num_envs}", _rate(run_vector, num_envs * len(batched), trials))
+    return results
+
+
 def memory_per_env() -> dict[str, float]:
     def allocated(n: int) -> int:
         tracemalloc.start()
@@ -172,6 +217,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "single": single_env(steps, trials),
         "vector": vector_env((1, 8, 64), steps * 4, trials),
         "memory": memory_per_env(),
+        "features": features(steps // 3, trials),
         "reference_quoted": REFERENCE,
     }
     report["machine"]["load_average_1min"] = {"before": load_before[0], "after": os.getloadavg()[0]}
@@ -235,6 +281,23 @@ def _print_table(report: dict[str, Any]) -> None:
     table.add_row("reference package (quoted, not measured)", f"{reference['single_taxim']} (Taxim)",
                   f"{reference['single_depth']} single / {reference['vector8_depth']} n=8 (depth)", "", "")
     Console(width=170).print(table)  # wide enough that no row wraps
+    _print_features(report)
+
+
+def _print_features(report: dict[str, Any]) -> None:
+    """Each feature on against its family's v0, same run (wall | per CPU-second)."""
+    group = report["features"]
+    table = figures_table("the reference's features, off and on (same run; env-steps/s wall | per CPU-second)",
+                          ("configuration", "single env", "vs its v0", "vector env n=64", "vs its v0"))
+    baseline = {"TactileMNIST": "TactileMNIST v0", "ShapesVolume": "ShapesVolume v0 (turning sensor)"}
+    for label, family, _ in FEATURES:
+        cells = []
+        for size in ("single", "n=64"):
+            rates, base = group[f"{label} | {size}"], group[f"{baseline[family]} | {size}"]
+            cells += [f"{rates['wall']:,.0f} | {rates['cpu']:,.0f}",
+                      " | ".join(f"{rates[c] / base[c]:.2f}x" for c in ("wall", "cpu"))]
+        table.add_row(label, *cells)
+    Console(width=170).print(table)
 
 
 if __name__ == "__main__":

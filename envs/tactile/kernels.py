@@ -44,8 +44,6 @@ def _render_batch(fields_flat, offsets, cosines, object_xy, sensor_xy, scale, ha
     height = v.shape[0]
     width = u.shape[0]
     zero = np.float32(0.0)
-    one = np.float32(1.0)
-    two = np.float32(2.0)
     limit = np.float32(resolution - border)
     # Per-row scratch. Each sweep is split into a loop without look-ups (which the compiler turns
     # into SIMD code) and a loop that does the look-ups.
@@ -117,40 +115,60 @@ def _render_batch(fields_flat, offsets, cosines, object_xy, sensor_xy, scale, ha
                 depth[i, j] = max(depth[i, j] - gel_z, zero)
         if not rgb:
             continue
-        # sweep 3: slopes -> calibrated colour (sensor.tactile_rgb); edges are replicated. The table
-        # entry is int(bin_y) * LUT_BINS + int(bin_x), each bin = clamp(difference * scale + centre).
-        image = image_out[b]
-        for i in range(height):
-            up = max(i - 1, 0)
-            down = min(i + 1, height - 1)
-            for j in range(width):
-                bin_y = (depth[up, j] - depth[down, j]) * bins_y + centre  # rows run towards -y
-                row_entry[j] = np.int32(min(max(bin_y, zero), top_bin)) * np.int32(lut_bins)
-            bin_x = (depth[i, 1] - depth[i, 0]) * bins_x + centre
-            row_entry[0] += np.int32(min(max(bin_x, zero), top_bin))
-            for j in range(1, width - 1):
-                bin_x = (depth[i, j + 1] - depth[i, j - 1]) * bins_x + centre
-                row_entry[j] += np.int32(min(max(bin_x, zero), top_bin))
-            bin_x = (depth[i, width - 1] - depth[i, width - 2]) * bins_x + centre
-            row_entry[width - 1] += np.int32(min(max(bin_x, zero), top_bin))
-            if signed:  # table and background pre-scaled to [-1, 1]
-                for j in range(width):
-                    entry = row_entry[j]
-                    for c in range(3):
-                        image[i, j, c] = min(max(lut[entry, c] + background[i, j, c], -one), one)
-                continue
+        # sweep 3: slopes -> calibrated colour (sensor.tactile_rgb)
+        _colour_env(depth, image_out[b], b, lut, background, bins_x, bins_y, centre, top_bin, lut_bins, gains, noise,
+                    use_gains, use_noise, signed, row_entry)
+
+
+def _colour_env(depth, image, b, lut, background, bins_x, bins_y, centre, top_bin, lut_bins, gains, noise, use_gains,
+                use_noise, signed, row_entry):  # pragma: no cover - compiled
+    """Env ``b``'s tactile image from its depth map (``sensor.tactile_rgb``, bit for bit): edges are
+    replicated; the table entry is int(bin_y) * LUT_BINS + int(bin_x), each bin = clamp(difference *
+    scale + centre). ``row_entry``: scratch of the image's width."""
+    height, width = depth.shape
+    zero = np.float32(0.0)
+    one = np.float32(1.0)
+    two = np.float32(2.0)
+    for i in range(height):
+        up = max(i - 1, 0)
+        down = min(i + 1, height - 1)
+        for j in range(width):
+            bin_y = (depth[up, j] - depth[down, j]) * bins_y + centre  # rows run towards -y
+            row_entry[j] = np.int32(min(max(bin_y, zero), top_bin)) * np.int32(lut_bins)
+        bin_x = (depth[i, 1] - depth[i, 0]) * bins_x + centre
+        row_entry[0] += np.int32(min(max(bin_x, zero), top_bin))
+        for j in range(1, width - 1):
+            bin_x = (depth[i, j + 1] - depth[i, j - 1]) * bins_x + centre
+            row_entry[j] += np.int32(min(max(bin_x, zero), top_bin))
+        bin_x = (depth[i, width - 1] - depth[i, width - 2]) * bins_x + centre
+        row_entry[width - 1] += np.int32(min(max(bin_x, zero), top_bin))
+        if signed:  # table and background pre-scaled to [-1, 1]
             for j in range(width):
                 entry = row_entry[j]
                 for c in range(3):
-                    value = lut[entry, c] + background[i, j, c]
-                    if use_gains:
-                        value = value * (one + gains[b, 0, c])
-                        value = value + gains[b, 1, c]
-                    if use_noise:
-                        value = value + noise[b, i, j, c]
-                    value = value * two
-                    value = value - one
-                    image[i, j, c] = min(max(value, -one), one)
+                    image[i, j, c] = min(max(lut[entry, c] + background[i, j, c], -one), one)
+            continue
+        for j in range(width):
+            entry = row_entry[j]
+            for c in range(3):
+                value = lut[entry, c] + background[i, j, c]
+                if use_gains:
+                    value = value * (one + gains[b, 0, c])
+                    value = value + gains[b, 1, c]
+                if use_noise:
+                    value = value + noise[b, i, j, c]
+                value = value * two
+                value = value - one
+                image[i, j, c] = min(max(value, -one), one)
+
+
+def _colour_batch(depth, lut, background, bins_x, bins_y, centre, top_bin, lut_bins, gains, noise, use_gains,
+                  use_noise, signed, image_out):  # pragma: no cover - compiled
+    """Sweep 3 of ``render_batch`` alone, for depth maps computed elsewhere (the tilted sensor's)."""
+    row_entry = np.empty(depth.shape[2], np.int32)
+    for b in range(depth.shape[0]):
+        _colour_env(depth[b], image_out[b], b, lut, background, bins_x, bins_y, centre, top_bin, lut_bins, gains,
+                    noise, use_gains, use_noise, signed, row_entry)
 
 
 if AVAILABLE:
@@ -158,4 +176,7 @@ if AVAILABLE:
     # (measured), against ~20 us of work per env. nogil lets TactileRenderer split a batch over
     # plain threads instead (render_threads). cache: compile once per installation, not per process.
     # Without numba there is no render_batch: the renderer checks AVAILABLE before it calls the kernel.
+    # the kernels find the compiled _colour_env among their globals when numba compiles them
+    _colour_env = numba.njit(cache=True, inline="always", error_model="numpy")(_colour_env)
     render_batch = numba.njit(cache=True, nogil=True, error_model="numpy")(_render_batch)
+    colour_batch = numba.njit(cache=True, nogil=True, error_model="numpy")(_colour_batch)

@@ -18,16 +18,38 @@ VARIANT_OPTIONS = {"-DR": "domain_randomization", "-sparse": "sparse_reward",
                    "-truncate": "truncate_instead_of_terminate"}
 
 
+# v1: the reference's defaults where v0 leaves a feature out. The object moves a little at every
+# touch (the reference perturbs every family but Starstruck); the Shapes families' sensor tilts (the
+# reference's ABC families rotate their sensor, tilt up to 45 degrees); and a -Depth variant (the
+# reference's name) observes the depth image instead of tactile RGB.
+V1_DEPTH_SUFFIX = "-Depth"
+V1_UNPERTURBED = ("Starstruck",)
+V1_TILTING = ("ShapesCenterOfMass", "ShapesVolume")
+
+
+def version_options(family: str, version: int) -> dict[str, object]:
+    """The options an id's version sets for a family (v0: none, today's behaviour)."""
+    if version == 0:
+        return {}
+    options: dict[str, object] = {"perturb_object_pose": family not in V1_UNPERTURBED}
+    if family in V1_TILTING:
+        options["sensor_tilt"] = True
+    return options
+
+
 def variant_ids() -> dict[str, dict[str, object]]:
     """Every registered tactile id (without the ``gauntlet/`` namespace) and its kwargs."""
     ids: dict[str, dict[str, object]] = {}
     for family, has_splits in FAMILIES.items():
         splits = [("", "train")] + ([("-train", "train"), ("-test", "test")] if has_splits else [])
-        for randomized, (split_suffix, split), sparse, truncate in itertools.product(
-                ("", "-DR"), splits, ("", "-sparse"), ("", "-truncate")):
-            options = {VARIANT_OPTIONS[suffix]: True for suffix in (randomized, sparse, truncate) if suffix}
-            ids[f"{family}{randomized}{split_suffix}{sparse}{truncate}-v0"] = {"family": family, "split": split,
-                                                                                **options}
+        for version, depth_suffixes in ((0, ("",)), (1, ("", V1_DEPTH_SUFFIX))):
+            for depth, randomized, (split_suffix, split), sparse, truncate in itertools.product(
+                    depth_suffixes, ("", "-DR"), splits, ("", "-sparse"), ("", "-truncate")):
+                options = {VARIANT_OPTIONS[suffix]: True for suffix in (randomized, sparse, truncate) if suffix}
+                if depth:
+                    options["depth_only"] = True
+                ids[f"{family}{depth}{randomized}{split_suffix}{sparse}{truncate}-v{version}"] = {
+                    "family": family, "split": split, **version_options(family, version), **options}
     return ids
 
 

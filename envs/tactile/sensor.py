@@ -159,6 +159,45 @@ class TactileRenderer:
             job.result()
         return depth, contact, image if rgb else None
 
+    def render_tilted(self, fields_flat: np.ndarray, offsets: np.ndarray, object_xy: np.ndarray,
+                      object_yaw: np.ndarray, sensor_xy: np.ndarray, sensor_rotation: np.ndarray,
+                      block_maxima: np.ndarray, gains: np.ndarray | None = None, noise: np.ndarray | None = None,
+                      rgb: bool = True, *, press_m: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """``render`` for sensors that may tilt: ``sensor_rotation`` ``(n, 3, 3)`` (sensor to world,
+        ``tilt.py``), ``block_maxima`` ``(n, B, B)`` each env's ``tilt.block_maxima``. The depth is measured
+        along each sensor's axis (``tilt.py``); the colour follows from it as for an untilted sensor."""
+        from gauntlet.envs.tactile import tilt
+
+        if press_m is None:
+            press_m = np.full(len(object_yaw), PRESS_DEPTH_M, np.float32)
+        scale, half = self.field_scale()
+        geometry = (self.resolution, heightfield.BORDER, scale, half,
+                    heightfield.vertex_spacing(self.resolution, self.field_size_m))
+        arguments = (fields_flat, offsets.reshape(-1).astype(np.int64),
+                     np.ascontiguousarray(sensor_rotation, np.float64),
+                     np.ascontiguousarray(object_xy, np.float64), np.ascontiguousarray(object_yaw, np.float64),
+                     np.ascontiguousarray(sensor_xy, np.float64), np.ascontiguousarray(block_maxima, np.float32),
+                     np.ascontiguousarray(press_m, np.float64), self.u.astype(np.float64), self.v.astype(np.float64))
+        if self.backend == "numba" and tilt.tilted_depth_kernel is not None:
+            height, width = self.config.image_size
+            depth = np.empty((len(object_yaw), height, width), np.float32)
+            contact = np.empty(len(object_yaw), np.float32)
+            tilt.tilted_depth_kernel(*arguments, *geometry, depth, contact)
+            if not rgb:
+                return depth, contact, None
+            image = np.empty(depth.shape + (3,), np.float32)
+            signed = gains is None and noise is None
+            lut, background = ((self._colour_lut_signed, self._background_signed) if signed
+                               else (self.colour_lut, self.background))
+            kernels.colour_batch(depth, lut, background, *self._colour_bins,
+                                 self._no_gains if gains is None else np.ascontiguousarray(gains, np.float32),
+                                 self._no_noise if noise is None else np.ascontiguousarray(noise, np.float32),
+                                 gains is not None, noise is not None, signed, image)
+            return depth, contact, image
+        depth, contact = tilt.tilted_depth_numpy(*arguments, *geometry)
+        return depth, contact, self.tactile_rgb(depth, gains, noise) if rgb else None
+
     def pose_cosines(self, object_yaw: np.ndarray, sensor_yaw: np.ndarray) -> np.ndarray:
         """cos and sin of the sensor's yaw relative to the object and of the object's yaw, ``(4, n)``."""
         # sin x = cos(x - pi / 2): one trig call for the four values, one subtraction for both sines

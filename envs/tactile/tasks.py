@@ -80,6 +80,21 @@ class TactileTask:
         error = np.sqrt(squared.sum(axis=1))
         return normalised, error
 
+    def pose_errors(self, predictions: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pose tasks, as the reference reports them: position error (mm, Euclidean in the platform
+        plane) and yaw error (degrees, the angle between the predicted and true heading, 0 to 180), ``(n,)`` each.
+
+        The predicted heading is the direction of (cos, sin); a component within 1e-5 of 0 counts as +1e-5,
+        as in the reference, so a zero vector points at 45 degrees.
+        """
+        predictions = np.asarray(predictions, np.float64)
+        targets = np.asarray(targets, np.float64)
+        position_mm = np.hypot(*(predictions[:, :2] - targets[:, :2]).T) * CELL_HALF_M * 1e3
+        heading = np.where(np.abs(predictions[:, 2:]) < 1e-5, 1e-5, predictions[:, 2:])
+        difference = np.arctan2(heading[:, 1], heading[:, 0]) - np.arctan2(targets[:, 3], targets[:, 2])
+        yaw_deg = np.degrees(np.abs((difference + np.pi) % (2 * np.pi) - np.pi))
+        return position_mm, yaw_deg
+
     @cached_property
     def _log_num_classes(self) -> np.float64:
         return np.log(self.num_classes)

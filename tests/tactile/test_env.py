@@ -29,7 +29,11 @@ EXPECTED_REMARKS = ("minimum value is -infinity", "maximum value is infinity", "
 # at once, and each variant alone on one family.
 IDS_UNDER_CONTRACT = ([f"{family}-v0" for family in FAMILIES]
                       + [f"{family}-DR-sparse-truncate-v0" for family in FAMILIES]
-                      + ["TactileMNIST-DR-test-v0", "TactileMNIST-sparse-v0", "TactileMNIST-truncate-v0"])
+                      + ["TactileMNIST-DR-test-v0", "TactileMNIST-sparse-v0", "TactileMNIST-truncate-v0"]
+                      # v1 (the reference's features: tilt, perturbation, -Depth)
+                      + ["ShapesVolume-v1", "ShapesCenterOfMass-Depth-DR-test-sparse-truncate-v1",
+                         "TactileMNIST-Depth-v1", "GlyphPose-v1", "Toolbox-Depth-DR-sparse-truncate-v1",
+                         "Starstruck-v1"])
 
 
 def make(family="TactileMNIST", split="train", **kwargs):
@@ -70,7 +74,8 @@ def test_all_registered_ids_make_envs_and_native_vector_envs():
         spec = gym.registry[f"gauntlet/{env_id}"]
         assert spec.kwargs == kwargs
         assert spec.vector_entry_point == "gauntlet.envs.tactile.env:TactilePerceptionVectorEnv"
-    assert len(registered) == (9 + 6 * 2) * 8  # 21 family/split ids, each plain and in 7 variant combinations
+    # 21 family/split ids, each plain and in 7 variant combinations: v0, v1 and v1 -Depth
+    assert len(registered) == (9 + 6 * 2) * 8 * 3
     vector = gym.make_vec("gauntlet/Starstruck-DR-test-sparse-truncate-v0", num_envs=2,
                           objects_per_split=SMOKE_OBJECTS)
     assert vector.sparse_reward and vector.truncate_instead_of_terminate
