@@ -5,6 +5,7 @@
     python experiments/curiosity.py --size full  --out experiments/results/curiosity --only i   # redo (i)
     python experiments/curiosity.py --size medium --only iii --out experiments/results/curiosity-iii-medium
     python experiments/curiosity.py --size full --only iii --policies curiosity-dad,random-prior --out DIR
+    python experiments/curiosity.py --size full --regression-belief-seeds 0,1,2,3,4 --out DIR   # needs (v) in DIR
 
 (i)   agreement of ``icl_lp`` with ``true_lp`` as the context grows (non-temporal envs): per context
       size t, the Pearson correlation across episodes and the bias E[icl_lp − true_lp] with 95% CIs.
@@ -16,7 +17,11 @@
       of every policy shares θ (seeded by i), so differences between policies are paired.
 (iv)  rule discovery: queries needed to identify the rule, per policy, against the exact optimum.
 (v)   active regression: the exact total information I(w; h_T) each policy gathers, including the
-      curious policy trained by PPO on ``icl_lp`` (``gauntlet.agents.curiosity.ppo``).
+      curious policies trained on ``icl_lp``: PPO (``gauntlet.agents.curiosity.ppo``) and the belief-map
+      policy (``gauntlet.agents.curiosity.belief_regression``), the latter for several training seeds
+      (``--regression-belief-seeds`` adds them to an existing (v) without rerunning the rest).
+
+(i_meta) is (i) with the transformers meta-trained for location finding and rules (``meta_icl``) as the ICL.
 
 Every episode is seeded from ``--seed`` and its index; the same command gives the same numbers.
 """
@@ -46,7 +51,9 @@ from gauntlet.runner import episode_seed
 
 SIZES: dict[str, dict[str, Any]] = {
     "smoke": {"transformer": "smoke", "ppo": ["smoke"], "dad": "smoke", "belief": "smoke", "regression_episodes": 4,
-              "episodes": 4,
+              "regression_belief": "smoke", "regression_belief_seeds": [0, 1],
+              "meta_icl": {"location_finding": "location_finding-smoke", "rules": "rules-smoke"},
+              "lf_transformer_episodes": 2, "episodes": 4,
               "lf_agreement_episodes": 2, "lf_horizon": 4, "lf_bound_episodes": 2,
               "lf_particles": 256, "contrastive": 2_000, "rule_bits": 3, "rule_episodes": 4, "dfa_states": 2,
               "grid_episodes": 3, "grid_horizon": 20},
@@ -56,7 +63,8 @@ SIZES: dict[str, dict[str, Any]] = {
     # Histories per policy in (iii): the lookahead policies cost seconds (greedy EIG) to minutes
     # (greedy LP) per history; the others cost only the bound.
     "full": {"transformer": "default", "ppo": ["default"], "dad": "default", "belief": "default",
-             "regression_episodes": 50,
+             "regression_episodes": 50, "regression_belief": "default", "regression_belief_seeds": [0, 1, 2, 3, 4],
+             "meta_icl": {"location_finding": "location_finding", "rules": "rules"}, "lf_transformer_episodes": 50,
              "episodes": 200, "lf_agreement_episodes": 20, "lf_horizon": 30,
              "lf_bound_episodes": {"random": 100, "random-prior": 100, "curiosity-dad": 100,
                                    "curiosity-belief": 100, "uncertainty": 30,
@@ -137,6 +145,31 @@ def result_i(size: dict[str, Any], seed: int) -> dict[str, Any]:
     results["LocationFinding-v0"] = {"learner": "256-particle importance sampler (approximate ICL)",
                                      "reference": f"{size['lf_particles']}-particle importance sampler",
                                      **agreement(lp_table(episodes, "icl_lp"), lp_table(episodes, "true_lp"))}
+    return results
+
+
+def meta_icl_agreement(size: dict[str, Any], seed: int) -> dict[str, Any]:
+    """(i) with the transformers meta-trained for location finding and rules (``meta_icl``) as the ICL;
+    true_lp stays the env's Bayesian learner's (``lf_particles`` particles; enumeration)."""
+    from gauntlet.envs.curiosity.meta_icl import load_meta_learner
+
+    results = {}
+    names = size["meta_icl"]
+    learner = load_meta_learner(names["location_finding"])
+    reference = {"horizon": size["lf_horizon"], "n_particles": size["lf_particles"]}
+    episodes = run_episodes("LocationFinding-v0", RandomDesignAgent("LocationFinding-v0", **reference),
+                            size["lf_transformer_episodes"], seed, learner=learner, **reference)
+    results["LocationFinding-v0 (transformer ICL)"] = {
+        "learner": f"meta-trained transformer ({names['location_finding']} config)",
+        "reference": f"{size['lf_particles']}-particle importance sampler",
+        **agreement(lp_table(episodes, "icl_lp"), lp_table(episodes, "true_lp"))}
+    learner = load_meta_learner(names["rules"])
+    rules = {"n_bits": learner.config.n_bits, "rule_class": learner.config.rule_class}
+    episodes = run_episodes("RuleDiscovery-v0", RandomDesignAgent("RuleDiscovery-v0", **rules), size["episodes"], seed,
+                            learner=learner, **rules)
+    results["RuleDiscovery-v0 (transformer ICL)"] = {
+        "learner": f"meta-trained transformer ({names['rules']} config)", "probes": "env default", **rules,
+        **agreement(lp_table(episodes, "icl_lp"), lp_table(episodes, "true_lp"))}
     return results
 
 
@@ -269,15 +302,58 @@ def result_v(size: dict[str, Any], seed: int) -> dict[str, Any]:
     """
     from gauntlet.agents.curiosity.ppo import CuriousPPOAgent
 
+    from gauntlet.agents.curiosity.belief_regression import CuriousRegressionBeliefAgent
+
     agents = {name: policy("ActiveRegression-v0") for name, policy in POLICIES.items()}
     for config in size["ppo"]:
         agents[f"curiosity-ppo ({config})"] = CuriousPPOAgent(config)
-    results = {}
+    agents["curiosity-belief-regression"] = CuriousRegressionBeliefAgent(size["regression_belief"])
+    results: dict[str, Any] = {}
     for name, agent in agents.items():
-        episodes = run_episodes("ActiveRegression-v0", agent, size["regression_episodes"], seed,
-                                reward_mode="info_gain", record_true_lp=False)
-        results[name] = mean_ci(np.array([episode.outcome.score for episode in episodes]))
+        results[name] = mean_ci(regression_information(agent, size, seed))
+    results["belief_training_seeds"] = regression_belief_training_seeds(size, seed, size["regression_belief_seeds"])
     return results
+
+
+def regression_information(agent, size: dict[str, Any], seed: int) -> np.ndarray:
+    """Exact I(w; h_T) of each of ``regression_episodes`` episodes (episode i seeded by i, as for every policy)."""
+    episodes = run_episodes("ActiveRegression-v0", agent, size["regression_episodes"], seed,
+                            reward_mode="info_gain", record_true_lp=False)
+    return np.array([episode.outcome.score for episode in episodes])
+
+
+def regression_belief_training_seeds(size: dict[str, Any], seed: int, training_seeds: list[int]) -> dict[str, Any]:
+    """Train ``curiosity-belief-regression`` with each training seed (not cached) and measure I(w; h_T), paired
+    (episode i has the same w for every policy) against random designs and greedy EIG (= uncertainty sampling)."""
+    import dataclasses
+
+    from gauntlet.agents.curiosity import belief_regression
+
+    import torch
+
+    torch.set_num_threads(1)  # as the data builder: the seed-0 weights equal the registered agent's
+    config = belief_regression.CONFIGS[size["regression_belief"]]
+    baselines = {name: regression_information(POLICIES[name]("ActiveRegression-v0"), size, seed)
+                 for name in ("random", "greedy-eig")}
+    out: dict[str, Any] = {"per_seed": {}}
+    per_seed = []
+    for training_seed in training_seeds:
+        network, history = belief_regression.train(dataclasses.replace(config, seed=training_seed))
+        scores = regression_information(
+            belief_regression.CuriousRegressionBeliefAgent(size["regression_belief"], network=network), size, seed)
+        per_seed.append(scores)
+        out["per_seed"][str(training_seed)] = {
+            "information": mean_ci(scores), "per_episode": scores.tolist(), "training": history,
+            "paired_difference_minus": {name: mean_ci(scores - other) for name, other in baselines.items()}}
+        print(f"(v) curiosity-belief-regression, training seed {training_seed}: I = {scores.mean():.3f} "
+              f"({history['seconds']:.0f} s training)", file=sys.stderr)
+    mean_over_seeds = np.mean(per_seed, axis=0)  # per episode, the average over training seeds
+    out["mean_over_seeds"] = {"information": mean_ci(mean_over_seeds),
+                              "paired_difference_minus": {name: mean_ci(mean_over_seeds - other)
+                                                          for name, other in baselines.items()},
+                              "seed_means": [float(scores.mean()) for scores in per_seed]}
+    out["baselines_per_episode"] = {name: other.tolist() for name, other in baselines.items()}
+    return out
 
 
 def rule_class_result(size: dict[str, Any], seed: int, **rules: Any) -> dict[str, Any]:
@@ -338,7 +414,8 @@ def plot(results: dict[str, Any], out: Path) -> list[Path]:
 
 def plot_agreement(results: dict[str, Any], path: Path, plt) -> Path:
     figure, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for env_id, data in {**results["i"], "CuriousGridworld-v0 (temporal)": results["ii"]}.items():
+    for env_id, data in {**results["i"], **results.get("i_meta", {}),
+                         "CuriousGridworld-v0 (temporal)": results["ii"]}.items():
         rows = data["per_context_size"]
         t = [row["t"] for row in rows]
         axes[0].plot(t, [row["correlation"]["r"] for row in rows], marker=".", label=env_id)
@@ -387,7 +464,7 @@ def plot_policies(results: dict[str, Any], path: Path, plt) -> Path:
             axis.tick_params(axis="x", labelrotation=20)
             axis.legend(fontsize=7)
         else:
-            names = list(results["v"])
+            names = [name for name in results["v"] if "mean" in results["v"][name]]
             means = [results["v"][n]["mean"] for n in names]
             errors = [means[i] - results["v"][n]["ci95"][0] for i, n in enumerate(names)]
             axis.bar(names, means, yerr=errors, capsize=4, color="tab:blue")
@@ -399,7 +476,8 @@ def plot_policies(results: dict[str, Any], path: Path, plt) -> Path:
 
 
 # (iii) first: it is the longest, and (i) then finds the transformer's weights already built.
-RESULTS = {"iii": result_iii, "iv": result_iv, "ii": result_ii, "i": result_i, "v": result_v}
+RESULTS = {"iii": result_iii, "iv": result_iv, "ii": result_ii, "i": result_i, "i_meta": meta_icl_agreement,
+           "v": result_v}
 
 
 def run(size_name: str, out: Path, seed: int = 0, only: list[str] | None = None,
@@ -454,12 +532,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", choices=sorted(SIZES), default="smoke")
     parser.add_argument("--out", type=Path, default=Path("experiments/results/curiosity"))
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", default=None, help="comma-separated subset of i,ii,iii,iv,v (others kept)")
+    parser.add_argument("--only", default=None, help="comma-separated subset of i,i_meta,ii,iii,iv,v (others kept)")
     parser.add_argument("--policies", default=None,
                         help=f"comma-separated subset of the (iii) policies {','.join(LF_POLICY_NAMES)} (others kept)")
     parser.add_argument("--belief-seeds", default=None, metavar="SEEDS",
                         help="comma-separated training seeds: retrain curiosity-belief with each and add their (iii) "
                              "bounds to OUT/results.json (needs (iii) there)")
+    parser.add_argument("--regression-belief-seeds", default=None, metavar="SEEDS",
+                        help="comma-separated training seeds: train curiosity-belief-regression with each and add "
+                             "its (v) rows to OUT/results.json (needs (v) there)")
     parser.add_argument("--replot", action="store_true",
                         help="only redraw the figures from OUT/results.json (and recompute (iii)'s paired differences)")
     args = parser.parse_args(argv)
@@ -469,6 +550,21 @@ def main(argv: list[str] | None = None) -> None:
             results["iii"] = with_paired_differences(results["iii"])
             write_json_atomic(args.out / "results.json", results)
         print("\n".join(str(path) for path in plot(results, args.out)))
+        return
+    if args.regression_belief_seeds:
+        previous = args.out / "results.json"
+        results = json.loads(previous.read_text()) if previous.is_file() else {}
+        if "v" not in results or results.get("size") != args.size:
+            raise SystemExit(f"error: --regression-belief-seeds needs result (v) at size {args.size} in {previous}; "
+                             "run --only v first")
+        seeds = [int(value) for value in args.regression_belief_seeds.split(",")]
+        trained = regression_belief_training_seeds(SIZES[args.size], results["seed"], seeds)
+        if "0" in trained["per_seed"]:  # training seed 0 is the registered agent's config: the same weights
+            results["v"]["curiosity-belief-regression"] = trained["per_seed"]["0"]["information"]
+        results["v"]["belief_training_seeds"] = trained
+        results["config"] = {**results.get("config", {}), **SIZES[args.size]}
+        results["figures"] = [str(path) for path in plot(results, args.out)]
+        write_json_atomic(previous, results)
         return
     if args.belief_seeds:
         previous = args.out / "results.json"

@@ -4,7 +4,8 @@ imports neither torch nor SB3; the builders' versions come from the torch-free `
 from __future__ import annotations
 
 from gauntlet.agents.curiosity.data_versions import (BELIEF_POLICY, BELIEF_POLICY_VERSION, DAD_POLICY,
-                                                     DAD_POLICY_VERSION, PPO_POLICY, PPO_POLICY_VERSION)
+                                                     DAD_POLICY_VERSION, PPO_POLICY, PPO_POLICY_VERSION,
+                                                     REGRESSION_BELIEF_POLICY, REGRESSION_BELIEF_POLICY_VERSION)
 
 PACKAGE = "gauntlet.agents.curiosity"
 
@@ -39,5 +40,11 @@ def register() -> None:
     registry.add("data", BELIEF_POLICY, f"{PACKAGE}.belief:build",
                  "weights of the curious belief-map policy (REINFORCE on icl_lp, location finding)",
                  version=BELIEF_POLICY_VERSION)
+    registry.add("agent", "curiosity-belief-regression", f"{PACKAGE}.belief_regression:CuriousRegressionBeliefAgent",
+                 "active regression: a policy over the exact learner's belief map trained by REINFORCE on the "
+                 "icl_lp reward (config: config=default|smoke)")
+    registry.add("data", REGRESSION_BELIEF_POLICY, f"{PACKAGE}.belief_regression:build",
+                 "weights of the curious belief-map policy for active regression (REINFORCE on icl_lp)",
+                 version=REGRESSION_BELIEF_POLICY_VERSION)
     registry.add("demo", "curiosity", f"{PACKAGE}.demo:run_demo",
                  "the trained curious policy's designs on location finding beside greedy LP and random (saved plot)")

@@ -9,3 +9,5 @@ from __future__ import annotations
 
 REGRESSION_ICL = "curiosity-regression-icl"
 REGRESSION_ICL_VERSION = "3"  # 3: context encoder + cross-attending query decoder (2: one joint self-attention)
+META_ICL = "curiosity-meta-icl"  # the transformers of LocationFinding-v0 and RuleDiscovery-v0 (``meta_icl.py``)
+META_ICL_VERSION = "1"

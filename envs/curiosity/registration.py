@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gauntlet.envs.curiosity.data_versions import REGRESSION_ICL, REGRESSION_ICL_VERSION
+from gauntlet.envs.curiosity.data_versions import META_ICL, META_ICL_VERSION, REGRESSION_ICL, REGRESSION_ICL_VERSION
 from gauntlet.envs.curiosity.location_finding_model import LOCATION_FINDING
 
 PACKAGE = "gauntlet.envs.curiosity"
@@ -18,3 +18,6 @@ def register() -> None:
     register_env("CuriousGridworld-v0", f"{PACKAGE}.gridworld:CuriousGridworldEnv", max_episode_steps=30)
     registry.add("data", REGRESSION_ICL, f"{PACKAGE}.transformer:build_named",
                  "weights of the meta-trained transformer ICL for ActiveRegression-v0", version=REGRESSION_ICL_VERSION)
+    registry.add("data", META_ICL, f"{PACKAGE}.meta_icl:build_named",
+                 "weights of the meta-trained transformer ICLs for LocationFinding-v0 and RuleDiscovery-v0 "
+                 "(config: config=location_finding|rules)", version=META_ICL_VERSION)
