@@ -13,6 +13,13 @@ the registered ``tactile-learned`` agent with ``<out>/<family>.pt`` in the singl
 at a time, through ``gauntlet.rollout``, the saved half-precision weights) and prints its
 final-step score, an independent check of the batched evaluation; with ``--random-moves`` it also
 evaluates that checkpoint with uniform random moves instead of the scan (the policy's ablation).
+``--check-scores N`` evaluates ``<out>/<family>.pt`` against the blind baseline with 95% intervals
+(pose tasks: position error in mm and yaw error in degrees apart).
+
+``--adaptive --seed S [--init CHECKPOINT]`` trains the adaptive agent (``agents/tactile/adaptive.py``:
+a belief model whose lookahead head chooses the next touch) and compares it with the coverage scan
+on the same test episodes, accuracy by touches with 95% intervals; ``--adaptive --checkpoint PATH``
+only evaluates a saved adaptive checkpoint.
 """
 
 from __future__ import annotations
@@ -69,6 +76,162 @@ def run(family: str, updates: int, num_envs: int, eval_episodes: int, out: Path,
     return result
 
 
+def _curve(values: np.ndarray) -> dict[str, list[float]]:
+    """Mean over episodes and its 95% normal-approximation interval, per step, of ``values`` ``(n, T)``."""
+    mean = values.mean(axis=0)
+    half = 1.96 * values.std(axis=0, ddof=1) / np.sqrt(len(values)) if len(values) > 1 else np.zeros_like(mean)
+    return {"mean": mean.tolist(), "low": (mean - half).tolist(), "high": (mean + half).tolist()}
+
+
+def run_adaptive(family: str, updates: int, num_envs: int, eval_episodes: int, out: Path, seed: int = 0,
+                 objects_per_split: int | None = None, threads: int = 1, reuse: int = 4,
+                 init: Path | None = None, learning_rate: float = 2e-3, histories: int = 4,
+                 policies: tuple[str, ...] = ("scan", "adaptive", "random")) -> dict[str, Any]:
+    """Train the adaptive agent's belief model (one seed) and compare its policies on the same test episodes.
+
+    Writes ``<out>/<family>-adaptive-seed<seed>.{json,pt}`` and refreshes the seeds' summary
+    ``<out>/<family>-adaptive.{json,png}`` from every seed file in ``out``.
+    """
+    import torch
+
+    from gauntlet.agents.tactile import belief_training
+
+    torch.set_num_threads(threads)
+    start = time.perf_counter()
+    model, log = belief_training.train_belief(
+        family, updates=updates, num_envs=num_envs, seed=seed, objects_per_split=objects_per_split, reuse=reuse,
+        init=init, learning_rate=learning_rate, histories=histories,
+        progress=lambda u, c, a: print(f"update {u + 1}/{updates}: classify {c:.3f}, lookahead {a:.3f}", flush=True)
+        if (u + 1) % 10 == 0 or u == 0 else None)
+    train_s = time.perf_counter() - start
+    eval_envs = min(64, eval_episodes)
+    played = belief_training.evaluate_policies(model, family, episodes=eval_episodes, num_envs=eval_envs,
+                                               objects_per_split=objects_per_split, policies=policies)
+    scan, adaptive = played["scan"]["score"], played["adaptive"]["score"]
+    scan_final = float(scan[:, -1].mean())
+    reached = [t + 1 for t in range(scan.shape[1]) if adaptive[:, t].mean() >= scan_final]
+    result = {"family": family, "seed": seed, "updates": updates, "num_envs": num_envs, "reuse": reuse,
+              "episodes_trained": -(-updates // reuse) * num_envs, "eval_episodes": len(scan),
+              "objects_per_split": objects_per_split, "train_seconds": train_s, "learning_rate": learning_rate,
+              "histories": histories, "init": None if init is None else {"path": str(init), "sha256": _sha256(init)},
+              "accuracy_by_touches": {name: _curve(value["score"]) for name, value in played.items()},
+              "loss_by_touches": {name: _curve(value["loss"]) for name, value in played.items()},
+              "region_covered_by_touches": {name: _curve(value["coverage"]) for name, value in played.items()},
+              "adaptive_minus_scan": _curve(adaptive - scan),
+              "scan_final": scan_final, "adaptive_final": float(adaptive[:, -1].mean()),
+              "touches_for_scan_final": reached[0] if reached else None,
+              "training_loss": log}
+    out.mkdir(parents=True, exist_ok=True)
+    belief_training.save_belief(model, out / f"{family}-adaptive-seed{seed}.pt", family=family,
+                                step_limit=scan.shape[1], seed=seed)
+    _write_json(out / f"{family}-adaptive-seed{seed}.json", result)
+    summary = summarise_adaptive(family, out)
+    difference = result["adaptive_minus_scan"]
+    print(f"{family} seed {seed} ({result['episodes_trained']} training episodes, {train_s:.0f} s), "
+          f"{len(scan)} test episodes, accuracy by touches (same episodes):")
+    print("touches  " + "  ".join(f"{t:>5d}" for t in range(1, scan.shape[1] + 1)))
+    for name in played:
+        print(f"{name:8s} " + "  ".join(f"{v:5.3f}" for v in result["accuracy_by_touches"][name]["mean"]))
+    print("adapt-scan " + " ".join(f"{m:+.3f}[{lo:+.3f},{hi:+.3f}]" for m, lo, hi in
+                                   zip(difference["mean"], difference["low"], difference["high"]))[:2000])
+    print(f"adaptive reaches the scan's final accuracy ({scan_final:.3f} at {scan.shape[1]} touches) at "
+          f"{result['touches_for_scan_final']} touches; seeds so far: {summary['seeds']}")
+    return result
+
+
+def evaluate_adaptive(family: str, checkpoint: Path, eval_episodes: int, out: Path, reach: str,
+                      policies: tuple[str, ...] = ("scan", "adaptive"), min_new_area: float | None = None
+                      ) -> dict[str, Any]:
+    """Evaluate a saved adaptive checkpoint only; ``reach='any'`` lets the policy pick any workspace point
+    (it heads there, touching on the way) instead of the points one move reaches. Writes
+    ``<out>/<checkpoint stem>-reach-<reach>[-new-<min_new_area>].json``."""
+    import torch
+
+    from gauntlet.agents.tactile import belief_training
+    from gauntlet.agents.tactile.adaptive import MIN_NEW_AREA
+    from gauntlet.envs.tactile.simulation import MAX_STEP_M
+
+    torch.set_num_threads(1)
+    model, _ = belief_training.load_belief(checkpoint)
+    played = belief_training.evaluate_policies(model, family, episodes=eval_episodes, num_envs=min(64, eval_episodes),
+                                               policies=policies, reach_m=None if reach == "any" else MAX_STEP_M,
+                                               min_new_area=MIN_NEW_AREA if min_new_area is None else min_new_area)
+    name = f"{checkpoint.stem}-reach-{reach}" + ("" if min_new_area is None else f"-new-{min_new_area:g}")
+    result = {"family": family, "checkpoint": str(checkpoint), "sha256": _sha256(checkpoint), "reach": reach,
+              "min_new_area": MIN_NEW_AREA if min_new_area is None else min_new_area,
+              "eval_episodes": len(played["scan"]["score"]),
+              "accuracy_by_touches": {name: _curve(value["score"]) for name, value in played.items()},
+              "region_covered_by_touches": {name: _curve(value["coverage"]) for name, value in played.items()},
+              "adaptive_minus_scan": _curve(played["adaptive"]["score"] - played["scan"]["score"])}
+    out.mkdir(parents=True, exist_ok=True)
+    _write_json(out / f"{name}.json", result)
+    touches = len(result["adaptive_minus_scan"]["mean"])
+    print(f"{family}, {checkpoint}, adaptive reach {reach}, {result['eval_episodes']} test episodes (same episodes):")
+    print("touches          " + "  ".join(f"{t:>5d}" for t in range(1, touches + 1)))
+    for name in played:
+        print(f"{name:8s} accuracy " + "  ".join(f"{v:5.3f}" for v in result["accuracy_by_touches"][name]["mean"]))
+        print(f"{name:8s} covered  " + "  ".join(f"{v:5.3f}" for v in
+                                                 result["region_covered_by_touches"][name]["mean"]))
+    return result
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def summarise_adaptive(family: str, out: Path) -> dict[str, Any]:
+    """Across the seed files in ``out``: final and per-step accuracies of each policy, per seed and mean."""
+    runs = [json.loads(path.read_text()) for path in sorted(out.glob(f"{family}-adaptive-seed*.json"))]
+    if not runs:
+        raise ValueError(f"no {family}-adaptive-seed*.json in {out}; run with --adaptive first")
+    policies = list(runs[0]["accuracy_by_touches"])
+    by_seed = {name: np.array([run["accuracy_by_touches"][name]["mean"] for run in runs]) for name in policies}
+    summary = {"family": family, "seeds": [run["seed"] for run in runs],
+               "eval_episodes": [run["eval_episodes"] for run in runs],
+               "episodes_trained": [run["episodes_trained"] for run in runs],
+               "train_seconds": [run["train_seconds"] for run in runs],
+               "mean_over_seeds": {name: value.mean(axis=0).tolist() for name, value in by_seed.items()},
+               "seed_min": {name: value.min(axis=0).tolist() for name, value in by_seed.items()},
+               "seed_max": {name: value.max(axis=0).tolist() for name, value in by_seed.items()},
+               "final_by_seed": {name: value[:, -1].tolist() for name, value in by_seed.items()},
+               "touches_for_scan_final_by_seed": [run["touches_for_scan_final"] for run in runs]}
+    _write_json(out / f"{family}-adaptive.json", summary)
+    _plot_adaptive(summary, runs, out / f"{family}-adaptive.png")
+    return summary
+
+
+def _plot_adaptive(summary: dict[str, Any], runs: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    labels = {"scan": "coverage scan", "adaptive": "adaptive (lookahead on the belief)", "random": "random moves"}
+    first = runs[0]["accuracy_by_touches"]
+    touches = np.arange(1, len(first["scan"]["mean"]) + 1)
+    for name, curve in first.items():
+        axes[0].plot(touches, curve["mean"], marker=".", label=labels.get(name, name))
+        axes[0].fill_between(touches, curve["low"], curve["high"], alpha=0.25)
+    axes[0].set_title(f"seed {runs[0]['seed']}: {runs[0]['eval_episodes']} test episodes, 95% CI")
+    for name in summary["mean_over_seeds"]:
+        axes[1].plot(touches, summary["mean_over_seeds"][name], marker=".", label=labels.get(name, name))
+        axes[1].fill_between(touches, summary["seed_min"][name], summary["seed_max"][name], alpha=0.25)
+    axes[1].set_title(f"mean of seeds {summary['seeds']} (band: seed min-max)")
+    for axis in axes:
+        axis.set_xlabel("touches")
+        axis.set_ylabel(f"{summary['family']} test accuracy")
+        axis.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    figure.tight_layout()
+    scratch = path.with_suffix(".tmp.png")
+    figure.savefig(scratch, dpi=110)
+    plt.close(figure)
+    os.replace(scratch, path)
+
+
 def check_agent(family: str, checkpoint: Path, episodes: int, seed: int = 20_000,
                 objects_per_split: int | None = None) -> float:
     """Mean final-step score (accuracy or error) of ``tactile-learned`` over single-env test episodes."""
@@ -107,6 +270,62 @@ def check_random_moves(family: str, checkpoint: Path, episodes: int, objects_per
     print(f"{family}: the same model with random moves, {(episodes // num_envs) * num_envs} test episodes: "
           f"final-step {metric} {curve[-1]:.3f}")
     return float(curve[-1])
+
+
+POSE_FAMILIES = {"GlyphPose", "Toolbox"}
+
+
+def episode_scores(family: str, predictions: np.ndarray, targets: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-episode final-step scores: accuracy (classification); position error (mm) and yaw error (degrees)
+    apart (pose tasks, as the reference reports them); Euclidean error (other regression)."""
+    from gauntlet.envs.tactile.tasks import CELL_HALF_M
+
+    if family in CLASSIFICATION_FAMILIES:
+        return {"accuracy": (predictions.argmax(axis=1) == targets).astype(np.float64)}
+    if family in POSE_FAMILIES:
+        position_mm = np.hypot(*(predictions[:, :2] - targets[:, :2]).T) * CELL_HALF_M * 1000
+        turn = np.arctan2(predictions[:, 3], predictions[:, 2]) - np.arctan2(targets[:, 3], targets[:, 2])
+        yaw_deg = np.degrees(np.abs((turn + np.pi) % (2 * np.pi) - np.pi))
+        return {"position_error_mm": position_mm, "yaw_error_deg": yaw_deg}
+    return {"error": np.linalg.norm(predictions - targets, axis=1)}
+
+
+def check_scores(family: str, checkpoint: Path, episodes: int, out: Path) -> dict[str, Any]:
+    """The checkpoint's final-step scores against the blind baseline on the same episodes, with 95% intervals.
+
+    Writes ``<out>/<family>-scores.json``.
+    """
+    import torch
+
+    from gauntlet.agents.tactile import training
+
+    torch.set_num_threads(1)
+    model, _ = training.load(checkpoint)
+    num_envs = min(64, episodes)
+    learned = episode_scores(family, *training.final_predictions(model, family, episodes=episodes, num_envs=num_envs))
+    blind = episode_scores(family, *training.final_predictions(None, family, episodes=episodes, num_envs=num_envs))
+    count = len(next(iter(learned.values())))
+    result: dict[str, Any] = {"family": family, "checkpoint": str(checkpoint), "episodes": count}
+    for name in learned:
+        difference = learned[name] - blind[name]
+        result[name] = {"learned": _interval(learned[name]), "blind": _interval(blind[name]),
+                        "learned_minus_blind": _interval(difference)}
+        print(f"{family}: final-step {name} over {result['episodes']} episodes (95% CI): learned "
+              f"{_fmt(result[name]['learned'])}, blind {_fmt(result[name]['blind'])}, difference "
+              f"{_fmt(result[name]['learned_minus_blind'])}")
+    if family == "Glyphs":
+        print("Glyphs: chance accuracy 1/248 = 0.004")
+    _write_json(out / f"{family}-scores.json", result)
+    return result
+
+
+def _interval(values: np.ndarray) -> list[float]:
+    mean, half = float(values.mean()), float(1.96 * values.std(ddof=1) / np.sqrt(len(values)))
+    return [mean, mean - half, mean + half]
+
+
+def _fmt(interval: list[float]) -> str:
+    return f"{interval[0]:.3f} [{interval[1]:.3f}, {interval[2]:.3f}]"
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -154,7 +373,53 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="only play N single-env test episodes of tactile-learned with <out>/<family>.pt")
     parser.add_argument("--random-moves", action="store_true",
                         help="with --check-agent: also evaluate the checkpoint with random moves (batched)")
+    parser.add_argument("--adaptive", action="store_true",
+                        help="train the adaptive agent (belief model + lookahead policy) for --seed and compare it "
+                             "with the coverage scan on the same test episodes (classification families)")
+    parser.add_argument("--init", type=Path, default=None,
+                        help="with --adaptive: start the belief model's classifier from this scan-trained checkpoint")
+    parser.add_argument("--learning-rate", type=float, default=2e-3, help="with --adaptive: peak learning rate")
+    parser.add_argument("--policies", default="scan,adaptive,random",
+                        help="with --adaptive: the policies evaluated on the same test episodes (scan and adaptive "
+                             "are needed)")
+    parser.add_argument("--checkpoint", type=Path, default=None,
+                        help="with --adaptive: train nothing, evaluate this adaptive checkpoint")
+    parser.add_argument("--reach", choices=["move", "any"], default="move",
+                        help="with --adaptive --checkpoint: candidate touches within one move, or anywhere")
+    parser.add_argument("--min-new-area", type=float, default=None,
+                        help="with --adaptive --checkpoint: share of new area a touch must add (default 0.3)")
+    parser.add_argument("--histories", type=int, default=4, help="with --adaptive: histories per episode per step")
+    parser.add_argument("--check-scores", type=int, metavar="N", default=0,
+                        help="only evaluate <out>/<family>.pt against the blind baseline on N test episodes, with "
+                             "95%% intervals (pose tasks: position error in mm and yaw error in degrees apart)")
     args = parser.parse_args(argv)
+    if args.check_scores:
+        checkpoint = args.out / f"{args.family}.pt"
+        if not checkpoint.is_file():
+            parser.exit(2, f"error: no checkpoint {checkpoint}; train one first (without --check-scores)\n")
+        return check_scores(args.family, checkpoint, args.check_scores, args.out)
+    if args.adaptive:
+        if args.family not in ("TactileMNIST", "Starstruck", "Glyphs"):
+            parser.exit(2, f"error: --adaptive needs a classification family with a fixed sensor yaw "
+                           f"(TactileMNIST, Starstruck, Glyphs), not {args.family}\n")
+        chosen = args.policies.split(",")
+        if not {"scan", "adaptive"} <= set(chosen) <= {"scan", "adaptive", "random"}:
+            parser.exit(2, f"error: --policies {args.policies!r}: give scan,adaptive and optionally random\n")
+        if args.checkpoint is not None:
+            if not args.checkpoint.is_file():
+                parser.exit(2, f"error: no checkpoint {args.checkpoint}; train one with --adaptive first\n")
+            return evaluate_adaptive(args.family, args.checkpoint, 8 if args.smoke else args.eval_episodes, args.out,
+                                     args.reach, tuple(chosen), args.min_new_area)
+        if args.smoke:
+            return run_adaptive(args.family, updates=4, num_envs=6, eval_episodes=6, out=args.out, seed=args.seed,
+                                objects_per_split=20, reuse=2)
+        if args.init is not None and not args.init.is_file():
+            parser.exit(2, f"error: no checkpoint {args.init}; give a scan-trained checkpoint of {args.family} "
+                           "(experiments/tactile.py without --adaptive writes one)\n")
+        return run_adaptive(args.family, args.updates, args.num_envs, args.eval_episodes, args.out, args.seed,
+                            threads=args.threads, reuse=args.reuse, init=args.init,
+                            learning_rate=args.learning_rate, histories=args.histories,
+                            policies=tuple(chosen))
     if args.check_agent:
         checkpoint = args.out / f"{args.family}.pt"
         if not checkpoint.is_file():

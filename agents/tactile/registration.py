@@ -11,5 +11,8 @@ def register() -> None:
     registry.add("agent", "tactile-learned", "gauntlet.agents.tactile.learned:LearnedTactileAgent",
                  "tactile envs: coverage scan of the object's region + a CNN over the map of touches "
                  "(config: checkpoint=PATH, trained by experiments/tactile.py)")
+    registry.add("agent", "tactile-adaptive", "gauntlet.agents.tactile.adaptive:AdaptiveTactileAgent",
+                 "tactile classification envs: chooses each touch by a learned lookahead of its belief's loss "
+                 "(config: checkpoint=PATH, trained by experiments/tactile.py --adaptive)")
     registry.add("demo", "tactile", "gauntlet.agents.tactile.demo:run_demo",
                  "a Tactile MNIST episode (saved rendering) and the learned agent's accuracy by step")

@@ -184,6 +184,40 @@ def evaluate(model: TouchMapModel | None, family: str = "TactileMNIST", split: s
     return np.concatenate(curves).mean(axis=0)
 
 
+@torch.no_grad()
+def final_predictions(model: TouchMapModel | None, family: str, split: str = "test", *, episodes: int = 256,
+                      num_envs: int = 64, seed: int = 30_000, objects_per_split: int | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Each episode's final prediction and its target, ``(episodes, P)`` and ``(episodes,)`` or ``(episodes, d)``.
+
+    The learned agent's loop (scan moves, the model's prediction after every touch); ``model=None``:
+    random moves and the blind prediction (zeros), as ``evaluate``. For scores the env's single
+    figure does not give (a pose task's position and yaw errors apart).
+    """
+    env = make_vector_env(family, split, num_envs, objects_per_split)
+    scan = make_scan(env, family)
+    rng = np.random.default_rng(seed)
+    background = gel_background(component_shape(env.single_observation_space, "sensor_img")[:2])
+    prediction_shape = (num_envs,) + component_shape(env.single_action_space, "prediction")
+    predictions, targets = [], []
+    for batch in range(max(1, episodes // num_envs)):
+        observation, info = env.reset(seed=seed + batch * num_envs)
+        targets.append(np.asarray(info["target"]).copy())
+        scan.reset(observation["sensor_pos"])
+        touches = TouchMap(num_envs, background)
+        prediction = np.zeros(prediction_shape, np.float32)
+        for _ in range(env.task.step_limit):
+            if model is None:
+                moves = rng.uniform(-1.0, 1.0, (num_envs,) + component_shape(env.single_action_space, "action"))
+            else:
+                moves = scan.act(observation["sensor_pos"])
+                maps = touches.add(observation["sensor_img"], observation["sensor_pos"], observation.get("sensor_rot"))
+                prediction = model(maps).numpy().astype(np.float32)
+            observation, *_ = env.step({"action": moves.astype(np.float32), "prediction": prediction})
+        predictions.append(prediction.copy())
+    return np.concatenate(predictions), np.concatenate(targets)
+
+
 def save(model: TouchMapModel, path: Path, **metadata: Any) -> None:
     """Write a checkpoint atomically (weights in half precision: the file stays small)."""
     path.parent.mkdir(parents=True, exist_ok=True)
