@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-METHODS = ("baseline", "calspi", "no-gate", "mopo", "bc")
+METHODS = ("baseline", "calspi", "calspi-tight", "no-gate", "mopo", "bc")
 HERE = Path(__file__).resolve().parent
 
 
@@ -50,9 +50,11 @@ def t_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, flo
     return float(values.mean() - half), float(values.mean() + half)
 
 
-def evaluate(task: Any, agent: Any, *, episodes: int, max_steps: int) -> tuple[float, float | None, list[float]]:
-    """Mean true return over evaluation episodes, the fraction of decisions that switched, and the
-    certified gap LB(a+) - baseline value of every decision that had a trusted alternative."""
+def evaluate(task: Any, agent: Any, *, episodes: int, max_steps: int,
+             start_seed: int = 10_000) -> tuple[float, float | None, list[float], list[float]]:
+    """Mean true return over evaluation episodes (reset seeds ``start_seed + k``), the fraction of
+    decisions that switched, the certified gap LB(a+) - baseline value of every decision that had a
+    trusted alternative, and each episode's return."""
     import gymnasium as gym
 
     import gauntlet
@@ -60,13 +62,13 @@ def evaluate(task: Any, agent: Any, *, episodes: int, max_steps: int) -> tuple[f
     env = gym.make(f"gauntlet/CalSPI-{task.domain.name}-v0", max_episode_steps=max_steps)
     returns, switches, gaps = [], [], []
     for k in range(episodes):
-        episode = gauntlet.rollout(env, agent, seed=10_000 + k)
+        episode = gauntlet.rollout(env, agent, seed=start_seed + k)
         returns.append(episode.total_reward)
         decisions = [event.data for step in episode.steps for event in step.events if event.kind == "decision"]
         switches += [d["switched"] for d in decisions]
         gaps += [d["best_lower_bound"] - d["baseline_value"] for d in decisions
                  if np.isfinite(d["best_lower_bound"] - d["baseline_value"])]
-    return float(np.mean(returns)), (float(np.mean(switches)) if switches else None), gaps
+    return float(np.mean(returns)), (float(np.mean(switches)) if switches else None), gaps, returns
 
 
 def certificate_coverage(agent: Any, *, draws: int, calibration_size: int, test_size: int, seed: int) -> dict[str, Any]:
@@ -136,20 +138,24 @@ def search_state_coverage(agent: Any, *, max_steps: int, every: int, seed: int) 
 
 def run_cell(domain: str, size: int, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     from gauntlet.agents.calspi.ablations import BaselineAgent, BehaviourCloningAgent
-    from gauntlet.agents.calspi.agent import CalSPIAgent, with_variant
+    from gauntlet.agents.calspi.agent import CalSPIAgent, with_certificates, with_variant
 
     started = time.perf_counter()
     calspi = CalSPIAgent(domain, size, dataset_seed=seed, seed=seed, p=args.p, gamma=args.gamma,
                          model=args.model, search=args.search)
     agents = {"baseline": lambda: BaselineAgent(domain, size, dataset_seed=seed), "calspi": lambda: calspi,
               "no-gate": lambda: with_variant(calspi, "no-gate"), "mopo": lambda: with_variant(calspi, "mopo"),
+              "calspi-tight": lambda: with_certificates(calspi, **args.tight),
               "bc": lambda: BehaviourCloningAgent(domain, size, dataset_seed=seed, seed=seed, epochs=args.bc_epochs)}
+    start_seed = 10_000 + args.start_stride * seed  # stride 0: every seed starts from the same states
     row: dict[str, Any] = {"domain": domain, "size": size, "seed": seed, "returns": {}, "switch_fraction": {},
-                           "search": calspi.search_config()}
+                           "episode_returns": {}, "start_seed": start_seed, "search": calspi.search_config(),
+                           "model": calspi.model_overrides}
     for method in args.methods:
         agents[method] = agents[method]()  # built only for the methods that run
-        mean_return, switched, gaps = evaluate(calspi.task, agents[method], episodes=args.episodes,
-                                               max_steps=args.max_steps)
+        mean_return, switched, gaps, episode_returns = evaluate(calspi.task, agents[method], episodes=args.episodes,
+                                                                max_steps=args.max_steps, start_seed=start_seed)
+        row["episode_returns"][method] = episode_returns
         row["returns"][method] = mean_return
         row["switch_fraction"][method] = switched
         if method == "calspi" and gaps:  # how far the certified bound was from licensing a switch
@@ -228,6 +234,11 @@ def summarise(rows: list[dict[str, Any]], margin_fraction: float) -> list[dict[s
                          "p_worse_than_baseline": float(np.mean(returns < baseline - margin)), "margin": margin,
                          "worst_seed_return": float(returns.min()),
                          "switch_fraction": float(np.mean(switched)) if switched else None}
+                episodes = [(r["episode_returns"][method], r["episode_returns"]["baseline"]) for r in cell
+                            if "episode_returns" in r and method in r["episode_returns"]]
+                if len(episodes) == len(cell):  # paired by start state: the same reset seed for both
+                    worse = [int(np.sum(np.array(m) < np.array(b) - margin)) for m, b in episodes]
+                    entry["episodes_worse"] = [int(sum(worse)), int(sum(len(m) for m, _ in episodes))]
                 if method == "calspi":
                     entry["coverage_holds_fraction"] = float(np.mean(
                         [r["coverage"]["fraction_of_draws_covering_p"] for r in cell]))
@@ -296,6 +307,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seed-start", type=int, default=0, help="first seed (to split a grid over processes)")
     parser.add_argument("--episodes", type=int, default=2, help="evaluation episodes per seed and method")
     parser.add_argument("--max-steps", type=int, default=1000, help="evaluation episode length")
+    parser.add_argument("--start-stride", type=int, default=0,
+                        help="seed s evaluates from reset seeds 10_000 + stride * s + k (0: the same start states "
+                             "for every seed; e.g. 1000 gives every seed its own start states)")
+    parser.add_argument("--model-json", type=json.loads, default={}, metavar="JSON",
+                        help='ModelConfig overrides, e.g. \'{"value_members": 5, "value_aware": "local"}\'')
     parser.add_argument("--p", type=float, default=0.95)
     parser.add_argument("--gamma", type=float, default=0.95)
     parser.add_argument("--margin", type=float, default=0.05, help="'worse than baseline' margin, fraction of |return|")
@@ -304,10 +320,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--coverage-draws", type=int, default=10)
     parser.add_argument("--coverage-calibration", type=int, default=500)
     parser.add_argument("--coverage-test", type=int, default=5000)
-    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS),
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=[m for m in METHODS if m != "calspi-tight"],
                         help="methods to evaluate (the baseline is always needed for P(worse))")
     parser.add_argument("--search", type=json.loads, default={}, metavar="JSON",
                         help='search overrides for Cal-SPI and its ablations, e.g. \'{"value_error": 0}\'')
+    parser.add_argument("--tight", type=json.loads, metavar="JSON",
+                        default={"search": {"state_value_term": "value-aware"}, "value_aware": "local"},
+                        help="the calspi-tight method: with_certificates keyword arguments (search options, "
+                             "value_members, value_aware, value_local, local_bins)")
     parser.add_argument("--search-coverage-steps", type=int, default=200,
                         help="steps of the extra Cal-SPI episode whose root states are branched (0: skip)")
     parser.add_argument("--search-coverage-every", type=int, default=5)
@@ -348,10 +368,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         parser.error("--methods must include baseline and calspi")
     if not isinstance(args.search, dict):
         parser.error("--search must be a JSON object of SearchConfig fields")
-    args.model = {"epochs": args.epochs}
+    args.model = {"epochs": args.epochs, **args.model_json}
     if args.smoke:
         args.domains, args.sizes, args.seeds, args.episodes, args.max_steps = ["InvertedPendulum"], [1_000], 2, 1, 20
-        args.model = {"members": 3, "elites": 2, "hidden": 32, "layers": 2, "epochs": 3}
+        args.model = {"members": 3, "elites": 2, "hidden": 32, "layers": 2, "epochs": 3, **args.model_json}
         args.search = {"simulations": 8, "wave_size": 8, "max_depth": 2, "rollout_horizon": 2, **args.search}
         args.bc_epochs, args.coverage_draws, args.coverage_calibration, args.coverage_test = 2, 3, 100, 300
         args.model["value_steps"] = 50
@@ -394,6 +414,8 @@ def markdown_table(table: list[dict[str, Any]]) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in table:
         switched = "-" if e["switch_fraction"] is None else f"{e['switch_fraction']:.1%}"
+        episodes_worse = (f" ({e['episodes_worse'][0]}/{e['episodes_worse'][1]} episodes)"
+                          if "episodes_worse" in e else "")
         coverage = f"{e['coverage_holds_fraction']:.2f} |" if "coverage_holds_fraction" in e else " |"
         if "fitted_certificate_held_fraction" in e:
             coverage += f" {e['fitted_certificate_held_fraction']:.2f} ({e['fitted_certificate_coverage_min']:.3f})"
@@ -403,7 +425,7 @@ def markdown_table(table: list[dict[str, Any]]) -> str:
         else:
             coverage += " |"
         lines.append(f"| {e['domain']} | {e['size']:,} | {e['method']} | {e['seeds']} | {e['mean_return']:.1f} "
-                     f"[{e['ci95'][0]:.1f}, {e['ci95'][1]:.1f}] | {e['p_worse_than_baseline']:.2f} | "
+                     f"[{e['ci95'][0]:.1f}, {e['ci95'][1]:.1f}] | {e['p_worse_than_baseline']:.2f}{episodes_worse} | "
                      f"{e['worst_seed_return']:.1f} | {switched} | {coverage} |")
     return "\n".join(lines)
 

@@ -53,6 +53,11 @@ class ModelConfig:
     validation_fraction: float = 0.1
     value_steps: int = 1500  # gradient steps per refit of V^b; 0: no value model (truncated rollouts only)
     discount: float = 0.99  # of V^b's returns; must match the search's discount
+    # Tighter certificates (``certificates``; options, the defaults reproduce the default rule):
+    value_members: int = 1  # >= 2: a bootstrap ensemble of V^b fits with a state-dependent delta_V(s)
+    value_local: str = "ensemble"  # delta_V(s) of the ensemble: "ensemble" (q_V sigma_V) or "binned" (V_bar bins)
+    value_aware: str = "off"  # "global" / "local": calibrate |V^b(s') - V^b(s_hat')| (needs a value model)
+    local_bins: int = 10  # most bins of a local (Mondrian) calibration
 
 
 @dataclass
@@ -67,6 +72,7 @@ class FittedModel:
     history: dict[str, list[float]]
     value: Any = None  # BaselineValue or None
     reward_ceiling: float = float("inf")  # the dataset's largest reward (upper bounds of uncertified steps)
+    value_aware: Any = None  # certificates.ValueAwareBound or None
 
 
 def split_indices(n: int, config: ModelConfig, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -82,6 +88,10 @@ def fit_model(task: Any, *, p: float, gamma: float, seed: int, config: ModelConf
     from gauntlet.agents.calspi.ensemble import EnsembleDynamics
 
     config = config or ModelConfig()
+    if config.value_aware not in ("off", "global", "local"):
+        raise ValueError(f"value_aware must be 'off', 'global' or 'local', got {config.value_aware!r}")
+    if config.value_aware != "off" and config.value_steps <= 0:
+        raise ValueError("value_aware needs a value model: set value_steps > 0")
     dataset = task.dataset.validate(task.observation_space.shape[0], task.action_space.shape[0])
     train, validation, held_out = split_indices(len(dataset), config, seed)
     needed = min_calibration_size(p, gamma)  # also validates p and gamma
@@ -102,18 +112,28 @@ def fit_model(task: Any, *, p: float, gamma: float, seed: int, config: ModelConf
     # Nonconformity score on the held-out split, then the Wilks order statistic (calibration).
     scores = nonconformity_scores(targets, prediction.normalised_mean, prediction.disagreement)
     certificate = calibrate(scores, prediction.state_disagreement, p=p, gamma=gamma)
-    value = None
+    value: Any = None
+    value_aware: Any = None
     if config.value_steps > 0:
+        from gauntlet.agents.calspi.certificates import ValueAwareBound, ValueEnsemble
         from gauntlet.agents.calspi.value import BaselineValue, ValueFitConfig
 
         # V^b on the training and validation splits (returns need whole episodes, so the targets are
         # computed on the full dataset in its order), delta_V calibrated on the held-out split.
-        value = BaselineValue(dataset.observations.shape[1], discount=config.discount, seed=seed,
-                              config=ValueFitConfig(steps=config.value_steps)).fit(
-            dataset, np.concatenate([train, validation]), held_out, p=p, gamma=gamma)
+        fit_config = ValueFitConfig(steps=config.value_steps)
+        if config.value_members >= 2:  # (a) bootstrap ensemble of V^b fits
+            value = ValueEnsemble(dataset.observations.shape[1], discount=config.discount, members=config.value_members,
+                                  seed=seed, config=fit_config, local=config.value_local, bins=config.local_bins)
+        else:
+            value = BaselineValue(dataset.observations.shape[1], discount=config.discount, seed=seed, config=fit_config)
+        value.fit(dataset, np.concatenate([train, validation]), held_out, p=p, gamma=gamma)
+        if config.value_aware != "off":  # (b) value-aware score on the calibration split, (c) binned
+            value_aware = ValueAwareBound(local=config.value_aware == "local", bins=config.local_bins).fit(
+                model, value, ca.observations, ca.actions, ca.next_observations, p=p, gamma=gamma)
     return FittedModel(model=model, certificate=certificate, reward_floor=float(dataset.rewards.min()),
                        reward_scale=float(max(dataset.rewards.std(), 1e-3)), calibration_indices=held_out,
-                       history=history, value=value, reward_ceiling=float(dataset.rewards.max()))
+                       history=history, value=value, reward_ceiling=float(dataset.rewards.max()),
+                       value_aware=value_aware)
 
 
 class CalSPIAgent(Agent):
@@ -140,7 +160,7 @@ class CalSPIAgent(Agent):
                                    self.task.is_terminal, self.task.action_space.low, self.task.action_space.high,
                                    reward_floor=self.fitted.reward_floor, reward_scale=self.fitted.reward_scale,
                                    config=search_config, value=self.fitted.value,
-                                   reward_ceiling=self.fitted.reward_ceiling)
+                                   reward_ceiling=self.fitted.reward_ceiling, value_aware=self.fitted.value_aware)
         self.rng = np.random.default_rng(self.seed)
         self.name = "calspi" if variant == "calspi" else f"calspi-{variant}"
 
@@ -180,4 +200,45 @@ def with_variant(agent: CalSPIAgent, variant: str, search: dict[str, Any] | None
     twin.name = "calspi" if variant == "calspi" else f"calspi-{variant}"
     twin.planner = copy.copy(agent.planner)
     twin.planner.config = SearchConfig(**{**VARIANTS[variant], **twin.search_overrides})
+    return twin
+
+
+def with_certificates(agent: CalSPIAgent, *, search: dict[str, Any], value_members: int = 1,
+                      value_aware: str = "local", value_local: str = "ensemble", local_bins: int = 10,
+                      name: str = "calspi-tight") -> CalSPIAgent:
+    """A copy of ``agent`` sharing its fitted ensemble and certificate, with the tighter certificates
+    (``certificates``) fitted on the same train / held-out split and the search options ``search``
+    (e.g. ``{"state_value_term": "value-aware", "value_bound": "local"}``): how the experiments
+    compare a tighter rule with the default on the very same dynamics model."""
+    import copy
+
+    from gauntlet.agents.calspi.certificates import ValueAwareBound, ValueEnsemble
+    from gauntlet.agents.calspi.value import ValueFitConfig
+
+    if value_aware not in ("global", "local"):
+        raise ValueError(f"value_aware must be 'global' or 'local', got {value_aware!r}")
+    config = ModelConfig(**agent.model_overrides)
+    dataset = agent.task.dataset
+    train, validation, held_out = split_indices(len(dataset), config, agent.seed)
+    value = agent.fitted.value
+    if value is None:
+        raise ValueError("tighter certificates need the baseline value model (value_steps > 0)")
+    if value_members >= 2:
+        value = ValueEnsemble(dataset.observations.shape[1], discount=config.discount, members=value_members,
+                              seed=agent.seed, config=ValueFitConfig(steps=config.value_steps), local=value_local,
+                              bins=local_bins).fit(dataset, np.concatenate([train, validation]), held_out,
+                                                   p=agent.p, gamma=agent.gamma)
+    calibration = dataset.subset(held_out)
+    bound = ValueAwareBound(local=value_aware == "local", bins=local_bins).fit(
+        agent.fitted.model, value, calibration.observations, calibration.actions, calibration.next_observations,
+        p=agent.p, gamma=agent.gamma)
+    twin = copy.copy(agent)
+    twin.fitted = FittedModel(**{**agent.fitted.__dict__, "value": value, "value_aware": bound})
+    twin.search_overrides = dict(search)
+    twin.planner = GatedSearch(agent.fitted.model, agent.fitted.certificate, agent.task.baseline,
+                               agent.task.is_terminal, agent.task.action_space.low, agent.task.action_space.high,
+                               reward_floor=agent.fitted.reward_floor, reward_scale=agent.fitted.reward_scale,
+                               config=SearchConfig(**{**VARIANTS["calspi"], **search}), value=value,
+                               reward_ceiling=agent.fitted.reward_ceiling, value_aware=bound)
+    twin.name = name
     return twin

@@ -67,6 +67,12 @@ What replaces delta_V is an assumption, stated rather than proven: the errors of
 states, which descend from the same root by the same number of steps, differ by at most delta_TD
 (the common-mode part of V^b's error cancels in the difference; gamma^h <= 1 is dropped, which only
 makes the rule stricter). The rule still never switches when the baseline's root edge is untrusted.
+Tighter certificates (options; ``certificates`` module): ``value_bound="local"`` charges a
+state-dependent delta_V(s_h) (``value.local_error_bound``: a bootstrap ensemble of V^b fits, or a
+binned calibration) instead of the global delta_V; ``state_value_term="value-aware"`` replaces
+|grad V^b(s_h)| . E_h by the sum over the path's model steps of the certified one-step value error
+|V^b(s') - V^b(s_hat')| (``certificates.ValueAwareBound``; exact for one step, additive over steps by
+assumption), in both G_lb and G_ub.
 Variants for the ablations: ``gate=False`` trusts every edge;
 ``switching="greedy"`` takes argmax Q_hat; ``penalty`` > 0 replaces r_hat by r_hat - penalty * ||sigma_s||
 (MOPO-style uncertainty penalty).
@@ -106,10 +112,16 @@ class SearchConfig:
     penalty: float = 0.0  # MOPO-style lambda
     path_tolerance: float = 2.0  # accumulated bound B_t must stay <= path_tolerance * tau (inf: off)
     value_error: float = 1.0  # weight of delta_V in the leaf lower bound (1: the certified bound; unused when paired)
+    value_bound: str = "global"  # delta_V: "global" (one Wilks bound) or "local" (value.local_error_bound(s))
+    state_value_term: str = "gradient"  # "gradient": |grad V^b| . E; "value-aware": certified |V^b(s') - V^b(s_hat')|
 
     def __post_init__(self) -> None:
         if self.switching not in ("certified", "paired", "greedy"):
             raise ValueError(f"switching must be 'certified', 'paired' or 'greedy', got {self.switching!r}")
+        if self.value_bound not in ("global", "local"):
+            raise ValueError(f"value_bound must be 'global' or 'local', got {self.value_bound!r}")
+        if self.state_value_term not in ("gradient", "value-aware"):
+            raise ValueError(f"state_value_term must be 'gradient' or 'value-aware', got {self.state_value_term!r}")
         if self.simulations < 1 or self.wave_size < 1 or self.max_depth < 1 or self.rollout_horizon < 0:
             raise ValueError("simulations, wave_size and max_depth must be >= 1, rollout_horizon >= 0")
         if not 0.0 < self.discount <= 1.0:
@@ -149,6 +161,7 @@ class Node:
     error: np.ndarray | float = 0.0  # E_t, accumulated certified state error (raw units, per coordinate)
     path_bound: float = 0.0  # B_t, accumulated one-step normalised bounds
     maybe_terminal: bool = False  # terminal somewhere within the error box
+    value_error: float = 0.0  # accumulated certified one-step value errors (state_value_term="value-aware")
     edges: list[Edge] = field(default_factory=list)
     visits: int = 0
     pending: int = 0  # children proposed in the current wave, not yet evaluated by the model
@@ -192,13 +205,20 @@ class GatedSearch:
     def __init__(self, model: EnsembleDynamics, certificate: Certificate, baseline: Callable[[np.ndarray], np.ndarray],
                  is_terminal: Callable[[np.ndarray], np.ndarray], action_low: np.ndarray, action_high: np.ndarray,
                  *, reward_floor: float, reward_scale: float, config: SearchConfig | None = None,
-                 value: Any = None, reward_ceiling: float = math.inf):
+                 value: Any = None, reward_ceiling: float = math.inf, value_aware: Any = None):
         self.model, self.certificate, self.baseline, self.is_terminal = model, certificate, baseline, is_terminal
         self.value = value  # BaselineValue or None
         self.action_low, self.action_high = np.asarray(action_low, float), np.asarray(action_high, float)
         self.reward_floor, self.reward_scale = float(reward_floor), float(reward_scale)
         self.reward_ceiling = float(reward_ceiling)  # r_ceil for the upper bound of uncertified steps
         self.config = config or SearchConfig()
+        self.value_aware = value_aware  # certificates.ValueAwareBound or None
+        if self.config.state_value_term == "value-aware" and (value_aware is None or value is None):
+            raise ValueError("state_value_term='value-aware' needs a value model and a fitted ValueAwareBound "
+                             "(ModelConfig(value_aware='global' or 'local'))")
+        if self.config.value_bound == "local" and not hasattr(value, "local_error_bound"):
+            raise ValueError("value_bound='local' needs a value model with local_error_bound "
+                             "(ModelConfig(value_members >= 2 or value_local='binned'))")
         self.model_calls = 0
 
     # One batched model step: the only place the ensemble is called --------------------------------
@@ -218,7 +238,10 @@ class GatedSearch:
         trusted = self.certificate.trusted(prediction.state_disagreement) if self.config.gate \
             else np.ones(len(states), dtype=bool)
         terminal = self.is_terminal(prediction.next_states)
-        return prediction.next_states, rewards, reward_bounds, trusted, terminal, step_bound, step_error
+        # Certified one-step value error (value-aware score), used only with state_value_term="value-aware".
+        step_value = self.value_aware(prediction.state_disagreement) if self.value_aware is not None \
+            else np.zeros(len(states))
+        return prediction.next_states, rewards, reward_bounds, trusted, terminal, step_bound, step_error, step_value
 
     def _within_path_tolerance(self, path_bound: np.ndarray) -> np.ndarray:
         """The multi-step gate: accumulated bound B_t <= path_tolerance * tau (always true without the gate)."""
@@ -239,7 +262,8 @@ class GatedSearch:
                 result |= self.is_terminal(moved)
         return result
 
-    def _leaf_bounds(self, states: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _leaf_bounds(self, states: np.ndarray, errors: np.ndarray,
+                     value_errors: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """V^b(s), its lower bound V^b(s) - |grad V^b| . E - delta_V and upper bound V^b(s) + |grad V^b| . E
         (all 0 without a value model). The paired criterion charges V^b's own error at the root
         instead (delta_TD), so its leaf lower bound has no delta_V."""
@@ -247,16 +271,23 @@ class GatedSearch:
             zeros = np.zeros(len(states))
             return zeros, zeros, zeros
         values = self.value(states)
-        state_term = self.value.lipschitz_term(states, errors)
-        value_error = 0.0 if self.config.switching == "paired" else self.config.value_error * self.value.error_bound
+        if self.config.state_value_term == "value-aware":  # summed certified one-step value errors
+            state_term = np.zeros(len(states)) if value_errors is None else np.asarray(value_errors, dtype=np.float64)
+        else:  # first-order term |grad V^b| . E
+            state_term = self.value.lipschitz_term(states, errors)
+        delta_v = self.value.local_error_bound(states) if self.config.value_bound == "local" \
+            else self.value.error_bound
+        value_error = 0.0 if self.config.switching == "paired" else self.config.value_error * delta_v
         return values, values - state_term - value_error, values + state_term
 
     def _rollout_values(self, states: np.ndarray, errors: np.ndarray, path_bounds: np.ndarray,
-                        maybe_terminal: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                        maybe_terminal: np.ndarray,
+                        value_errors: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Baseline rollouts in the model from a batch of leaf states, ending at V^b: (G, G_lb, G_ub) per leaf."""
         config, count = self.config, len(states)
         states, errors = states.copy(), np.array(np.broadcast_to(errors, states.shape), dtype=np.float64)
         path_bounds, maybe_terminal = np.array(path_bounds, dtype=np.float64), np.array(maybe_terminal, dtype=bool)
+        value_errors = np.zeros(count) if value_errors is None else np.array(value_errors, dtype=np.float64)
         values, lower_bounds, upper_bounds = np.zeros(count), np.zeros(count), np.zeros(count)
         alive, certified, discount = np.ones(count, dtype=bool), np.ones(count, dtype=bool), 1.0
         floor_value = self.reward_floor / (1.0 - config.discount) if config.discount < 1 else self.reward_floor
@@ -265,9 +296,10 @@ class GatedSearch:
             if not alive.any():
                 break
             index = np.flatnonzero(alive)
-            next_states, rewards, bounds, trusted, terminal, step_bound, step_error = self._model_step(
+            next_states, rewards, bounds, trusted, terminal, step_bound, step_error, step_value = self._model_step(
                 states[index], self.baseline(states[index]))
             path_bounds[index] += step_bound
+            value_errors[index] += step_value
             errors[index] += step_error
             certified[index] &= trusted & self._within_path_tolerance(path_bounds[index])
             values[index] += discount * rewards
@@ -280,7 +312,7 @@ class GatedSearch:
         # Leaf value at the rollout's last state (none where the model predicts termination).
         index = np.flatnonzero(alive)
         if len(index):
-            leaf_values, leaf_lower, leaf_upper = self._leaf_bounds(states[index], errors[index])
+            leaf_values, leaf_lower, leaf_upper = self._leaf_bounds(states[index], errors[index], value_errors[index])
             leaf_lower = np.where(certified[index], leaf_lower, floor_value if self.value is not None else 0.0)
             leaf_lower = np.where(maybe_terminal[index], np.minimum(leaf_lower, 0.0), leaf_lower)
             leaf_upper = np.where(certified[index], leaf_upper, ceiling_value if self.value is not None else 0.0)
@@ -343,8 +375,8 @@ class GatedSearch:
             if expansions:
                 states = np.stack([node.state for _, node, _ in expansions])
                 actions = np.stack([action for _, _, action in expansions])
-                next_states, rewards, bounds, trusted, terminal, step_bound, step_error = self._model_step(
-                    states, actions)
+                next_states, rewards, bounds, trusted, terminal, step_bound, step_error, step_value = \
+                    self._model_step(states, actions)
                 path_bounds = np.array([node.path_bound for _, node, _ in expansions]) + step_bound
                 errors = np.stack([np.broadcast_to(node.error, node.state.shape) for _, node, _ in expansions]) \
                     + step_error
@@ -355,7 +387,8 @@ class GatedSearch:
                     node.pending = 0
                     edge = Edge(action, float(rewards[j]), float(bounds[j]), bool(trusted[j]),
                                 Node(next_states[j], node.depth + 1, bool(terminal[j]), errors[j],
-                                     float(path_bounds[j]), bool(maybe_terminal[j])))
+                                     float(path_bounds[j]), bool(maybe_terminal[j]),
+                                     node.value_error + float(step_value[j])))
                     node.edges.append(edge)
                     if edge.trusted:
                         edge.visits += VIRTUAL_LOSS
@@ -369,7 +402,8 @@ class GatedSearch:
                 values, lower_bounds, upper_bounds = self._rollout_values(
                     np.stack([node.state for node in nodes]),
                     np.stack([np.broadcast_to(node.error, node.state.shape) for node in nodes]),
-                    np.array([node.path_bound for node in nodes]), np.array([node.maybe_terminal for node in nodes]))
+                    np.array([node.path_bound for node in nodes]), np.array([node.maybe_terminal for node in nodes]),
+                    np.array([node.value_error for node in nodes]))
                 for (i, _), value, lower_bound, upper_bound in zip(evaluate, values, lower_bounds, upper_bounds,
                                                                     strict=True):
                     leaf_values[i] = (float(value), float(lower_bound), float(upper_bound))
