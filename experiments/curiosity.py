@@ -6,6 +6,8 @@
     python experiments/curiosity.py --size medium --only iii --out experiments/results/curiosity-iii-medium
     python experiments/curiosity.py --size full --only iii --policies curiosity-dad,random-prior --out DIR
     python experiments/curiosity.py --size full --regression-belief-seeds 0,1,2,3,4 --out DIR   # needs (v) in DIR
+    python experiments/curiosity.py --size full --belief-seeds 3 --out DIR3   # DIR3/results.json: a copy of DIR's
+    python experiments/curiosity.py --merge-belief-seeds DIR3,DIR4 --out DIR   # adds their seeds, redoes the summary
 
 (i)   agreement of ``icl_lp`` with ``true_lp`` as the context grows (non-temporal envs): per context
       size t, the Pearson correlation across episodes and the bias E[icl_lp − true_lp] with 95% CIs.
@@ -39,6 +41,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from scipy import stats
 
 import gauntlet
 from gauntlet.agents.curiosity.policies import (GreedyEIGAgent, GreedyLPAgent, PriorRandomDesignAgent,
@@ -280,6 +283,59 @@ def belief_training_seeds(size: dict[str, Any], seed: int, training_seeds: list[
     return out
 
 
+BELIEF_BASELINES = ("random-prior", "uncertainty", "greedy-eig")
+
+
+def belief_seed_summary(iii: dict[str, Any], training_seeds: dict[str, Any]) -> dict[str, Any]:
+    """sPCE of ``curiosity-belief`` per training seed and averaged over seeds, paired against the baselines.
+
+    Training seed 0 is ``iii["curiosity-belief"]`` (the shipped weights); the others are the rows of
+    ``training_seeds`` (``--belief-seeds``). Every seed ran the same histories (history i has the same θ), so the
+    mean over seeds is taken per history and its CI is over histories; ``over_seed_means`` is the spread of
+    the per-seed means (t interval over seeds)."""
+    per_seed = {"0": iii["curiosity-belief"]["spce_per_history"],
+                **{key: row["spce_per_history"] for key, row in training_seeds.items()}}
+    keys = sorted(per_seed, key=int)
+    n = min(len(per_seed[key]) for key in keys)
+    mean = np.mean([np.array(per_seed[key][:n]) for key in keys], axis=0)
+    baselines = {name: np.array(iii[name]["spce_per_history"]) for name in BELIEF_BASELINES if name in iii}
+
+    def paired(values: np.ndarray) -> dict[str, Any]:
+        return {name: mean_ci(values[: len(other)] - other[: len(values)]) for name, other in baselines.items()}
+
+    seed_means = np.array([np.mean(per_seed[key]) for key in keys])
+    half = (float(stats.t.ppf(0.975, len(keys) - 1)) * seed_means.std(ddof=1) / np.sqrt(len(keys))
+            if len(keys) > 1 else float("nan"))
+    return {"training_seeds": [int(key) for key in keys], "histories": n,
+            "per_seed": {key: {"spce": mean_ci(per_seed[key]),
+                               "paired_difference_minus": paired(np.array(per_seed[key]))} for key in keys},
+            "mean_over_seeds": {"spce": mean_ci(mean), "paired_difference_minus": paired(mean)},
+            "over_seed_means": {"mean": float(seed_means.mean()), "sd": float(seed_means.std(ddof=1)),
+                                "ci95_t": [float(seed_means.mean() - half), float(seed_means.mean() + half)],
+                                "n": len(keys)}}
+
+
+def merge_belief_seeds(results: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, Any]:
+    """Add the ``--belief-seeds`` rows of ``others`` (runs on copies of ``results``) and redo the seed summary.
+
+    A run counts only if it has the same size, seed and (iii) baselines, so its paired differences hold."""
+    merged = dict(results.get("iii_belief_training_seeds", {}))
+    for other in others:
+        if (other.get("size"), other.get("seed")) != (results.get("size"), results.get("seed")):
+            raise ValueError(f"size/seed {other.get('size')}/{other.get('seed')} differ from "
+                             f"{results.get('size')}/{results.get('seed')}")
+        for name in (*BELIEF_BASELINES, "curiosity-belief"):
+            if other["iii"][name]["spce_per_history"] != results["iii"][name]["spce_per_history"]:
+                raise ValueError(f"its (iii) {name} histories differ: it was not run on a copy of these results")
+        for key, row in other.get("iii_belief_training_seeds", {}).items():
+            if key in merged and merged[key]["spce_per_history"] != row["spce_per_history"]:
+                raise ValueError(f"training seed {key} is in both with different sPCE")
+            merged[key] = row
+    results["iii_belief_training_seeds"] = dict(sorted(merged.items(), key=lambda item: int(item[0])))
+    results["iii_belief_seed_summary"] = belief_seed_summary(results["iii"], results["iii_belief_training_seeds"])
+    return results
+
+
 def with_paired_differences(results: dict[str, Any]) -> dict[str, Any]:
     """Add sPCE(trained) − sPCE(other) per history for each trained policy present, paired by history index
     (the same θ): ``paired_spce_difference_curiosity_dad_minus`` and ``..._curiosity_dad_wide_minus``."""
@@ -506,7 +562,8 @@ def run(size_name: str, out: Path, seed: int = 0, only: list[str] | None = None,
     if only and previous.is_file():
         earlier = json.loads(previous.read_text())
         if (earlier.get("size"), earlier.get("seed")) == (size_name, seed):
-            results.update({key: earlier[key] for key in (*RESULTS, "iii_belief_training_seeds") if key in earlier})
+            results.update({key: earlier[key] for key in (*RESULTS, "iii_belief_training_seeds",
+                                                          "iii_belief_seed_summary") if key in earlier})
     for key, function in RESULTS.items():
         if only and key not in only:
             continue
@@ -538,6 +595,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--belief-seeds", default=None, metavar="SEEDS",
                         help="comma-separated training seeds: retrain curiosity-belief with each and add their (iii) "
                              "bounds to OUT/results.json (needs (iii) there)")
+    parser.add_argument("--merge-belief-seeds", default=None, metavar="DIRS",
+                        help="comma-separated folders of --belief-seeds runs made on copies of OUT/results.json: add "
+                             "their training seeds to OUT/results.json and redo the seed summary")
     parser.add_argument("--regression-belief-seeds", default=None, metavar="SEEDS",
                         help="comma-separated training seeds: train curiosity-belief-regression with each and add "
                              "its (v) rows to OUT/results.json (needs (v) there)")
@@ -576,7 +636,31 @@ def main(argv: list[str] | None = None) -> None:
         results["iii_belief_training_seeds"] = {
             **results.get("iii_belief_training_seeds", {}),
             **belief_training_seeds(SIZES[args.size], results["seed"], seeds, results["iii"])}
+        results = merge_belief_seeds(results, [])  # sorts the seeds and redoes the summary
         write_json_atomic(previous, results)
+        return
+    if args.merge_belief_seeds:
+        paths = [args.out / "results.json", *(Path(d) / "results.json" for d in args.merge_belief_seeds.split(","))]
+        missing = [str(path) for path in paths if not path.is_file()]
+        if missing:
+            parser.error(f"--merge-belief-seeds: no results.json in {', '.join(missing)}; "
+                         "run --belief-seeds there first")
+        results, *others = (json.loads(path.read_text()) for path in paths)
+        if "iii" not in results or "curiosity-belief" not in results["iii"]:
+            parser.error(f"--merge-belief-seeds needs result (iii) with curiosity-belief in {paths[0]}")
+        try:
+            results = merge_belief_seeds(results, others)
+        except (KeyError, ValueError) as error:
+            parser.error(f"--merge-belief-seeds: {error!s}; rerun --belief-seeds on a copy of {paths[0]}")
+        write_json_atomic(paths[0], results)
+        summary = results["iii_belief_seed_summary"]
+        rows = {**summary["per_seed"], "mean": summary["mean_over_seeds"]}
+        print("training seed | sPCE | " + " | ".join(f"minus {name}" for name in BELIEF_BASELINES))
+        for key, row in rows.items():
+            cells = [row["spce"], *(row["paired_difference_minus"][name] for name in BELIEF_BASELINES)]
+            texts = [f"{cell['mean']:{'+' if i else ''}.2f} [{cell['ci95'][0]:.2f}, {cell['ci95'][1]:.2f}]"
+                     for i, cell in enumerate(cells)]
+            print(" | ".join([key, *texts]))
         return
     try:
         results = run(args.size, args.out, args.seed, args.only.split(",") if args.only else None,
