@@ -30,6 +30,7 @@ from scipy import ndimage
 PIXEL_M = 10.0
 VULNERABILITY = {"reinforced_concrete": 0.6, "masonry": 0.85, "timber": 1.0, "adobe": 1.25}
 FLOOD_LIKE = ("flood", "dam_failure", "tsunami", "tropical_cyclone")
+LAVA_PULSES = 60  # successive flows from the vent; the time series dates them
 TERRAIN_OF = {"flood": "valley", "dam_failure": "valley", "tsunami": "coast", "tropical_cyclone": "coast",
               "volcanic_eruption": "volcano", "landslide": "mountain", "earthquake": "hills", "wildfire": "hills",
               "tornado": "plain", "industrial_explosion": "coast"}
@@ -59,6 +60,10 @@ class Hazard:
     blocking: np.ndarray
     temperature_k: np.ndarray | None = None
     info: dict = field(default_factory=dict)
+    # What the time series (timeseries.py) needs of the model, never written as a layer: the water depth (m)
+    # of flood-like hazards, and when each cell was reached (a spread step or a lava flow, -1 = never).
+    depth_m: np.ndarray | None = None
+    arrival: np.ndarray | None = None
 
 
 def smooth_noise(rng: np.random.Generator, n: int, sigma: float) -> np.ndarray:
@@ -117,7 +122,7 @@ def make_terrain(hazard: str, rng: np.random.Generator, n: int) -> Terrain:
     return Terrain(dem=dem.astype(np.float32), river=river, sea=sea, settlement_weight=weight)
 
 
-def _connected_to(flooded: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+def connected_to(flooded: np.ndarray, seeds: np.ndarray) -> np.ndarray:
     labels, _ = ndimage.label(flooded)
     keep = np.unique(labels[seeds & flooded])
     return np.isin(labels, keep[keep > 0])
@@ -135,11 +140,11 @@ def flood(terrain: Terrain, rng: np.random.Generator, *, dam_break: bool = False
         rise_m = rise_m * (0.6 + 1.2 * np.exp(-cols / (0.6 * n)))
     surface = ndimage.uniform_filter1d(river_bed, size=max(3, n // 8)) + rise_m
     depth = surface[None, :] - terrain.dem
-    water = _connected_to(depth > 0, terrain.river) & ~terrain.river
+    water = connected_to(depth > 0, terrain.river) & ~terrain.river
     depth = np.where(water, depth, 0.0)
     blocking = water & (depth > 1.5) if dam_break else np.zeros_like(water)
     return Hazard(mask=water, intensity=depth.astype(np.float32) / 2.5, water=water, blocking=blocking,
-                  info={"model": "river-connected fill", "water_rise_m": float(np.mean(rise_m))})
+                  info={"model": "river-connected fill", "water_rise_m": float(np.mean(rise_m))}, depth_m=depth)
 
 
 def inundation(terrain: Terrain, rng: np.random.Generator, *, runup_m: float, decay_m: float) -> Hazard:
@@ -148,11 +153,11 @@ def inundation(terrain: Terrain, rng: np.random.Generator, *, runup_m: float, de
     sea_dist_m = ndimage.distance_transform_edt(~terrain.sea) * PIXEL_M
     surface = runup_m * np.exp(-sea_dist_m / decay_m)
     depth = surface - terrain.dem
-    water = _connected_to((depth > 0) | terrain.sea, terrain.sea) & ~terrain.sea
+    water = connected_to((depth > 0) | terrain.sea, terrain.sea) & ~terrain.sea
     depth = np.where(water, depth, 0.0)
     return Hazard(mask=water, intensity=depth.astype(np.float32) / 2.0, water=water,
                   blocking=water & (depth > 2.0), info={"model": "sea-connected run-up", "runup_m": runup_m,
-                                                        "grid": n})
+                                                        "grid": n}, depth_m=depth)
 
 
 def earthquake(terrain: Terrain, rng: np.random.Generator) -> Hazard:
@@ -184,9 +189,10 @@ def wildfire(terrain: Terrain, rng: np.random.Generator, fuel: np.ndarray) -> Ha
     burning[start[0] - 1:start[0] + 2, start[1] - 1:start[1] + 2] = True
     burned = burning.copy()
     age = np.zeros((n, n), int)
+    arrival = np.where(burned, 0, -1)
     steps = int(n * 1.1)
     offsets = [(-1, 0), (1, 0), (0, -1), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1)]
-    for _ in range(steps):
+    for step in range(steps):
         ignite = np.zeros((n, n), bool)
         for dr, dc in offsets:
             source = np.roll(np.roll(burning, dr, 0), dc, 1)
@@ -197,6 +203,7 @@ def wildfire(terrain: Terrain, rng: np.random.Generator, fuel: np.ndarray) -> Ha
             ignite |= source & (rng.random((n, n)) < np.clip(p, 0, 1))
         ignite &= ~burned & ~terrain.permanent_water & (fuel > 0)
         burned |= ignite
+        arrival = np.where(ignite, step + 1, arrival)
         age = np.where(ignite, 0, age + 1)
         burning = burned & (age < 3)  # a cell keeps burning (and spreading) for three steps
         if not burning.any():
@@ -205,7 +212,8 @@ def wildfire(terrain: Terrain, rng: np.random.Generator, fuel: np.ndarray) -> Ha
     lst = 305.0 + 12.0 * burned
     return Hazard(mask=burned, intensity=intensity.astype(np.float32), water=np.zeros((n, n), bool),
                   blocking=np.zeros((n, n), bool), temperature_k=lst.astype(np.float32),
-                  info={"model": "fuel/slope/wind cellular automaton", "wind_from_deg": float(np.degrees(wind_dir))})
+                  info={"model": "fuel/slope/wind cellular automaton", "wind_from_deg": float(np.degrees(wind_dir))},
+                  arrival=arrival)
 
 
 def lava(terrain: Terrain, rng: np.random.Generator) -> Hazard:
@@ -213,11 +221,14 @@ def lava(terrain: Terrain, rng: np.random.Generator) -> Hazard:
     n = terrain.dem.shape[0]
     surface = terrain.dem.astype(float).copy()
     flow = np.zeros((n, n), bool)
+    arrival = np.full((n, n), -1)
     vent = (int(0.1 * n), int(0.1 * n))
     offsets = [(-1, 0), (1, 0), (0, -1), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1)]
-    for _ in range(60):
+    for pulse in range(LAVA_PULSES):
         r, c = vent
         for _ in range(3 * n):
+            if not flow[r, c]:
+                arrival[r, c] = pulse
             flow[r, c] = True
             surface[r, c] += 0.4
             candidates = [(surface[r, c] - surface[r + dr, c + dc] + rng.normal(0, 0.6)) / np.hypot(dr, dc)
@@ -227,12 +238,22 @@ def lava(terrain: Terrain, rng: np.random.Generator) -> Hazard:
                 break
             r, c = r + offsets[best][0], c + offsets[best][1]
     flow = ndimage.binary_dilation(flow, iterations=1)
+    arrival = _spread_arrival(arrival, flow)
     # Crusted, cooling lava is far colder than the 1100 C melt: some flow cells fall below a 350 K test.
     lava_k = 520.0 + 150.0 * smooth_noise(rng, n, 3.0)
     lst = np.where(flow, np.maximum(lava_k, 310.0), 300.0 + 8.0 * smooth_noise(rng, n, 4.0))
     return Hazard(mask=flow, intensity=np.where(flow, 2.0, 0.0).astype(np.float32), water=np.zeros((n, n), bool),
                   blocking=flow, temperature_k=lst.astype(np.float32),
-                  info={"model": "steepest-descent flow paths", "vent_px": list(vent)})
+                  info={"model": "steepest-descent flow paths", "vent_px": list(vent)}, arrival=arrival)
+
+
+def _spread_arrival(arrival: np.ndarray, footprint: np.ndarray) -> np.ndarray:
+    """``arrival`` extended to the cells of ``footprint`` it leaves unset: the earliest arrival among the
+    eight neighbours (the lava's margin is reached with the flow that made it)."""
+    pending = np.where(arrival >= 0, arrival, np.iinfo(np.int64).max)
+    nearest = ndimage.grey_erosion(pending, size=(3, 3), mode="nearest")
+    out = np.where(footprint & (arrival < 0), nearest, arrival)
+    return np.where(footprint, out, -1)
 
 
 def landslide(terrain: Terrain, rng: np.random.Generator) -> Hazard:

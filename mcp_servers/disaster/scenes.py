@@ -16,6 +16,9 @@
         admin.geojson          four districts with names
         *.gpkg                 the four vector layers also as GeoPackages (one layer each)
         manifest.json          the event and every layer's modality, pixel size, CRS, bands
+        t{k}_optical.tif t{k}_s2.tif t{k}_sar.tif [t{k}_lst.tif]  the five dated acquisitions (k = 0..4:
+                               pre, onset, peak, recession, recovery; ``timeseries.py``)
+        timeline.json          the dates, their phases, cloud cover and layers (also in manifest.json)
     truth/<event>/             what only scorers read
         hazard_mask.tif        the hazard footprint (1 = affected), 10 m
         damage.json            per-building damage (intact/partial/destroyed), per-road state
@@ -24,6 +27,7 @@
                                the event) and the ids of bridge segments (``scene_objects.py``)
         realism.json           (``hard`` level only) its per-event draws: sun, haze, misregistration,
                                SAR geometry, trees, parking lots, roof colours (``realism.py``)
+        t{k}_hazard_mask.tif timeline.json   the hazard, buildings, roads and facilities on each date
 
 Rasters are tiled GeoTIFFs with overviews in the event's UTM zone; vectors are GeoJSON in the same
 CRS. Everything is a deterministic function of (event, size, seed, realism). The ``clean`` level (the
@@ -37,6 +41,8 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -44,13 +50,13 @@ from typing import Any
 import numpy as np
 
 from gauntlet.errors import UserError
-from gauntlet.mcp_servers.disaster import hazards, realworld, scene_objects, sensors, spectra, vectors
+from gauntlet.mcp_servers.disaster import hazards, realworld, scene_objects, sensors, spectra, timeseries, vectors
 from gauntlet.mcp_servers.disaster import realism as hard
 from gauntlet.mcp_servers.disaster.events import CATALOGUE_FILE, EVENTS, Event, get_event
 from gauntlet.mcp_servers.disaster.realism import REALISM_LEVELS
 from gauntlet.mcp_servers.disaster.sensors import OPTICAL_FACTOR
 
-BUILDER_VERSION = "2"  # 2: vehicles, ships, tanks, pools, bridge truth; GeoPackage layers
+BUILDER_VERSION = "3"  # 2: vehicles, ships, tanks, pools, bridge truth; GeoPackage layers; 3: time series
 # The curated files the scenes are built from: part of the cache key of the scenes and of what is built on them.
 CURATED_INPUTS = (CATALOGUE_FILE, realworld.REAL_LAYERS_FILE)
 STREET_SPACING_PX = 10
@@ -79,8 +85,12 @@ def build_scenes(folder: Path, *, events: list[str] | None = None, size_px: int 
         raise UserError(f"realism must be one of {', '.join(REALISM_LEVELS)}, got {realism!r} "
                         "(e.g. --config '{\"realism\": \"hard\"}')")
     catalogue = []
-    for event in chosen:
+    for number, event in enumerate(chosen, start=1):
+        started = time.perf_counter()
         build_event(Path(folder), event, size_px=size_px, seed=seed, realism=realism)
+        # progress per event on stderr (``gauntlet data build disaster`` runs this for minutes)
+        print(f"disaster scenes [{number}/{len(chosen)}] {event.id}: {time.perf_counter() - started:.1f} s",
+              file=sys.stderr, flush=True)
         catalogue.append({"id": event.id, "hazard": event.hazard, "place": event.place, "country": event.country,
                           "date": event.date, "lat": event.lat, "lon": event.lon, "epsg": event.utm_epsg})
     # The clean level's files carry no realism key, so they stay byte for byte what they were.
@@ -89,8 +99,10 @@ def build_scenes(folder: Path, *, events: list[str] | None = None, size_px: int 
                                                           **level})
 
 
-def build_event(folder: Path, event: Event, *, size_px: int, seed: int, realism: str = "clean") -> None:
-    """Generate and write one event's scene and truth at realism level ``realism``."""
+def build_event(folder: Path, event: Event, *, size_px: int, seed: int, realism: str = "clean",
+                time_series: bool = True) -> None:
+    """Generate and write one event's scene and truth at realism level ``realism``, then its time series
+    (``timeseries.py``; ``time_series=False`` leaves it out, to measure what it costs)."""
     from affine import Affine
     from rasterio.crs import CRS
 
@@ -119,16 +131,20 @@ def build_event(folder: Path, event: Event, *, size_px: int, seed: int, realism:
     _assign_damage(buildings, hazard, rng)
     _assign_road_state(roads, buildings, hazard)
     pois = _pois(buildings, rng, event)
+    model_mask = hazard.mask
     if event.hazard in ("earthquake", "tornado", "industrial_explosion", "tropical_cyclone"):
         # For these hazards the visible footprint is the damage itself: rubble where buildings fell.
-        hazard.mask = hazard.mask | _footprint_mask(buildings, n, states=("destroyed",))
+        hazard.mask = hazard.mask | footprint_mask(buildings, n, states=("destroyed",))
 
     scene_dir, truth_dir = folder / "scenes" / event.id, folder / "truth" / event.id
     scene_dir.mkdir(parents=True, exist_ok=True)
     truth_dir.mkdir(parents=True, exist_ok=True)
     hard_rng = hard.generator(event_seed(event.id, seed)) if realism == "hard" else None
-    _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads, pois, fuel, rng, hard_rng,
-                  transform, crs)
+    maps = _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads, pois, fuel, rng, hard_rng,
+                         transform, crs)
+    if time_series:
+        timeseries.write_time_series(scene_dir, truth_dir, event, terrain, hazard, model_mask, buildings, roads, pois,
+                                     maps, seed, realism == "hard", transform, crs)
 
 
 # Layout ------------------------------------------------------------------------------------------
@@ -223,7 +239,7 @@ def _assign_damage(buildings: list[dict], hazard: hazards.Hazard, rng: np.random
                                                   hazards.VULNERABILITY[building["material"]], noise)
 
 
-def _footprint_mask(buildings: list[dict], n: int, states: tuple[str, ...]) -> np.ndarray:
+def footprint_mask(buildings: list[dict], n: int, states: tuple[str, ...]) -> np.ndarray:
     mask = np.zeros((n, n), bool)
     for b in buildings:
         if b["damage"] in states:
@@ -234,26 +250,29 @@ def _footprint_mask(buildings: list[dict], n: int, states: tuple[str, ...]) -> n
 
 
 def _assign_road_state(roads: list[dict], buildings: list[dict], hazard: hazards.Hazard) -> None:
-    n = hazard.water.shape[0]
-    debris = hazard.blocking | _debris(buildings, n)
-    for road in roads:
-        (r0, c0), (r1, c1) = road["from"], road["to"]
-        rr = np.linspace(r0, r1, 21).round().astype(int).clip(0, n - 1)
-        cc = np.linspace(c0, c1, 21).round().astype(int).clip(0, n - 1)
-        if debris[rr, cc].any():
-            road["state"] = "blocked"
-        elif hazard.water[rr, cc].mean() > 0.3:
-            road["state"] = "flooded"
-        else:
-            road["state"] = "intact"
+    for road, state in zip(roads, road_states(roads, hazard.blocking | debris(buildings, hazard.water.shape[0]),
+                                              hazard.water)):
+        road["state"] = state
 
 
-def _debris(buildings: list[dict], n: int) -> np.ndarray:
+def road_states(roads: list[dict], blocking: np.ndarray, water: np.ndarray) -> list[str]:
+    """Each road's state: ``blocked`` where it touches ``blocking``, ``flooded`` where over 30 % of it is
+    under ``water``, else ``intact``."""
+    if not roads:
+        return []
+    n = water.shape[0]
+    rr, cc = (np.array([np.linspace(road["from"][axis], road["to"][axis], 21) for road in roads]).round().astype(int)
+              .clip(0, n - 1) for axis in (0, 1))
+    blocked, wet = blocking[rr, cc].any(axis=1), water[rr, cc].mean(axis=1) > 0.3
+    return ["blocked" if b else "flooded" if w else "intact" for b, w in zip(blocked, wet)]
+
+
+def debris(buildings: list[dict], n: int) -> np.ndarray:
     """Cells next to destroyed multi-storey buildings: their collapse spills onto the street."""
     from scipy import ndimage
 
     tall = [b for b in buildings if b["storeys"] >= 2]
-    return ndimage.binary_dilation(_footprint_mask(tall, n, states=("destroyed",)), iterations=2)
+    return ndimage.binary_dilation(footprint_mask(tall, n, states=("destroyed",)), iterations=2)
 
 
 def _pois(buildings: list[dict], rng: np.random.Generator, event: Event) -> list[dict]:
@@ -314,6 +333,15 @@ def _class_maps(terrain, hazard, buildings, roads, fuel, rng, n, kind, hard_rng)
     if hard_rng is not None:
         hard.add_parking_lots(pre, objects, roofs, roads_px, len(buildings), hard_rng)
 
+    return pre, hazard_class_map(pre, roofs, hazard, buildings, rng), objects, roofs, roads_px
+
+
+def hazard_class_map(pre: np.ndarray, roofs: np.ndarray, hazard: hazards.Hazard, buildings: list[dict],
+                     rng: np.random.Generator) -> np.ndarray:
+    """The 2.5 m class map of ``pre`` after ``hazard``, with each building's ``damage`` painted on its roof."""
+    f = OPTICAL_FACTOR
+    C = spectra.CLASS
+    up = lambda a: np.kron(a, np.ones((f, f), dtype=a.dtype))  # nearest upsampling
     post = pre.copy()
     mask_up, water_up = up(hazard.mask), up(hazard.water)
     if hazard.water.any():
@@ -337,13 +365,13 @@ def _class_maps(terrain, hazard, buildings, roads, fuel, rng, n, kind, hard_rng)
         changed_share[index] = rng.uniform(low, high) if touched else 0.0
     damage_of = np.array(["none"] + [b["damage"] for b in buildings])
     changed = (roofs > 0) & (rng.random(roofs.shape) < changed_share[roofs])
-    debris = C["burned"] if "fuel" in hazard.info.get("model", "") else C["rubble"]
-    post = np.where(changed & (damage_of[roofs] != "intact"), debris, post)
+    debris_class = C["burned"] if "fuel" in hazard.info.get("model", "") else C["rubble"]
+    post = np.where(changed & (damage_of[roofs] != "intact"), debris_class, post)
     swapped = np.where(pre == C["roof_tile"], C["roof_concrete"], C["roof_tile"]).astype(np.uint8)
     post = np.where(changed & (damage_of[roofs] == "intact"), swapped, post)
     if hazard.info.get("model", "").startswith("steepest"):
         post = np.where(mask_up, C["lava"], post)
-    return pre, post, objects, roofs, roads_px
+    return post
 
 
 def _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads, pois, fuel, rng, hard_rng,
@@ -451,6 +479,7 @@ def _write_layers(scene_dir, truth_dir, event, terrain, hazard, buildings, roads
         _write_json(truth_dir / "realism.json", seen.truth)
     _write_json(truth_dir / "objects.json", {**object_truth,
                                              "bridges": scene_objects.bridges(roads, terrain.permanent_water)})
+    return timeseries.ClassMaps(pre_map, post_map, roofs)
 
 
 def _feature(geometry, properties):

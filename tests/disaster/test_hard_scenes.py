@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,8 @@ from gauntlet.mcp_servers.disaster import imaging
 from gauntlet.mcp_servers.disaster.scenes import build_scenes
 
 EVENT = "turkiye-2023-earthquake"
+# The time series' files (timeseries.py), added beside the published scene since builder version 3.
+TIME_SERIES_FILE = re.compile(r"t\d+_.*|timeline(\.json)?")
 SIZE_PX = 96
 EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "disaster_hard.py"
 
@@ -34,10 +37,16 @@ def content_digest(folder: Path, event: str) -> str:
     digest = hashlib.sha256()
     for sub in ("scenes", "truth"):
         for path in sorted((folder / sub / event).iterdir()):
-            if path.suffix == ".gpkg":
+            if path.suffix == ".gpkg" or TIME_SERIES_FILE.fullmatch(path.name):
                 continue
             digest.update(f"{sub}/{path.name}".encode())
-            if path.suffix == ".tif":
+            if path.name == "manifest.json":  # the published manifest, without the time series' entries
+                manifest = json.loads(path.read_text())
+                manifest.pop("timeline", None)
+                manifest["layers"] = {name: layer for name, layer in manifest["layers"].items()
+                                      if not TIME_SERIES_FILE.fullmatch(name)}
+                digest.update(json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode())
+            elif path.suffix == ".tif":
                 with rasterio.open(path) as src:
                     data = src.read()
                     digest.update(f"{data.dtype}{data.shape}{tuple(src.transform)}".encode())
@@ -97,19 +106,23 @@ def test_an_unknown_level_is_refused_with_the_levels_named(tmp_path):
         build_scenes(tmp_path, events=[EVENT], size_px=64, realism="foggy")
 
 
-def test_the_cache_key_names_only_a_non_default_level(monkeypatch, tmp_path):
+def test_the_hard_level_has_its_own_cache_entries_and_the_clean_keys_are_unchanged(monkeypatch, tmp_path):
     import gauntlet.datacache as datacache
     from gauntlet.mcp_servers.disaster import data
+    from gauntlet.mcp_servers.disaster.realism import RENDER_VERSION
+    from gauntlet.mcp_servers.disaster.scenes import BUILDER_VERSION
 
     asked = []
     monkeypatch.setattr(datacache, "ensure_built", lambda name, version, build, *, params=None, inputs=():
-                        asked.append(params) or tmp_path)
+                        asked.append((name, version, params)) or tmp_path)
     data.build_default()
     data.build_default(realism="hard")
     data.build_subset(["ahr-2021-flood"], size_px=64)
     data.build_subset(["ahr-2021-flood"], size_px=64, realism="hard")
-    assert asked == [{}, {"realism": "hard"}, {"events": ["ahr-2021-flood"], "size_px": 64, "seed": 0},
-                     {"events": ["ahr-2021-flood"], "size_px": 64, "seed": 0, "realism": "hard"}]
+    subset = {"events": ["ahr-2021-flood"], "size_px": 64, "seed": 0}
+    hard = ("disaster-hard", f"{BUILDER_VERSION}-hard{RENDER_VERSION}")
+    assert asked == [("disaster", BUILDER_VERSION, None), (*hard, None), ("disaster", BUILDER_VERSION, subset),
+                     (*hard, subset)]
 
 
 # Determinism and truth ----------------------------------------------------------------------------
