@@ -28,13 +28,20 @@ QUICK_EVENTS = ["ahr-2021-flood", "turkiye-2023-earthquake", "lahaina-2023-wildf
                 "wayanad-2024-landslide", "haiyan-2013-cyclone"]
 
 
+def build_scenes_only(quick: bool) -> Path:
+    """The scene root (cached after the first build): six events at 128 x 128 cells, or every event."""
+    from gauntlet.mcp_servers.disaster import data
+
+    return (data.build_subset(QUICK_EVENTS, size_px=128) if quick else data.build_default()) / "scenes"
+
+
 def build_data(quick: bool) -> tuple[Path, Path, dict[str, float]]:
     """Scenes and task suite (cached after the first build); returns their paths and build seconds."""
-    from gauntlet.mcp_servers.disaster import data, tasks
+    from gauntlet.mcp_servers.disaster import tasks
 
     params = {"events": QUICK_EVENTS, "size_px": 128} if quick else None
     start = time.perf_counter()
-    scenes = data.build_subset(**params) if quick else data.build_default()
+    scenes = build_scenes_only(quick).parent
     scene_s = time.perf_counter() - start
     start = time.perf_counter()
     suite = tasks.suite_path(params)
@@ -58,11 +65,17 @@ def objects_accuracy(scene_root: Path) -> dict[str, Any]:
 
 
 def suite_summary(suite: Path) -> dict[str, Any]:
+    """Tasks per dimension (with DORA's proportions: ``tasks.proportion_check``), events, gold calls, truth
+    vs gold, and the suite's cache version (tests read the proportions of the version they belong to)."""
+    from gauntlet.mcp_servers.disaster.data import scene_entry
     from gauntlet.mcp_servers.disaster.scoring import truth_vs_gold
+    from gauntlet.mcp_servers.disaster.tasks import proportion_check, tasks_version
     from gauntlet.tasks import load_suite
 
     tasks = load_suite(suite)
-    return {"tasks": len(tasks), "by_dimension": dict(sorted(Counter(t.metadata["dimension"] for t in tasks).items())),
+    by_dimension = dict(sorted(Counter(t.metadata["dimension"] for t in tasks).items()))
+    return {"tasks": len(tasks), "by_dimension": by_dimension, "proportions": proportion_check(by_dimension),
+            "tasks_version": tasks_version(scene_entry("clean")[1]),
             "events": len({t.metadata["event"] for t in tasks}),
             "gold_calls": sum(len(t.gold_trajectory) for t in tasks), "truth_vs_gold": truth_vs_gold(tasks)}
 
@@ -77,7 +90,7 @@ def gold_replay(scene_root: Path, suite: Path, limit: int | None = None, start_i
     from gauntlet.agents.tool import GoldAgent
     from gauntlet.mcp_servers.disaster.scoring import DoraScorer
     from gauntlet.mcp_servers.disaster.server import build_server
-    from gauntlet.mcp_servers.disaster.tasks import MAX_TEXT_LENGTH
+    from gauntlet.mcp_servers.disaster.tasks import MAX_STEPS, MAX_TEXT_LENGTH
     from gauntlet.tasks import load_suite
 
     total = len(load_suite(suite))
@@ -89,7 +102,7 @@ def gold_replay(scene_root: Path, suite: Path, limit: int | None = None, start_i
         if label not in scorers:
             continue
         env = gym.make("gauntlet/ToolTask-v0", tasks=str(suite), server=factory, scorer=scorer,
-                       max_text_length=MAX_TEXT_LENGTH)
+                       max_text_length=MAX_TEXT_LENGTH, max_steps=MAX_STEPS)
         agent = GoldAgent(suite=str(suite))
         scores = []
         start = time.perf_counter()
@@ -112,6 +125,11 @@ HEAVY_TOOLS = [("seg_water_mndwi", {"image": "data/{event}/post_s2.tif"}),
                ("seg_building_damage", {"pre_image": "data/{event}/pre_optical.tif",
                                         "post_image": "data/{event}/post_optical.tif",
                                         "buildings": "data/{event}/buildings.geojson"})]
+# Figure tools (PNG written into the workspace, returned as MCP image content too): their p50 is reported.
+FIGURE_TOOLS = [("viz_bar_chart", {"labels": ["A", "B", "C"], "values": [5200.0, 1830.0, 940.0]}),
+                ("viz_before_after_panel", {"before": "data/{event}/pre_optical.tif",
+                                            "after": "data/{event}/post_optical.tif"}),
+                ("viz_heatmap", {"image": "data/{event}/post_optical.tif", "points": "data/{event}/pois.geojson"})]
 
 
 def _args(args: dict[str, Any], event: str) -> dict[str, Any]:
@@ -156,7 +174,7 @@ def tool_latency(scene_root: Path, n: int) -> dict[str, Any]:
                                                         json.dumps({"data_root": str(scene_root)})))
             echo = await session(stack, [sys.executable, str(HERE / "_servers.py"), "echo"])
             rows: dict[str, Any] = {}
-            for name, raw in CHEAP_TOOLS + HEAVY_TOOLS:
+            for name, raw in CHEAP_TOOLS + HEAVY_TOOLS + FIGURE_TOOLS:
                 args = _args(raw, event)
                 count = n if (name, raw) in CHEAP_TOOLS else max(5, n // 20)
                 direct, mcp, base = [], [], []
@@ -173,7 +191,8 @@ def tool_latency(scene_root: Path, n: int) -> dict[str, Any]:
                               "mcp_p50_ms": m50, "mcp_p99_ms": float(np.percentile(mcp, 99)),
                               "echo_p50_ms": e50, "echo_p99_ms": float(np.percentile(base, 99)),
                               "mcp_over_direct": m50 / d50, "mcp_over_echo": m50 / e50,
-                              "cheap": any(name == c for c, _ in CHEAP_TOOLS)}
+                              "cheap": any(name == c for c, _ in CHEAP_TOOLS),
+                              "figure": any(name == c for c, _ in FIGURE_TOOLS)}
             return rows
 
     rows = asyncio.run(measure())
@@ -227,8 +246,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--large-px", type=int, default=None, help="side of the large scene (default 10000; "
                         "2000 with --quick)")
     parser.add_argument("--large-only", action="store_true", help="only the large-scene figure, added to --out")
-    parser.add_argument("--latency-only", action="store_true", help="only the tool-latency figure (full scenes), "
-                        "replacing it in --out")
+    parser.add_argument("--latency-only", action="store_true", help="only the tool-latency figure (scenes only, "
+                        "no task suite; with --quick the six small scenes), replacing it in --out")
     parser.add_argument("--skip-large", action="store_true", help="leave out the large-scene figure")
     parser.add_argument("--accuracy-only", action="store_true", help="only perception and object-detector accuracy "
                         "and the suite summary (no replay, latency or large scene), replacing them in --out")
@@ -248,7 +267,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.latency_only:
         out = Path(args.out)
         report = json.loads(out.read_text()) if out.exists() else {}
-        report["latency"] = tool_latency(build_data(False)[0], 200)
+        report["latency"] = tool_latency(build_scenes_only(args.quick), 200)
         _print_latency(report["latency"])
         save_report(report, out)
         return report
@@ -329,6 +348,10 @@ def _suite_table(suite: dict[str, Any], title: str):
     for column in ("figure", "value"):
         table.add_column(column)
     table.add_row("tasks by dimension", json.dumps(suite["by_dimension"]))
+    for dim, row in suite.get("proportions", {}).items():
+        table.add_row(f"{dim}: share (DORA's), minimum for 1,500 tasks", f"{row['count']} = {row['share']:.1%} "
+                      f"({row['dora_share']:.1%}), minimum {row['minimum']}"
+                      + (f", SHORT by {row['shortfall']}" if row["shortfall"] else ", held"))
     for dim, row in suite["truth_vs_gold"].items():
         table.add_row(f"gold answer passes vs truth, {dim}", f"{row['gold_passes']}/{row['with_truth']} "
                                                              f"({row['share']:.0%})")
@@ -364,7 +387,8 @@ def _print_latency(latency: dict[str, Any]) -> None:
     for name, row in latency["tools"].items():
         table.add_row(name, f"{row['direct_p50_ms']:.2f} / {row['direct_p99_ms']:.2f}",
                       f"{row['mcp_p50_ms']:.2f} / {row['mcp_p99_ms']:.2f}", f"{row['mcp_over_direct']:.2f}x",
-                      f"{row['mcp_over_echo']:.2f}x", "<= 1.5x echo" if row["cheap"] else "(info)")
+                      f"{row['mcp_over_echo']:.2f}x",
+                      "<= 1.5x echo" if row["cheap"] else "p50 reported" if row.get("figure") else "(info)")
     Console().print(table)
 
 

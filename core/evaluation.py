@@ -29,6 +29,12 @@ Views: a suite entry may list its family's views in its metadata, ``views={"clea
 "noisy-high": "chem-noisy-high", ...}`` (view name -> registered suite name); ``evaluate_suite(...,
 view="noisy-high")`` (``gauntlet eval chem --view noisy-high``) then runs the suite registered for that
 view.
+
+Modes: a suite entry may list the ways its tasks can be put to an agent in its metadata, ``modes={"ap":
+{"agent_config": {"mode": "autonomous"}, "env_kwargs": {"scorer": ...}}, ...}``; ``evaluate_suite(...,
+mode="ap")`` (``gauntlet eval disaster --mode ap``) merges the mode's ``env_kwargs`` over the suite's and
+gives an agent the mode's ``agent_config`` keys its constructor takes (an agent that has no such option,
+like ``gold``, runs as it is). ``scores.json`` records the mode.
 """
 
 from __future__ import annotations
@@ -198,16 +204,38 @@ def suite_tasks(suite: str) -> list[ToolTask]:
     return _read_suite(registry.get("suite", suite), Path.cwd()).tasks
 
 
+def _suite_option(suite: str, option: str, value: str) -> Any:
+    """What the registered suite's metadata ``<option>s`` (views, modes) gives ``value``; a ``UserError``
+    naming the valid values when it gives nothing."""
+    choices = registry.get("suite", suite).metadata.get(f"{option}s")
+    if not choices:
+        raise UserError(f"suite {suite!r} has no {option}s; run it without --{option}")
+    if value not in choices:
+        raise UserError(f"suite {suite!r} has no {option} {value!r}; its {option}s are {', '.join(choices)} "
+                        f"(e.g. --{option} {next(iter(choices))})")
+    return choices[value]
+
+
 def resolve_view(suite: str, view: str | None) -> str:
     """The suite registered for ``view`` of ``suite`` (see the module docstring); ``suite`` when no view."""
-    if view is None:
-        return suite
-    views = registry.get("suite", suite).metadata.get("views")
-    if not views:
-        raise UserError(f"suite {suite!r} has no views; run it without --view")
-    if view not in views:
-        raise UserError(f"suite {suite!r} has no view {view!r}; its views are {', '.join(views)}")
-    return str(views[view])
+    return suite if view is None else str(_suite_option(suite, "view", view))
+
+
+def resolve_mode(suite: str, mode: str | None) -> dict[str, Any]:
+    """The settings of ``mode`` of the registered suite ``suite`` (see the module docstring); {} when no mode."""
+    return {} if mode is None else dict(_suite_option(suite, "mode", mode))
+
+
+def _mode_agent_config(mode: str | None, settings: dict[str, Any], agent_class: Any, config: dict[str, Any]) -> None:
+    """Give ``config`` the mode's agent options that ``agent_class`` takes (an agent config that sets one
+    differently is refused: the run would not be the mode it says)."""
+    accepted = inspect.signature(agent_class).parameters
+    for key, value in settings.get("agent_config", {}).items():
+        if key not in accepted:
+            continue
+        if config.setdefault(key, value) != value:
+            raise UserError(f"--agent-config sets {key} {config[key]!r} but --mode {mode} means {key} {value!r}; "
+                            "drop one of them")
 
 
 def _select(suite: str, tasks: list[ToolTask], task_ids: Sequence[str] | None) -> list[int] | None:
@@ -224,14 +252,15 @@ def _select(suite: str, tasks: list[ToolTask], task_ids: Sequence[str] | None) -
 
 
 def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
-                   agent_config: dict[str, Any] | None = None, view: str | None = None,
+                   agent_config: dict[str, Any] | None = None, view: str | None = None, mode: str | None = None,
                    task_ids: Sequence[str] | None = None, limit: int | None = None, repeats: int = 1,
                    seed: int = 0, backend: str = "local", workers: int | None = None, ray_address: str | None = None,
                    progress: bool | Callable[[EpisodeSummary], None] = False,
                    hooks: Sequence[HookSpec] = ()) -> Evaluation:
     """Run the registered agent ``agent`` on tasks of suite ``suite`` and score it (see the module docstring).
 
-    ``view`` picks the suite registered for that view of ``suite``'s family; ``task_ids`` picks tasks
+    ``view`` picks the suite registered for that view of ``suite``'s family; ``mode`` one of its modes
+    (module docstring); ``task_ids`` picks tasks
     by id (default: all, in suite order), ``limit`` keeps the first that many; each task gets
     ``repeats`` attempts, attempt ``r`` at task ``t`` seeded as ``TaskPlan`` says. An agent whose
     constructor takes ``suite`` (the gold agent) is given the suite file unless ``agent_config`` sets
@@ -240,6 +269,7 @@ def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
     """
     name = resolve_view(suite, view)
     entry = registry.get("suite", name)
+    mode_settings = resolve_mode(name, mode)
     out = Path(out_dir)
     source = _read_suite(entry, out)
     if not source.tasks:
@@ -250,6 +280,7 @@ def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
     agent_class = registry.get("agent", agent).load()
     if "suite" in inspect.signature(agent_class).parameters:
         config.setdefault("suite", str(source.path))
+    _mode_agent_config(mode, mode_settings, agent_class, config)
     check_arguments(agent_class, what=f"agent {agent!r}", fix="fix the agent config", **config)
     try:
         agent_class(**config)  # built once here too, so a config the agent rejects fails before any worker starts
@@ -258,7 +289,8 @@ def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
         raise UserError(f"agent {agent!r} rejects its config ({'.'.join(map(str, problem['loc']))}: "
                         f"{problem['msg']}); fix the agent config") from None
     # A suite may set ToolTaskEnv options, e.g. its own scorer ("module:attr") or a larger max_text_length.
-    env_kwargs = {"tasks": str(source.path), **entry.metadata.get("env_kwargs", {})}
+    env_kwargs = {"tasks": str(source.path), **entry.metadata.get("env_kwargs", {}),
+                  **mode_settings.get("env_kwargs", {})}
     spec = RunSpec(env_id=TOOL_TASK_ENV, env_kwargs=env_kwargs, agent=AgentSpec(name=agent, config=config),
                    seed=seed, tasks=plan, hooks=list(hooks))
     # Made here first, so a bad scorer or env option fails once, before the folder is touched.
@@ -274,7 +306,8 @@ def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
     run_report = summarize(reports) if callable(summarize) else None
     evaluation = Evaluation(suite=name, out_dir=str(out), run_id=run.run_id, results=results, report=run_report,
                             repeats=repeats, ran=run.ran, resumed=run.skipped)
-    scores = {"suite": name, "view": view, "suite_file": str(source.path), "agent": {"name": agent, "config": config},
+    scores = {"suite": name, "view": view, "mode": mode, "suite_file": str(source.path),
+              "agent": {"name": agent, "config": config},
               "run_id": run.run_id, "versions": versions(), "repeats": repeats, "seed": seed,
               "mean_score": evaluation.mean_score, "success_rate": evaluation.success_rate,
               "tasks": [asdict(result) for result in results], "pass_k": _pass_k_section(evaluation)}
@@ -341,4 +374,5 @@ def _scorer(env_kwargs: dict[str, Any]) -> Any:
         env.close()
 
 
-__all__ = ["MODEL_CALL", "Evaluation", "TaskResult", "TaskTally", "evaluate_suite", "resolve_view", "suite_tasks"]
+__all__ = ["MODEL_CALL", "Evaluation", "TaskResult", "TaskTally", "evaluate_suite", "resolve_mode", "resolve_view",
+           "suite_tasks"]

@@ -219,6 +219,9 @@ def eval_suite(
     view: Annotated[str | None, typer.Option("--view", help=(
         "A view of the suite's family, e.g. `gauntlet eval chem --view noisy-high` (the suite's metadata "
         "lists its views)."))] = None,
+    mode: Annotated[str | None, typer.Option("--mode", help=(
+        "How the tasks are put to the agent, for suites that define modes, e.g. `gauntlet eval disaster --mode "
+        "if` (DORA: ap autonomous planning, if instruction following); recorded in scores.json."))] = None,
     tasks: Annotated[str | None, typer.Option("--tasks", help=(
         "Only these tasks, by id, comma-separated (in this order)."))] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks (of --tasks, if given).")] = None,
@@ -237,7 +240,7 @@ def eval_suite(
     monitor_config: MonitorConfigOption = None,
 ) -> None:
     """Run an agent on the tasks of a registered task suite, score every attempt and record it."""
-    from gauntlet.evaluation import evaluate_suite, resolve_view
+    from gauntlet.evaluation import evaluate_suite, resolve_mode, resolve_view
 
     if not registry.names("suite"):
         raise UserError("no task suites registered; install a family that ships one "
@@ -245,6 +248,8 @@ def eval_suite(
     _check_backend(backend, ray_address)
     registry.get("suite", suite)
     resolved = resolve_view(suite, view)
+    mode = mode.lower() if mode is not None else None
+    resolve_mode(resolved, mode)
     registry.get("agent", agent)
     config = parse_json_object("--agent-config", agent_config)
     hooks = hook_specs(controller, controller_config, monitor, monitor_config)
@@ -252,8 +257,8 @@ def eval_suite(
     if task_ids == []:
         raise UserError("--tasks names no task; give task ids separated by commas, e.g. --tasks a-1,a-2")
     folder = out if out is not None else _default_run_folder(resolved, agent)
-    evaluation = evaluate_suite(suite, agent, folder, agent_config=config, view=view, task_ids=task_ids, limit=limit,
-                                repeats=repeats, seed=seed, backend=backend.value, workers=workers,
+    evaluation = evaluate_suite(suite, agent, folder, agent_config=config, view=view, mode=mode, task_ids=task_ids,
+                                limit=limit, repeats=repeats, seed=seed, backend=backend.value, workers=workers,
                                 ray_address=ray_address, progress=True, hooks=hooks)
     title = f"{resolved}: agent {agent}"
     # With several attempts per task, what matters is each task's c of n and the suite's pass@k / pass^k.
@@ -271,10 +276,25 @@ def eval_suite(
         console.print("mean " + ", ".join(f"{name} {value:.3f}" for name, value in evaluation.mean_metrics.items()))
     console.print(_cost_line(evaluation))
     if evaluation.report is not None:
+        for table in _report_tables(evaluation.report):
+            console.print(table)
         console.print(f"scorer report (also in scores.json): {json.dumps(evaluation.report, default=str)}")
     console.print(f"run folder: [bold]{evaluation.out_dir}[/bold]  (ran {evaluation.ran}, "
                   f"resumed {evaluation.resumed} already complete); scores in scores.json")
     console.print(f"next: gauntlet report {evaluation.out_dir}")
+
+
+def _report_tables(report: dict[str, Any]) -> list[Table]:
+    """The tables a scorer's run report carries (``tables``: title, columns, rows of strings)."""
+    tables = []
+    for spec in report.get("tables", []):
+        table = Table(title=spec["title"])
+        for column in spec["columns"]:
+            table.add_column(column)
+        for row in spec["rows"]:
+            table.add_row(*row)
+        tables.append(table)
+    return tables
 
 
 def _evaluation_table(evaluation: Evaluation, title: str) -> Table:

@@ -46,6 +46,9 @@ from gauntlet.mcp_servers.disaster import hazards, imaging, scene_objects, senso
 from gauntlet.mcp_servers.disaster.events import Event
 
 REALISM_LEVELS = ("clean", "hard")
+# The hard level's own cache version (``data.HARD_DATA_NAME``'s entries are keyed by the scene builder's
+# version and this one): bump it when the hard rendering changes, so hard scenes, and only they, rebuild.
+RENDER_VERSION = "1"
 HARD_STREAM = 1                    # the hard level's generator: SeedSequence([event seed, HARD_STREAM])
 OPTICAL_PIXEL_M = hazards.PIXEL_M / sensors.OPTICAL_FACTOR
 

@@ -8,7 +8,9 @@ Answer checks (``metadata['eval_spec']['type']``):
 * ``kendall``: Kendall's tau between the answer's order and the expected order (items the answer
   leaves out are appended in expected order); score ``(tau + 1) / 2``, correct at tau = 1;
 * ``point``: correct when the answer point lies within ``max_pixels`` pixels (``pixel_size_m`` each);
-* ``polygon``: correct when the IoU of the answer polygon with the expected one is >= ``min_iou``.
+* ``polygon``: correct when the IoU of the answer polygon with the expected one is >= ``min_iou``;
+* ``report``: a T5 situation report, field by field with these types and figure by figure from the
+  session workspace (``report_scoring``).
 
 Trajectory metrics compare the agent's successful calls with the gold trajectory: tool any-order
 (multiset recall of tool names), tool in-order (longest common subsequence / gold length), exact
@@ -16,7 +18,14 @@ match (same tool sequence), parameter accuracy (over gold calls aligned by the L
 gold arguments the agent's call matches; workspace paths match by *structural role*, i.e. which
 earlier call produced them, since an agent's files may differ in content and so in name) and
 efficiency (gold length / agent calls, at most 1). Mode ``AP`` (autonomous) shows the question
-only; ``IF`` (instruction following) adds the gold tool order as a hint (``prompt``).
+only; ``IF`` (instruction following) adds the gold tool order as a hint (the LLM agent's modes
+``autonomous`` and ``instruction``); the scorer records the label.
+
+Run summary (``DoraScorer.summarize``, in ``scores.json``'s ``report`` and on ``gauntlet eval``'s
+console): per realism level (``clean``, ``hard``: a task's ``metadata['realism']``) and dimension, the
+mean answer score, the share answered correctly and the mean of each trajectory metric; the **DORA
+score** of a level is the macro average of its dimensions' mean answer scores (T1..T5, whichever the run
+has), as DORA averages per task, then per dimension, then over the dimensions.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from statistics import fmean
 from typing import Any
 
 from pydantic import BaseModel
@@ -32,6 +42,7 @@ from gauntlet.tasks import NO_ANSWER, ScoreReport, Scorer, ToolTask
 
 MODES = ("AP", "IF")
 WORKSPACE_PREFIX = "ws/"
+TRAJECTORY_METRICS = ("tool_any_order", "tool_in_order", "exact_match", "parameter_accuracy", "efficiency")
 
 
 # Answers ------------------------------------------------------------------------------------------
@@ -125,6 +136,10 @@ def grade_answer(spec: dict[str, Any], expected: Any, answer: Any) -> tuple[floa
         iou = polygon_iou(answer, expected)
         ok = iou >= spec.get("min_iou", 0.5)
         return float(ok), ok, f"IoU {iou:.3f}"
+    if kind == "report":  # a T5 report's fields alone (its figures need the session: report_scoring.grade_report)
+        from gauntlet.mcp_servers.disaster.report_scoring import grade_fields
+
+        return grade_fields(spec, expected, answer)
     raise ValueError(f"unknown DORA answer type {kind!r}")
 
 
@@ -215,6 +230,7 @@ class DoraReport(BaseModel):
     task_id: str
     mode: str
     dimension: str
+    level: str = "clean"
     answer_score: float
     answer_correct: bool
     answer_check: str
@@ -226,8 +242,14 @@ def score_task(task: ToolTask, answer: Any = NO_ANSWER, calls: Sequence[Any] = (
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; use AP or IF")
     spec = task.metadata["eval_spec"]
-    score, correct, reason = grade_answer(spec, task.answer, answer)
-    return DoraReport(task_id=task.id, mode=mode, dimension=task.metadata["dimension"], answer_score=score,
+    if spec["type"] == "report":  # T5: fields, and figures read back from the session workspace
+        from gauntlet.mcp_servers.disaster.report_scoring import grade_report
+
+        score, correct, reason = grade_report(spec, task.answer, answer, calls)
+    else:
+        score, correct, reason = grade_answer(spec, task.answer, answer)
+    return DoraReport(task_id=task.id, mode=mode, dimension=task.metadata["dimension"],
+                      level=task.metadata.get("realism", "clean"), answer_score=score,
                       answer_correct=correct, answer_check=reason,
                       trajectory=trajectory_metrics(task.gold_trajectory, calls))
 
@@ -248,16 +270,61 @@ class DoraScorer(Scorer):
                            trajectory_score=report.trajectory["tool_in_order"], gold_calls_made=made[0],
                            gold_calls_in_order=made[1], details={"dora": report.model_dump()})
 
+    @staticmethod
+    def summarize(reports: Sequence[ScoreReport | dict[str, Any]]) -> dict[str, Any]:
+        """The DORA run summary of the attempts' score reports (see the module docstring)."""
+        return dora_summary([(r.details if isinstance(r, ScoreReport) else r.get("details", {})).get("dora")
+                             for r in reports])
 
-def truth_vs_gold(tasks: Sequence[ToolTask]) -> dict[str, dict[str, float]]:
-    """Per dimension: how many tasks have a truth answer, and the share whose gold answer passes the
-    DORA check against the generator's truth (how far the gold pipeline is from the truth)."""
+
+def instruction_following_scorer() -> DoraScorer:
+    """The scorer of ``--mode if`` (a suite's ``env_kwargs`` name it): DORA's, labelled ``IF``."""
+    return DoraScorer("IF")
+
+
+def dora_summary(reports: Sequence[dict[str, Any] | None]) -> dict[str, Any]:
+    """Per level and dimension: tasks, mean answer score, answer accuracy and mean trajectory metrics;
+    per level the DORA score (macro average of the dimensions' mean answer scores) and, for the console,
+    one table row per level and dimension (``tables``)."""
+    rows = [r for r in reports if r]
+    levels: dict[str, Any] = {}
+    table_rows: list[list[str]] = []
+    for level in sorted({r["level"] for r in rows}):
+        dims: dict[str, Any] = {}
+        for dim in sorted({r["dimension"] for r in rows if r["level"] == level}):
+            mine = [r for r in rows if r["level"] == level and r["dimension"] == dim]
+            dims[dim] = {"tasks": len(mine), "answer_score": fmean(r["answer_score"] for r in mine),
+                         "answer_accuracy": fmean(float(r["answer_correct"]) for r in mine),
+                         **{m: fmean(r["trajectory"][m] for r in mine) for m in TRAJECTORY_METRICS}}
+            table_rows.append([level, dim, str(len(mine)), *(f"{dims[dim][k]:.3f}" for k in (
+                "answer_score", "answer_accuracy", *TRAJECTORY_METRICS))])
+        score = fmean(d["answer_score"] for d in dims.values())
+        levels[level] = {"dora_score": score, "dimensions": dims}
+        table_rows.append([level, "DORA score", str(sum(d["tasks"] for d in dims.values())), f"{score:.3f}",
+                           *[""] * (1 + len(TRAJECTORY_METRICS))])
+    modes = sorted({r["mode"] for r in rows})
+    summary: dict[str, Any] = {"mode": modes[0] if len(modes) == 1 else modes, "levels": levels}
+    if table_rows:
+        summary["tables"] = [{"title": f"DORA scores by level and dimension (mode {', '.join(modes)})",
+                              "columns": ["level", "dimension", "tasks", "answer score", "answer accuracy",
+                                          *(m.replace("_", " ") for m in TRAJECTORY_METRICS)],
+                              "rows": table_rows}]
+    return summary
+
+
+def truth_vs_gold(tasks: Sequence[ToolTask], *, by_level: bool = False) -> dict[str, dict[str, float]]:
+    """Per dimension (``by_level``: per ``<level>/<dimension>``): how many tasks have a truth answer, and the
+    share whose gold answer passes the DORA check against the generator's truth (how far the gold
+    pipeline is from the truth, i.e. how much of the gap is tool error)."""
     out: dict[str, dict[str, float]] = {}
     for task in tasks:
         truth = task.metadata.get("truth_answer")
         if truth is None:
             continue
-        row = out.setdefault(task.metadata["dimension"], {"with_truth": 0, "gold_passes": 0})
+        key = task.metadata["dimension"]
+        if by_level:
+            key = f"{task.metadata.get('realism', 'clean')}/{key}"
+        row = out.setdefault(key, {"with_truth": 0, "gold_passes": 0})
         row["with_truth"] += 1
         row["gold_passes"] += grade_answer(task.metadata["eval_spec"], truth, task.answer)[1]
     for row in out.values():

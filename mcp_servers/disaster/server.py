@@ -53,10 +53,18 @@ def tool_specs(families: Sequence[str] | None = None) -> list[DeclaredTool]:
     return sorted(selected, key=lambda declared: FAMILIES.index(family_of(declared)))
 
 
-def default_data_root() -> Path:
+def default_data_root(realism: str = "clean") -> Path:
     from gauntlet.mcp_servers.disaster.data import build_default
 
-    return build_default() / "scenes"
+    return build_default(realism) / "scenes"
+
+
+def build_hard_server(data_root: str | os.PathLike[str] | None = None, families: Sequence[str] | None = None,
+                      workspace_dir: str | os.PathLike[str] | None = None) -> ToolServer[Workspace]:
+    """The server of the hard view (the ``disaster-hard`` server): ``build_server``'s tools over the
+    ``hard`` realism level's scenes (default: all events, built on first use)."""
+    return disaster_server(data_root if data_root is not None else default_data_root("hard"), families,
+                           workspace_dir)
 
 
 def build_server(data_root: str | os.PathLike[str] | None = None, families: Sequence[str] | None = None,

@@ -18,14 +18,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-TASKS_VERSION = "2"  # 2: object-detector, SAR-damage and Voronoi templates; polygon answers up to 60,000 chars
+# 4: T4 and T5 (time series, situation reports); 3: the hard level, more T2/T3 templates;
+# 2: object-detector, SAR-damage and Voronoi templates; polygon answers up to 60,000 chars
+TASKS_VERSION = "4"
+# 3: T2 road length cut and facilities in the affected area, T3 rescue travel time; hard-level suites
 SUITE_FILE = "tasks.jsonl"
 # An answer is one agent action. The suite raises ToolTaskEnv's action and observation limit to
 # MAX_TEXT_LENGTH (registration.py), so polygon outlines fit; an answer must leave room for the call's JSON.
 MAX_TEXT_LENGTH = 65536
 MAX_ANSWER_CHARS = 60000
+# The suite's step budget (ToolTaskEnv's max_steps, registration.py): the longest gold trajectories (situation
+# reports, multi-date timelines) take over 32 calls; a task whose gold calls and answer do not fit is skipped.
+MAX_STEPS = 64
 FLOOD_LIKE = ("flood", "dam_failure", "tsunami", "tropical_cyclone")
 DAMAGE_ONLY = ("earthquake", "tornado", "industrial_explosion")
+
+
+# DORA's tasks per dimension (the reference's task taxonomy: 515 tasks) and the size of suite the issue
+# asks for: every dimension must hold at least its DORA count scaled to MIN_SUITE_TASKS (``proportion_check``).
+DORA_TASKS = {"T1": 132, "T2": 108, "T3": 100, "T4": 61, "T5": 114}
+MIN_SUITE_TASKS = 1500
+
+
+def proportion_check(counts: dict[str, int]) -> dict[str, dict[str, float]]:
+    """Per DORA dimension: the suite's ``count`` and ``share``, DORA's share, the ``minimum`` count (DORA's
+    count scaled to ``MIN_SUITE_TASKS``, rounded up) and the ``shortfall`` (0 when the dimension holds enough).
+    The minima add up to at least ``MIN_SUITE_TASKS``, so a suite with no shortfall is large enough too."""
+    total = sum(counts.values())
+    dora_total = sum(DORA_TASKS.values())
+    out = {}
+    for dim, dora in DORA_TASKS.items():
+        minimum = -(-dora * MIN_SUITE_TASKS // dora_total)
+        count = counts.get(dim, 0)
+        out[dim] = {"count": count, "share": count / total if total else 0.0, "dora_share": dora / dora_total,
+                    "minimum": minimum, "shortfall": max(0, minimum - count)}
+    return out
 
 
 class PlanFailed(RuntimeError):
@@ -156,6 +183,7 @@ AFFECTED = {"flood": "newly flooded", "dam_failure": "newly flooded", "tsunami":
             "landslide": "hit by landslides", "earthquake": "covered by collapsed buildings",
             "tornado": "covered by collapsed buildings", "industrial_explosion": "covered by collapsed buildings"}
 NUMERIC = {"type": "numeric"}
+RESCUE_SPEED_KMH = 30.0  # an emergency vehicle's average speed on damaged urban roads (the T3 travel-time task)
 # The building-damage detector of each sensor pair (pre- and post-event images of one sensor).
 DAMAGE_DETECTORS = {"optical": "seg_building_damage", "sar": "seg_building_damage_sar"}
 
@@ -256,6 +284,26 @@ def _templates(event: dict[str, Any]) -> list[TaskSpec]:
                           at(last, lambda r: [z["zone"] for z in sorted(r["items"], key=lambda z: -z["sum"])]),
                           {"type": "kendall"}, "list of district names, most exposed first",
                           ["pre_s2", "post_s2", "lst", "slope", "population", "admin"]))
+    p = Plan()
+    roads = road_states(p, eid, hazard)
+    cut = p.call("vec_filter_attribute", layer=ref(roads, "path"), key="state", op="in", value=["flooded", "blocked"])
+    last = p.call("vec_length_m", layer=ref(cut, "path"))
+    specs.append(TaskSpec("road_length_cut", "T2", f"What total length (m) of the road network of {place} is flooded "
+                          "or blocked after the event?", p, at(last, lambda r: r["value"]), NUMERIC, "number (m)",
+                          ["roads", "pre_s2", "post_s2", "lst", "slope", "dem", "pre_optical", "post_optical",
+                           "buildings"], truth=lambda t: t["road_cut_length_m"]))
+    if hazard not in DAMAGE_ONLY:
+        grown = hazard in FLOOD_LIKE or hazard == "wildfire"
+        p = Plan()
+        m = exposure_mask(p, eid, hazard)
+        inside = p.call("vec_select_in_mask", layer=f"{d}/pois.geojson", mask=ref(m, "path"))
+        last = p.call("poi_search", pois=ref(inside, "path"))
+        edge = " or within one 10 m cell of it" if grown else ""
+        specs.append(TaskSpec("facilities_in_affected_area", "T2", f"Which facilities (hospitals, schools, "
+                              f"shelters, fire and police stations) at {place} stand in the area {what}{edge}? "
+                              "Give their names.", p, at(last, lambda r: sorted(item["name"] for item in r["items"])),
+                              {"type": "set"}, "list of names", ["pre_s2", "post_s2", "lst", "slope", "pois"],
+                              truth=lambda t: t["pois_in_hazard"](grown)))
 
     # T3 operational planning
     p, route = route_plan(eid, hazard, "vec_shortest_path", {"type": "fire_station"})
@@ -288,7 +336,20 @@ def _templates(event: dict[str, Any]) -> list[TaskSpec]:
                           "over usable roads, nearest first (unreachable shelters last).", p,
                           at(last, lambda r: [item["name"] for item in r["items"]]), {"type": "kendall"},
                           "list of shelter names, nearest first", ["roads", "pois"]))
+    p, route = route_plan(eid, hazard, "vec_shortest_path", {"type": "fire_station"})
+    minutes = p.call("logi_travel_time_min", distance_m=ref(route, "length_m"), speed_kmh=RESCUE_SPEED_KMH)
+    last = p.call("calc_multiply", a=ref(minutes, "value"), b=60.0)
+    specs.append(TaskSpec("rescue_travel_time", "T3", f"A fire engine drives from the fire station to the hospital at "
+                          f"{place} by the shortest road route that avoids flooded and blocked roads, at an average "
+                          f"{RESCUE_SPEED_KMH:g} km/h. How many seconds does the drive take?", p,
+                          at(last, lambda r: r["value"]), NUMERIC, "number (s)", ["roads", "pois"],
+                          truth=lambda t: _travel_s(t["route_truth"]("fire_station", "hospital"))))
     return specs
+
+
+def _travel_s(length_m: float | None) -> float | None:
+    """Seconds to drive ``length_m`` at the rescue speed (None when no route exists)."""
+    return None if length_m is None else length_m / (RESCUE_SPEED_KMH / 3.6)
 
 
 # Execution ----------------------------------------------------------------------------------------
@@ -333,10 +394,16 @@ def build_tasks(folder: Path, *, scene_root: Path, events: list[str] | None = No
     import anyio
 
     from gauntlet.mcp_servers.disaster.task_objects import object_templates
+    from gauntlet.mcp_servers.disaster.tasks_report import report_templates
+    from gauntlet.mcp_servers.disaster.tasks_temporal import temporal_templates
     from gauntlet.tasks import ToolTask, save_suite
 
-    catalogue = json.loads((scene_root / "events.json").read_text())["events"]
+    scene_set = json.loads((scene_root / "events.json").read_text())
+    catalogue = scene_set["events"]
     chosen = [e for e in catalogue if events is None or e["id"] in events]
+    # Tasks over hard scenes name the server that serves them and carry their level; clean tasks stay as they were.
+    realism = scene_set.get("realism", "clean")
+    server_name, level = ("disaster", {}) if realism == "clean" else (f"disaster-{realism}", {"realism": realism})
     tasks: list[ToolTask] = []
     skipped: list[dict[str, str]] = []
 
@@ -351,26 +418,31 @@ def build_tasks(folder: Path, *, scene_root: Path, events: list[str] | None = No
             validate_once(session)
             for event in chosen:
                 truth = truth_context(scene_root, event["id"])
-                for spec in [*_templates(event), *object_templates(event, truth)]:
+                for spec in [*_templates(event), *object_templates(event, truth),
+                             *temporal_templates(event, scene_root), *report_templates(event, truth, scene_root)]:
                     try:
                         trajectory, results = await execute_plan(session, spec.plan)
                     except PlanFailed as exc:
                         skipped.append({"event": event["id"], "category": spec.category, "reason": str(exc)})
                         continue
                     answer = spec.answer(results)
+                    if len(trajectory) + 1 > MAX_STEPS:
+                        skipped.append({"event": event["id"], "category": spec.category, "reason":
+                                        f"{len(trajectory)} gold calls and the answer exceed {MAX_STEPS} steps"})
+                        continue
                     if len(json.dumps({"answer": answer})) > MAX_ANSWER_CHARS:
                         skipped.append({"event": event["id"], "category": spec.category,
                                         "reason": "the answer is too long for one agent action"})
                         continue
                     tasks.append(ToolTask(
-                        id=f"{event['id']}/{spec.category}", server="disaster", question=spec.question,
+                        id=f"{event['id']}/{spec.category}", server=server_name, question=spec.question,
                         inputs=_manifest(scene_root, event["id"], spec.layers),
                         gold_trajectory=trajectory, answer=answer, eval_spec=_eval_spec(spec.eval_spec),
                         metadata={"dimension": spec.dimension, "category": spec.category, "event": event["id"],
                                   "hazard": event["hazard"], "tool_plan": [{"call": t, "args": a}
                                                                            for t, a in spec.plan.steps],
                                   "eval_spec": spec.eval_spec, "answer_format": spec.answer_format,
-                                  "truth_answer": spec.truth(truth) if spec.truth else None}))
+                                  "truth_answer": spec.truth(truth) if spec.truth else None, **level}))
 
     anyio.run(run_all)
     import shutil
@@ -383,6 +455,8 @@ def build_tasks(folder: Path, *, scene_root: Path, events: list[str] | None = No
 
 def truth_context(scene_root: Path, event: str) -> dict[str, Any]:
     """The generator's truth for one event, with helpers computing true routes and repairs."""
+    import numpy as np
+
     from gauntlet.mcp_servers.disaster import rasters, vectors
 
     truth_dir = scene_root.parent / "truth" / event
@@ -411,46 +485,89 @@ def truth_context(scene_root: Path, event: str) -> dict[str, Any]:
         except (KeyError, vectors.VectorError):
             return None
 
+    def pois_in_hazard(grown: bool) -> list[str]:
+        """Names of the facilities on a true hazard cell (grown by one 8-connected cell when ``grown``)."""
+        from scipy import ndimage
+
+        area = mask.data[0] > 0
+        if grown:
+            area = ndimage.binary_dilation(area, np.ones((3, 3), bool))
+        names = []
+        for f in pois:
+            row, col = rasters.world_to_pixel(mask.profile, *f["geometry"]["coordinates"])
+            if 0 <= row < area.shape[0] and 0 <= col < area.shape[1] and area[row, col]:
+                names.append(f["properties"]["name"])
+        return sorted(names)
+
+    from shapely.geometry import shape
+
+    cut_m = sum(shape(f["geometry"]).length for f in roads if f["properties"]["id"] in bad)
     objects = json.loads((truth_dir / "objects.json").read_text())
     return {**damage, "objects": objects, "population_in_hazard": float(population.data[0][mask.data[0] > 0].sum()),
             "poi_names": {f["properties"]["id"]: f["properties"]["name"] for f in pois},
-            "route_truth": route_truth, "repairs_truth": repairs_truth}
+            "route_truth": route_truth, "repairs_truth": repairs_truth, "pois_in_hazard": pois_in_hazard,
+            "road_cut_length_m": float(cut_m)}
 
 
 # Suite entry points -------------------------------------------------------------------------------
 def _scene_params(scene_params: dict[str, Any] | None) -> dict[str, Any]:
+    """The scene entry's parameters (events, size, seed) of a suite's ``scene_params``; the realism level
+    picks the entry (``data.scene_entry``), not its parameters."""
+    if not scene_params or "events" not in scene_params:
+        return {}
     return {"events": list(scene_params["events"]), "size_px": scene_params.get("size_px", 128),
-            "seed": scene_params.get("seed", 0)} if scene_params else {}
+            "seed": scene_params.get("seed", 0)}
+
+
+def _realism(scene_params: dict[str, Any] | None) -> str:
+    return (scene_params or {}).get("realism", "clean")
+
+
+def _suite_params(scene_params: dict[str, Any] | None) -> dict[str, Any]:
+    """The suite entry's ``scene_params``: the clean level's keys as they always were, plus the level."""
+    level = _realism(scene_params)
+    params = {**_scene_params(scene_params), **({} if level == "clean" else {"realism": level})}
+    return {"scene_params": params} if params else {}
 
 
 def build_suite(folder: Path, *, scene_params: dict[str, Any] | None = None) -> None:
-    """Data builder of the task suite over the scenes built with ``scene_params`` (default: all events).
+    """Data builder of the task suite over the scenes built with ``scene_params`` (default: all events at
+    the clean level; ``{"realism": "hard"}``: all events at the hard level).
 
     The scenes must already be built (``suite_path`` builds them first): the data cache's lock is not
     re-entrant, so one builder cannot build another's entry.
     """
     from gauntlet.datacache import entry_dir
-    from gauntlet.mcp_servers.disaster.data import DATA_NAME
-    from gauntlet.mcp_servers.disaster.scenes import BUILDER_VERSION, CURATED_INPUTS
+    from gauntlet.mcp_servers.disaster.data import scene_entry
+    from gauntlet.mcp_servers.disaster.scenes import CURATED_INPUTS
 
-    root = entry_dir(DATA_NAME, BUILDER_VERSION, _scene_params(scene_params), CURATED_INPUTS)
+    root = entry_dir(*scene_entry(_realism(scene_params)), _scene_params(scene_params), CURATED_INPUTS)
     build_tasks(Path(folder), scene_root=root / "scenes")
 
 
 def suite_path(scene_params: dict[str, Any] | None = None) -> Path:
-    """The task suite file (scenes, then tasks, built and cached on first use): the ``disaster`` suite entry."""
+    """The task suite file (scenes, then tasks, built and cached on first use): the ``disaster`` suite entry.
+
+    ``scene_params``: ``events``, ``size_px``, ``seed`` (a subset) and ``realism`` (``clean``, the default,
+    or ``hard``: the ``disaster-hard`` suite, whose tasks name the ``disaster-hard`` server)."""
     from gauntlet.datacache import ensure_built
-    from gauntlet.mcp_servers.disaster.data import build_default, build_subset
+    from gauntlet.mcp_servers.disaster.data import build_default, build_subset, scene_entry
+    from gauntlet.mcp_servers.disaster.scenes import CURATED_INPUTS
 
-    from gauntlet.mcp_servers.disaster.scenes import BUILDER_VERSION, CURATED_INPUTS
+    level = _realism(scene_params)
+    subset = _scene_params(scene_params)
+    build_subset(**subset, realism=level) if subset else build_default(level)
+    # The tasks' gold answers are read off the scenes: new scenes (of either level) must mean new tasks.
+    return ensure_built("disaster-tasks", tasks_version(scene_entry(level)[1]), build_suite,
+                        params=_suite_params(scene_params), inputs=CURATED_INPUTS) / SUITE_FILE
 
-    build_subset(**_scene_params(scene_params)) if scene_params else build_default()
-    params = {"scene_params": _scene_params(scene_params)} if scene_params else {}
-    # The tasks' gold answers are read off the scenes: new scenes must mean new tasks.
-    return ensure_built("disaster-tasks", tasks_version(BUILDER_VERSION), build_suite, params=params,
-                        inputs=CURATED_INPUTS) / SUITE_FILE
+
+def hard_suite_path(scene_params: dict[str, Any] | None = None) -> Path:
+    """The hard view's task suite file (the ``disaster-hard`` suite): ``suite_path`` at the hard level."""
+    return suite_path({**(scene_params or {}), "realism": "hard"})
 
 
 def tasks_version(builder_version: str) -> str:
-    """The task suite's cache version: the templates' version and the scene builder's."""
+    """The task suite's cache version: the templates' version and the scenes' (builder, and for the hard
+    level the hard renderer's)."""
     return f"{TASKS_VERSION}-scenes{builder_version}"

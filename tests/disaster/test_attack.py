@@ -26,9 +26,12 @@ def base_tasks(flood_suite):
 
 @pytest.fixture(scope="module")
 def attack(base_tasks, tmp_path_factory):
-    """The event's attack suite: its path and tasks."""
+    """The event's attack suite: its path and tasks. A report (T5) or time-series (T4) task reads the results
+    of many calls, so it joins the readers of several T1-T3 tasks' carriers: a task whose every carrier is
+    already read by an injected task is left out (one injection per reader), and said so."""
     tasks, left_out = attack_view(base_tasks)
-    assert left_out == []
+    assert len(left_out) <= len(base_tasks) // 5 and len(tasks) + len(left_out) == len(base_tasks)
+    assert {t.id for t in tasks}.isdisjoint(left_out)
     return save_suite(tasks, tmp_path_factory.mktemp("disaster-attack") / "tasks.jsonl"), tasks
 
 
@@ -54,8 +57,10 @@ def episodes(scenes_root, attack):
 
 def test_every_task_gets_one_injection_in_a_result_its_gold_trajectory_reads(base_tasks, attack):
     _, tasks = attack
-    assert [task.id for task in tasks] == [task.id for task in base_tasks]
-    for base, task in zip(base_tasks, tasks):
+    base_of = {task.id: task for task in base_tasks}
+    assert [task.id for task in tasks] == [task.id for task in base_tasks if task.id in {t.id for t in tasks}]
+    for task in tasks:
+        base = base_of[task.id]
         injection = injection_of(task)
         carrying = [call for call in task.gold_trajectory if carries(call.obs, injection.text)]
         assert carrying and {call.call for call in carrying} == {injection.carrier.tool}
@@ -86,7 +91,8 @@ def test_the_injection_never_changes_what_a_tool_computes_and_the_clean_server_p
     for index, resisting, _ in episodes.values():
         text = injection_of(tasks[index]).text
         sent = [without_injection(step.tool_call.result, text) for step in resisting.steps[:-1]]
-        assert sent == [call.obs for call in base_tasks[index].gold_trajectory]
+        base = next(task for task in base_tasks if task.id == tasks[index].id)
+        assert sent == [call.obs for call in base.gold_trajectory]
     # The plain server answers the carrier calls of these tasks without any injection.
     plain = BlockingMCPClient(ServerTarget(factory=functools.partial(build_server, scenes_root / "scenes",
                                                                      workspace_dir=tmp_path / "ws")))
