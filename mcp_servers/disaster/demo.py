@@ -10,17 +10,18 @@ import json
 from pathlib import Path
 
 DEMO_EVENT = "ahr-2021-flood"
-DEMO_CATEGORIES = {"T1": "affected_area", "T2": "exposed_population", "T3": "rescue_route"}
+DEMO_CATEGORIES = {"T1": "affected_area", "T2": "exposed_population", "T3": "rescue_route", "T4": "t4_trend"}
 
 
 def run_demo(out_dir: Path) -> None:
-    """Build a small scene (cached), solve one T1, T2 and T3 task through an MCP client session,
-    grade each with the DORA scorer, and save ``disaster-map.png`` in ``out_dir``."""
+    """Build a small scene (cached), solve one T1, T2, T3 and T4 (the flood's trend over its five dates)
+    task through an MCP client session, grade each with the DORA scorer, and save ``disaster-map.png`` in
+    ``out_dir``."""
     import anyio
     from mcp.shared.memory import create_connected_server_and_client_session
 
     from gauntlet.bridges.mcp_compat import validate_once
-    from gauntlet.mcp_servers.disaster import data, scoring, tasks
+    from gauntlet.mcp_servers.disaster import data, scoring, tasks, tasks_temporal
     from gauntlet.mcp_servers.disaster.server import build_server
     from gauntlet.tasks import GoldCall, ToolTask
 
@@ -30,7 +31,8 @@ def run_demo(out_dir: Path) -> None:
     event = json.loads((scene_root / "events.json").read_text())["events"][0]
     print(f"event {event['id']}: {event['hazard']} at {event['place']}, {event['country']} ({event['date']}), "
           f"EPSG:{event['epsg']} - a synthetic scene at a real location")
-    specs = {spec.category: spec for spec in tasks._templates(event)}
+    specs = {spec.category: spec for spec in [*tasks._templates(event),
+                                              *tasks_temporal.temporal_templates(event, scene_root)]}
     truth = tasks.truth_context(scene_root, event["id"])
     server = build_server(scene_root, workspace_dir=out_dir / "workspace")
     outputs: dict[str, list] = {}

@@ -138,10 +138,11 @@ def test_truth_vs_gold_is_reported_per_dimension(suite):
         assert 0 <= row["share"] <= 1 and row["with_truth"] >= 1
 
 
-def test_demo_solves_one_task_per_dimension_and_saves_a_map(tmp_path, capsys):
+def test_demo_solves_one_task_of_t1_to_t4_and_saves_a_map(tmp_path, capsys):
     from gauntlet.mcp_servers.disaster.demo import run_demo
 
     run_demo(tmp_path)
     printed = capsys.readouterr().out
-    assert all(f"[{dimension}]" in printed for dimension in ("T1", "T2", "T3"))
+    assert all(f"[{dimension}]" in printed for dimension in ("T1", "T2", "T3", "T4"))
+    assert "report_extract_evidence(" in printed  # the T4 task reads the trend off the dated masks
     assert (tmp_path / "disaster-map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
