@@ -100,7 +100,8 @@ def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: i
 
     started = time.perf_counter()
     if isinstance(env.unwrapped, ClientModelUser):  # its tools may ask for the agent's model (MCP sampling)
-        env.unwrapped.use_client_model(agent.client_model())
+        lend = getattr(agent, "client_model", None)  # an agent written to the protocol, not the base class, lends none
+        env.unwrapped.use_client_model(lend() if lend is not None else None)
     observation, info = env.reset(seed=seed)
     agent.reset(seed=seed, observation_space=env.observation_space, action_space=env.action_space)
     task_id = info.get(TASK_ID) if info else None

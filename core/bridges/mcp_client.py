@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import os
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -101,6 +102,17 @@ class _SameServer:
         return self.server
 
 
+def server_environment(extra: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
+    """The environment of a stdio server process: the SDK's safe default (PATH, HOME, ...; it leaves out the
+    rest of the client's environment, keys included), the client's ``GAUNTLET_*`` settings (so a server
+    started by Gauntlet reads and writes the same data cache and workspaces as the client that scores its
+    results), then ``extra``."""
+    from mcp.client.stdio import get_default_environment
+
+    own = {name: value for name, value in os.environ.items() if name.startswith("GAUNTLET_")}
+    return {**get_default_environment(), **own, **dict(extra)}
+
+
 @asynccontextmanager
 async def open_session(target: ServerTarget, *, sampling_callback: SamplingFnT | None = None
                        ) -> AsyncIterator[tuple[ClientSession, str]]:
@@ -118,7 +130,7 @@ async def open_session(target: ServerTarget, *, sampling_callback: SamplingFnT |
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         parameters = StdioServerParameters(command=target.command[0], args=list(target.command[1:]),
-                                           env=dict(target.env) or None)
+                                           env=server_environment(target.env))
         async with stdio_client(parameters) as (read, write), \
                 ClientSession(read, write, sampling_callback=sampling_callback) as session:
             result = await session.initialize()

@@ -103,3 +103,33 @@ def test_the_smoke_size_replays_every_gold_report_at_1_000_through_mcp(tmp_path)
     assert results["replay_obs_mismatches"] == 0
     assert set(results["variants"]) == VARIANTS
     assert f"| all | {len(VARIANTS)} | 0 |" in (tmp_path / "disaster_reports.md").read_text()
+
+
+def test_a_gold_report_replays_at_1_000_through_a_real_stdio_server(flood_suite, scenes_root):
+    """The shortest T5 task of the flood suite, replayed by the gold agent against ``gauntlet serve disaster``
+    over stdio: its figures are written by the server process and read back by the scorer."""
+    import sys
+    from pathlib import Path
+
+    import gymnasium as gym
+
+    import gauntlet
+    from gauntlet.agents.tool import GoldAgent
+    from gauntlet.mcp_servers.disaster.scoring import DoraScorer
+    from gauntlet.mcp_servers.disaster.tasks import MAX_STEPS, MAX_TEXT_LENGTH
+    from gauntlet.tasks import load_suite
+
+    tasks = load_suite(flood_suite)
+    index = min((i for i, t in enumerate(tasks) if t.metadata["dimension"] == "T5"),
+                key=lambda i: len(tasks[i].gold_trajectory))
+    command = [str(Path(sys.executable).with_name("gauntlet")), "serve", "disaster", "--server-kwargs",
+               json.dumps({"data_root": str(scenes_root / "scenes")})]
+    env = gym.make("gauntlet/ToolTask-v0", tasks=str(flood_suite), server=command, scorer=DoraScorer(),
+                   max_text_length=MAX_TEXT_LENGTH, max_steps=MAX_STEPS)
+    try:
+        episode = gauntlet.rollout(env, GoldAgent(suite=str(flood_suite)), seed=index, record="memory")
+    finally:
+        env.close()
+    final = episode.steps[-1].info
+    assert final["score"] == pytest.approx(1.0), episode.steps[-1].privileged
+    assert any(step.tool_call.name.startswith("viz_") for step in episode.steps[:-1])
