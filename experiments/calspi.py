@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from gauntlet.fileio import write_atomically
+
 METHODS = ("baseline", "calspi", "calspi-tight", "no-gate", "mopo", "bc")
 HERE = Path(__file__).resolve().parent
 
@@ -294,9 +296,7 @@ def plot(table: list[dict[str, Any]], out: Path) -> list[Path]:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    scratch = path.with_name(f".{path.name}.tmp")
-    scratch.write_text(json.dumps(data, indent=1))
-    os.replace(scratch, path)
+    write_atomically(path, json.dumps(data, indent=1))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from gauntlet.fileio import write_atomically
 
 HERE = Path(__file__).resolve().parent
 
@@ -255,9 +256,7 @@ def markdown(summary: list[dict[str, Any]]) -> str:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    scratch = path.with_name(f".{path.name}.tmp")
-    scratch.write_text(json.dumps(data, indent=1))
-    os.replace(scratch, path)
+    write_atomically(path, json.dumps(data, indent=1))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

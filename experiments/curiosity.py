@@ -584,6 +584,16 @@ def run(size_name: str, out: Path, seed: int = 0, only: list[str] | None = None,
     return results
 
 
+def published_result(out: Path, size: str, result: str, flag: str) -> tuple[Path, dict[str, Any]]:
+    """``out/results.json`` and its contents, which must hold ``result`` at ``size`` for ``flag`` to add to it."""
+    previous = out / "results.json"
+    results = json.loads(previous.read_text()) if previous.is_file() else {}
+    if result not in results or results.get("size") != size:
+        raise SystemExit(f"error: {flag} needs result ({result}) at size {size} in {previous}; run --only {result} "
+                         "first")
+    return previous, results
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="smoke")
@@ -612,11 +622,7 @@ def main(argv: list[str] | None = None) -> None:
         print("\n".join(str(path) for path in plot(results, args.out)))
         return
     if args.regression_belief_seeds:
-        previous = args.out / "results.json"
-        results = json.loads(previous.read_text()) if previous.is_file() else {}
-        if "v" not in results or results.get("size") != args.size:
-            raise SystemExit(f"error: --regression-belief-seeds needs result (v) at size {args.size} in {previous}; "
-                             "run --only v first")
+        previous, results = published_result(args.out, args.size, "v", "--regression-belief-seeds")
         seeds = [int(value) for value in args.regression_belief_seeds.split(",")]
         trained = regression_belief_training_seeds(SIZES[args.size], results["seed"], seeds)
         if "0" in trained["per_seed"]:  # training seed 0 is the registered agent's config: the same weights
@@ -627,11 +633,7 @@ def main(argv: list[str] | None = None) -> None:
         write_json_atomic(previous, results)
         return
     if args.belief_seeds:
-        previous = args.out / "results.json"
-        results = json.loads(previous.read_text()) if previous.is_file() else {}
-        if "iii" not in results or results.get("size") != args.size:
-            raise SystemExit(f"error: --belief-seeds needs result (iii) at size {args.size} in {previous}; "
-                             "run --only iii first")
+        previous, results = published_result(args.out, args.size, "iii", "--belief-seeds")
         seeds = [int(value) for value in args.belief_seeds.split(",")]
         results["iii_belief_training_seeds"] = {
             **results.get("iii_belief_training_seeds", {}),

@@ -56,7 +56,7 @@ import torch
 from torch import nn
 
 from gauntlet.agent import Agent
-from gauntlet.agents.curiosity.dad import train_and_save
+from gauntlet.agents.curiosity.dad import train_and_save, training_history
 from gauntlet.agents.curiosity.data_versions import BELIEF_POLICY as DATA_NAME
 from gauntlet.agents.curiosity.data_versions import BELIEF_POLICY_VERSION as DATA_VERSION
 from gauntlet.datacache import ensure_built
@@ -162,6 +162,15 @@ def rollout(network: CellScorer, thetas: torch.Tensor, noise: torch.Tensor, beli
     return torch.stack(designs, 1), torch.stack(outcomes, 1), torch.stack(log_probs, 1)
 
 
+def reinforce_step(optimiser: torch.optim.Optimizer, log_probs: torch.Tensor, advantage: torch.Tensor) -> None:
+    """One REINFORCE update: ascend sum_t log pi(d_t | h_t) (G_t - b), batch-averaged (equation REINFORCE with
+    a baseline; ``advantage`` is G_t - b, computed without gradient)."""
+    loss = -(log_probs * advantage.to(log_probs.dtype)).sum(1).mean()
+    optimiser.zero_grad()
+    loss.backward()
+    optimiser.step()
+
+
 def train(config: BeliefConfig, log_every: int = 10) -> tuple[CellScorer, dict[str, Any]]:
     """Equation (REINFORCE) on the icl_lp rewards; returns the network and the return curve."""
     torch.manual_seed(config.seed)
@@ -181,15 +190,9 @@ def train(config: BeliefConfig, log_every: int = 10) -> tuple[CellScorer, dict[s
             rewards = icl_lp_rewards(reward_particles, designs, outcomes, probe_x, probe_y, thetas, config)
             to_go = rewards.flip(1).cumsum(1).flip(1)
             advantage = to_go - to_go.mean(0, keepdim=True)
-        loss = -(log_probs * advantage).sum(1).mean()
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
+        reinforce_step(optimiser, log_probs, advantage)
         returns.append(float(rewards.sum(1).mean()))
-    averaged = [float(np.mean(returns[i:i + log_every])) for i in range(0, len(returns), log_every)]
-    return network, {"mean_return_per_block": averaged, "block_steps": log_every,
-                     "final_return_mean_last_20": float(np.mean(returns[-20:])),
-                     "seconds": time.perf_counter() - started}
+    return network, training_history(returns, log_every, started, last=20)
 
 
 def build(folder: Path, config: str = "default") -> None:

@@ -51,7 +51,8 @@ import torch
 from torch import nn
 
 from gauntlet.agent import Agent
-from gauntlet.agents.curiosity.dad import train_and_save
+from gauntlet.agents.curiosity.belief import reinforce_step
+from gauntlet.agents.curiosity.dad import train_and_save, training_history
 from gauntlet.agents.curiosity.data_versions import REGRESSION_BELIEF_POLICY as DATA_NAME
 from gauntlet.agents.curiosity.data_versions import REGRESSION_BELIEF_POLICY_VERSION as DATA_VERSION
 from gauntlet.datacache import ensure_built
@@ -198,15 +199,9 @@ def train(config: RegressionBeliefConfig, log_every: int = 10) -> tuple[CellScor
             rewards = icl_lp_rewards(designs, outcomes, repeat(probe_x), repeat(probe_y), config)
             to_go = rewards.flip(1).cumsum(1).flip(1)
             advantage = to_go - repeat(to_go.reshape(tasks, group, -1).mean(1))
-        loss = -(log_probs * advantage.float()).sum(1).mean()
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
+        reinforce_step(optimiser, log_probs, advantage)
         returns.append(float(rewards.sum(1).mean()))
-    averaged = [float(np.mean(returns[i:i + log_every])) for i in range(0, len(returns), log_every)]
-    return network, {"mean_return_per_block": averaged, "block_steps": log_every,
-                     "final_return_mean_last_20": float(np.mean(returns[-20:])),
-                     "seconds": time.perf_counter() - started}
+    return network, training_history(returns, log_every, started, last=20)
 
 
 def build(folder: Path, config: str = "default") -> None:

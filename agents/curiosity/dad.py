@@ -174,6 +174,15 @@ def build(folder: Path, config: str = "default") -> None:
     train_and_save(folder, train, CONFIGS[config])
 
 
+def training_history(returns: list[float], log_every: int, started: float, last: int) -> dict[str, Any]:
+    """What ``training.json`` records of a run: the mean return per block of ``log_every`` updates, the mean
+    of the ``last`` updates and the seconds since ``started``."""
+    averaged = [float(np.mean(returns[i:i + log_every])) for i in range(0, len(returns), log_every)]
+    return {"mean_return_per_block": averaged, "block_steps": log_every,
+            f"final_return_mean_last_{last}": float(np.mean(returns[-last:])),
+            "seconds": time.perf_counter() - started}
+
+
 def train_and_save(folder: Path, train_fn, settings) -> None:
     """``network, history = train_fn(settings)`` on one torch thread; write ``weights.pt`` and ``training.json``."""
     threads = torch.get_num_threads()
@@ -212,10 +221,7 @@ def train(config: DADConfig, log_every: int = 100) -> tuple[DesignNetwork, dict[
         optimiser.step()
         schedule.step()
         returns.append(float(episode_return.detach()))
-    averaged = [float(np.mean(returns[i:i + log_every])) for i in range(0, len(returns), log_every)]
-    return network, {"mean_return_per_block": averaged, "block_steps": log_every,
-                     "final_return_mean_last_100": float(np.mean(returns[-100:])),
-                     "seconds": time.perf_counter() - started}
+    return network, training_history(returns, log_every, started, last=100)
 
 
 def cache_params(config: str) -> dict[str, Any]:

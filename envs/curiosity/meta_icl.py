@@ -30,8 +30,6 @@ the config; ``gauntlet data build curiosity-meta-icl --config '{"config": "locat
 
 from __future__ import annotations
 
-import json
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -46,7 +44,7 @@ from gauntlet.envs.curiosity.learners import InContextLearner
 from gauntlet.envs.curiosity.location_finding_model import DESIGN_BOUND, LOCATION_FINDING
 from gauntlet.envs.curiosity.predictive import CategoricalPredictive, GaussianPredictive
 from gauntlet.envs.curiosity.rule_discovery import all_inputs, rule_tables
-from gauntlet.envs.curiosity.transformer import CrossAttentionBlock
+from gauntlet.envs.curiosity.transformer import CrossAttentionBlock, meta_train
 
 TASKS = ("location_finding", "rules")
 PROBABILITY_FLOOR = 1e-6
@@ -181,29 +179,15 @@ def build(folder: Path, **params) -> None:
     rng = np.random.default_rng(config.seed)
     tables = rule_tables(config.rule_class, config.n_bits, config.dfa_states) if config.task == "rules" else None
     model = InContextTransformer(config)
-    optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, config.steps)
-    losses, started = [], time.perf_counter()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread: the same weights on every machine with the same torch
-    try:
-        for _ in range(config.steps):
-            x, y, mask, queries, target = sample_tasks(config, rng, tables)
-            as_tensor = lambda a: torch.as_tensor(a, dtype=torch.float32)
-            x, y, queries = scale_inputs(config, x, y, queries)
-            output = model(as_tensor(x), as_tensor(y), torch.as_tensor(mask), as_tensor(queries))
-            loss = negative_log_likelihood(config, output, as_tensor(target)).mean()
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            schedule.step()
-            losses.append(float(loss.detach()))
-    finally:
-        torch.set_num_threads(threads)
-    torch.save(model.state_dict(), Path(folder) / "weights.pt")
-    (Path(folder) / "training.json").write_text(json.dumps(
-        {"config": asdict(config), "final_loss_mean_last_100": float(np.mean(losses[-100:])),
-         "loss_every_100": losses[::100], "seconds": time.perf_counter() - started}, indent=1))
+    as_tensor = lambda a: torch.as_tensor(a, dtype=torch.float32)
+
+    def batch_loss() -> torch.Tensor:
+        x, y, mask, queries, target = sample_tasks(config, rng, tables)
+        x, y, queries = scale_inputs(config, x, y, queries)
+        output = model(as_tensor(x), as_tensor(y), torch.as_tensor(mask), as_tensor(queries))
+        return negative_log_likelihood(config, output, as_tensor(target)).mean()
+
+    meta_train(folder, model, config, batch_loss)
 
 
 class MetaTransformerLearner(InContextLearner):

@@ -24,8 +24,11 @@ cache (``ensure_built``): deterministic given the config and seed, checksummed, 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -147,22 +150,18 @@ def gaussian_nll(mean: torch.Tensor, log_variance: torch.Tensor, y: torch.Tensor
     return 0.5 * (np.log(2 * np.pi) + log_variance + (y - mean) ** 2 / log_variance.exp())
 
 
-def build(folder: Path, **params) -> None:
-    """Meta-train the transformer (equation PFN loss) and write ``weights.pt`` and ``training.json``."""
-    config = TransformerConfig(**params)
-    torch.manual_seed(config.seed)
-    rng = np.random.default_rng(config.seed)
-    model = RegressionTransformer(config)
+def meta_train(folder: Path, model: nn.Module, config: Any, batch_loss: Callable[[], torch.Tensor]) -> None:
+    """Meta-train ``model`` on ``config.steps`` batches of ``batch_loss()`` (the PFN loss of freshly drawn
+    tasks) by Adam at ``config.learning_rate`` under a cosine schedule, on one thread (the same weights on
+    every machine with the same torch); write ``weights.pt`` and ``training.json``."""
     optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, config.steps)
-    losses = []
+    losses, started = [], time.perf_counter()
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread: the same weights on every machine with the same torch
+    torch.set_num_threads(1)
     try:
         for _ in range(config.steps):
-            context_x, context_y, mask, target_x, target_y = sample_tasks(config, rng)
-            mean, log_variance = model(context_x, context_y, mask, target_x)
-            loss = gaussian_nll(mean, log_variance, target_y).mean()
+            loss = batch_loss()
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -173,7 +172,22 @@ def build(folder: Path, **params) -> None:
     torch.save(model.state_dict(), Path(folder) / "weights.pt")
     (Path(folder) / "training.json").write_text(json.dumps(
         {"config": asdict(config), "final_loss_mean_last_100": float(np.mean(losses[-100:])),
-         "loss_every_100": losses[::100]}, indent=1))
+         "loss_every_100": losses[::100], "seconds": time.perf_counter() - started}, indent=1))
+
+
+def build(folder: Path, **params) -> None:
+    """Meta-train the transformer (equation PFN loss) and write ``weights.pt`` and ``training.json``."""
+    config = TransformerConfig(**params)
+    torch.manual_seed(config.seed)
+    rng = np.random.default_rng(config.seed)
+    model = RegressionTransformer(config)
+
+    def batch_loss() -> torch.Tensor:
+        context_x, context_y, mask, target_x, target_y = sample_tasks(config, rng)
+        mean, log_variance = model(context_x, context_y, mask, target_x)
+        return gaussian_nll(mean, log_variance, target_y).mean()
+
+    meta_train(folder, model, config, batch_loss)
 
 
 class TransformerLearner(InContextLearner):
