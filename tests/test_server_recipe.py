@@ -307,3 +307,30 @@ def test_the_env_bridge_chem_and_disaster_declare_their_tools_with_the_recipe():
     assert {"search_chemical", "select_pack", "get_route"} <= set(CHEM_TOOLS.names())
     assert all(declared.state_parameter == "chem" for declared in CHEM_TOOLS if declared.name == "select_pack")
     assert len(DISASTER_TOOLS) >= 100 and all(declared.state_parameter == "ws" for declared in DISASTER_TOOLS)
+
+
+# Building a server ---------------------------------------------------------------------------------
+@pytest.mark.anyio
+async def test_servers_of_one_tool_set_share_the_derived_schemas_but_not_their_tools():
+    """The argument model is derived once per declared function; each server gets a Tool of its own,
+    and a server with other argument descriptions gets its own schema."""
+    def tool_of(server: ToolServer[Shop]):
+        return server._tool_manager.get_tool("price_of")
+
+    first, second = shop_server(), shop_server(Shop())
+    assert tool_of(first) is not tool_of(second)
+    assert tool_of(first).parameters == tool_of(second).parameters
+    assert tool_of(first).fn_metadata is tool_of(second).fn_metadata  # derived once
+    declared = TOOLS["price_of"]
+    described = mcp_compat.sdk_tool(declared.fn, name="price_of", description=declared.description,
+                                    annotations=declared.annotations, state_parameter=declared.state_parameter,
+                                    argument_descriptions={"name": "what to price"})
+    assert described.parameters["properties"]["name"]["description"] == "what to price"
+    assert tool_of(first).parameters["properties"]["name"]["description"] == "chemical name"
+    with pytest.raises(ValueError, match="no argument 'colour'"):
+        mcp_compat.sdk_tool(declared.fn, name="price_of", description=declared.description,
+                            annotations=declared.annotations, state_parameter=declared.state_parameter,
+                            argument_descriptions={"colour": "red"})
+    async with connect(second) as client:  # a copy serves as the original did
+        result = await client.call_tool("price_of", {"name": "THF", "packs": 2})
+    assert not result.isError and result.structuredContent == {"price_usd": 25.0}
