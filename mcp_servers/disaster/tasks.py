@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# 4: T4 and T5 (time series, situation reports); 3: the hard level, more T2/T3 templates;
+# 5: T4 plans map the pre date's water once (no repeated call); 4: T4 and T5 (time series, situation
+# reports); 3: the hard level, more T2/T3 templates;
 # 2: object-detector, SAR-damage and Voronoi templates; polygon answers up to 60,000 chars
-TASKS_VERSION = "4"
+TASKS_VERSION = "5"
 # 3: T2 road length cut and facilities in the affected area, T3 rescue travel time; hard-level suites
 SUITE_FILE = "tasks.jsonl"
 # An answer is one agent action. The suite raises ToolTaskEnv's action and observation limit to

@@ -71,7 +71,8 @@ class DateMasks:
         if h in FLOOD_LIKE:
             sensor = "sar" if self.cloudy[k] else "s2"
             tool = "seg_water_sar" if sensor == "sar" else "seg_water_mndwi"
-            post = p.call(tool, image=self._layer(k, sensor))
+            # on the pre date the water map is the reference itself: mapped once (the extent is then empty)
+            post = self._pre_water(sensor) if k == 0 else p.call(tool, image=self._layer(k, sensor))
             return p.call("seg_flood_extent", pre_water=ref(self._pre_water(sensor), "path"),
                           post_water=ref(post, "path"))
         if h == "wildfire":

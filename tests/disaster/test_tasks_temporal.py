@@ -37,6 +37,17 @@ def test_flood_event_gets_every_t4_template_with_truth_from_the_generator(t4_sui
     assert "report_extract_evidence" in calls and "seg_water_sar" in calls  # SAR on the clouded dates
 
 
+def test_no_gold_plan_makes_the_same_call_on_the_same_data_twice(flood_suite):
+    """A repeated call would count against the trajectory metrics of an agent that does not repeat it. (Calls
+    on workspace files may repeat: two dates whose results are equal share one content-named file.)"""
+    import json
+
+    for task in load_suite(flood_suite):
+        calls = [(step.call, json.dumps(step.args, sort_keys=True)) for step in task.gold_trajectory]
+        repeated = {call for call in calls if calls.count(call) > 1 and '"ws/' not in call[1]}
+        assert not repeated, (task.id, repeated)
+
+
 def test_t4_gold_replays_through_an_mcp_session_to_1(t4_suite, scenes_root):
     import gymnasium as gym
 
