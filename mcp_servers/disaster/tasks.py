@@ -354,13 +354,38 @@ def _travel_s(length_m: float | None) -> float | None:
 
 
 # Execution ----------------------------------------------------------------------------------------
-async def execute_plan(session: Any, plan: Plan) -> tuple[list[dict[str, Any]], list[Any]]:
-    """Run ``plan`` through an MCP client session; returns the trajectory and the structured results."""
+class CallMemo:
+    """Results of the calls a session has made, for the tools the server declares idempotent: the same
+    call with the same arguments is answered from here (the plans of one event repeat most of their calls,
+    e.g. the same water map under every flood question; a suite's gold trajectories are unchanged)."""
+
+    def __init__(self, idempotent: set[str]):
+        self.idempotent = idempotent
+        self.results: dict[tuple[str, str], Any] = {}
+
+    @classmethod
+    async def of(cls, session: Any) -> CallMemo:
+        listed = await session.list_tools()
+        return cls({t.name for t in listed.tools if t.annotations is not None and t.annotations.idempotentHint})
+
+    async def call(self, session: Any, tool: str, args: dict[str, Any]) -> Any:
+        if tool not in self.idempotent:
+            return await session.call_tool(tool, args)
+        key = (tool, json.dumps(args, sort_keys=True))
+        if key not in self.results:
+            self.results[key] = await session.call_tool(tool, args)
+        return self.results[key].model_copy(deep=True)
+
+
+async def execute_plan(session: Any, plan: Plan,
+                       memo: CallMemo | None = None) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Run ``plan`` through an MCP client session (calls made before answered from ``memo``, if given);
+    returns the trajectory and the structured results."""
     trajectory: list[dict[str, Any]] = []
     results: list[Any] = []
     for tool, args in plan.steps:
         concrete = resolve(args, results)
-        result = await session.call_tool(tool, concrete)
+        result = await (memo.call(session, tool, concrete) if memo is not None else session.call_tool(tool, concrete))
         if result.isError:
             text = " ".join(getattr(block, "text", "") for block in result.content)
             raise PlanFailed(f"{tool}: {text}")
@@ -391,67 +416,87 @@ def _manifest(scene_root: Path, event: str, layers: list[str]) -> dict[str, Any]
 
 
 def build_tasks(folder: Path, *, scene_root: Path, events: list[str] | None = None) -> list[Any]:
-    """Instantiate every template for every event, execute the plans, and save the suite (tasks.jsonl)."""
+    """Instantiate every template for every event, execute the plans through the real server, and save
+    the suite (tasks.jsonl) in catalogue order; progress per event on stderr."""
+    import shutil
+    import sys
+    import time
+
+    from gauntlet.tasks import save_suite
+
+    scene_set = json.loads((scene_root / "events.json").read_text())
+    chosen = [e for e in scene_set["events"] if events is None or e["id"] in events]
+    workspace = Path(folder) / ".workspace"
+    tasks: list[Any] = []
+    skipped: list[dict[str, str]] = []
+    started = time.perf_counter()
+    for number, event in enumerate(chosen, start=1):
+        built, left_out = _event_tasks((event, scene_root, scene_set.get("realism", "clean"), workspace))
+        tasks.extend(built)
+        skipped.extend(left_out)
+        print(f"disaster tasks [{number}/{len(chosen)}] {event['id']}: {len(built)} tasks, {len(left_out)} "
+              f"skipped ({time.perf_counter() - started:.0f} s so far)", file=sys.stderr, flush=True)
+    shutil.rmtree(workspace, ignore_errors=True)
+    save_suite(tasks, Path(folder) / SUITE_FILE)
+    (Path(folder) / "skipped.json").write_text(json.dumps(skipped, indent=1, sort_keys=True))
+    return tasks
+
+
+def _event_tasks(job: tuple[dict[str, Any], Path, str, Path]) -> tuple[list[Any], list[dict[str, str]]]:
+    """One event's tasks and skipped templates (``build_tasks``), its plans run through an in-memory MCP
+    session of its own of the real server, writing into ``workspace``."""
     import anyio
 
     from gauntlet.mcp_servers.disaster.task_objects import object_templates
     from gauntlet.mcp_servers.disaster.tasks_report import report_templates
     from gauntlet.mcp_servers.disaster.tasks_temporal import temporal_templates
-    from gauntlet.tasks import ToolTask, save_suite
+    from gauntlet.tasks import ToolTask
 
-    scene_set = json.loads((scene_root / "events.json").read_text())
-    catalogue = scene_set["events"]
-    chosen = [e for e in catalogue if events is None or e["id"] in events]
+    event, scene_root, realism, workspace = job
     # Tasks over hard scenes name the server that serves them and carry their level; clean tasks stay as they were.
-    realism = scene_set.get("realism", "clean")
     server_name, level = ("disaster", {}) if realism == "clean" else (f"disaster-{realism}", {"realism": realism})
     tasks: list[ToolTask] = []
     skipped: list[dict[str, str]] = []
 
-    async def run_all() -> None:
+    async def run_event() -> None:
         from mcp.shared.memory import create_connected_server_and_client_session
 
         from gauntlet.bridges.mcp_compat import validate_once
         from gauntlet.mcp_servers.disaster.server import build_server
 
-        server = build_server(scene_root, workspace_dir=Path(folder) / ".workspace")
+        server = build_server(scene_root, workspace_dir=workspace)
         async with create_connected_server_and_client_session(server) as session:
             validate_once(session)
-            for event in chosen:
-                truth = truth_context(scene_root, event["id"])
-                for spec in [*_templates(event), *object_templates(event, truth),
-                             *temporal_templates(event, scene_root), *report_templates(event, truth, scene_root)]:
-                    try:
-                        trajectory, results = await execute_plan(session, spec.plan)
-                    except PlanFailed as exc:
-                        skipped.append({"event": event["id"], "category": spec.category, "reason": str(exc)})
-                        continue
-                    answer = spec.answer(results)
-                    if len(trajectory) + 1 > MAX_STEPS:
-                        skipped.append({"event": event["id"], "category": spec.category, "reason":
-                                        f"{len(trajectory)} gold calls and the answer exceed {MAX_STEPS} steps"})
-                        continue
-                    if len(json.dumps({"answer": answer})) > MAX_ANSWER_CHARS:
-                        skipped.append({"event": event["id"], "category": spec.category,
-                                        "reason": "the answer is too long for one agent action"})
-                        continue
-                    tasks.append(ToolTask(
-                        id=f"{event['id']}/{spec.category}", server=server_name, question=spec.question,
-                        inputs=_manifest(scene_root, event["id"], spec.layers),
-                        gold_trajectory=trajectory, answer=answer, eval_spec=_eval_spec(spec.eval_spec),
-                        metadata={"dimension": spec.dimension, "category": spec.category, "event": event["id"],
-                                  "hazard": event["hazard"], "tool_plan": [{"call": t, "args": a}
-                                                                           for t, a in spec.plan.steps],
-                                  "eval_spec": spec.eval_spec, "answer_format": spec.answer_format,
-                                  "truth_answer": spec.truth(truth) if spec.truth else None, **level}))
+            memo = await CallMemo.of(session)
+            truth = truth_context(scene_root, event["id"])
+            for spec in [*_templates(event), *object_templates(event, truth),
+                         *temporal_templates(event, scene_root), *report_templates(event, truth, scene_root)]:
+                try:
+                    trajectory, results = await execute_plan(session, spec.plan, memo)
+                except PlanFailed as exc:
+                    skipped.append({"event": event["id"], "category": spec.category, "reason": str(exc)})
+                    continue
+                answer = spec.answer(results)
+                if len(trajectory) + 1 > MAX_STEPS:
+                    skipped.append({"event": event["id"], "category": spec.category, "reason":
+                                    f"{len(trajectory)} gold calls and the answer exceed {MAX_STEPS} steps"})
+                    continue
+                if len(json.dumps({"answer": answer})) > MAX_ANSWER_CHARS:
+                    skipped.append({"event": event["id"], "category": spec.category,
+                                    "reason": "the answer is too long for one agent action"})
+                    continue
+                tasks.append(ToolTask(
+                    id=f"{event['id']}/{spec.category}", server=server_name, question=spec.question,
+                    inputs=_manifest(scene_root, event["id"], spec.layers),
+                    gold_trajectory=trajectory, answer=answer, eval_spec=_eval_spec(spec.eval_spec),
+                    metadata={"dimension": spec.dimension, "category": spec.category, "event": event["id"],
+                              "hazard": event["hazard"], "tool_plan": [{"call": t, "args": a}
+                                                                       for t, a in spec.plan.steps],
+                              "eval_spec": spec.eval_spec, "answer_format": spec.answer_format,
+                              "truth_answer": spec.truth(truth) if spec.truth else None, **level}))
 
-    anyio.run(run_all)
-    import shutil
-
-    shutil.rmtree(Path(folder) / ".workspace", ignore_errors=True)
-    save_suite(tasks, Path(folder) / SUITE_FILE)
-    (Path(folder) / "skipped.json").write_text(json.dumps(skipped, indent=1, sort_keys=True))
-    return tasks
+    anyio.run(run_event)
+    return tasks, skipped
 
 
 def truth_context(scene_root: Path, event: str) -> dict[str, Any]:

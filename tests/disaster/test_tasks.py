@@ -146,3 +146,49 @@ def test_demo_solves_one_task_of_t1_to_t4_and_saves_a_map(tmp_path, capsys):
     assert all(f"[{dimension}]" in printed for dimension in ("T1", "T2", "T3", "T4"))
     assert "report_extract_evidence(" in printed  # the T4 task reads the trend off the dated masks
     assert (tmp_path / "disaster-map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+class _CountingSession:
+    """A client session whose two tools return their arguments (one declared idempotent), counting calls."""
+
+    def __init__(self):
+        self.calls = 0
+
+    async def list_tools(self):
+        from mcp.types import ListToolsResult, Tool, ToolAnnotations
+
+        schema = {"type": "object"}
+        return ListToolsResult(tools=[
+            Tool(name="same", inputSchema=schema, annotations=ToolAnnotations(idempotentHint=True)),
+            Tool(name="fresh", inputSchema=schema, annotations=ToolAnnotations(idempotentHint=False))])
+
+    async def call_tool(self, name, args):
+        from mcp.types import CallToolResult, TextContent
+
+        self.calls += 1
+        return CallToolResult(content=[TextContent(type="text", text=name)],
+                              structuredContent={"args": dict(args), "call": self.calls})
+
+
+def test_a_plans_repeated_idempotent_calls_are_answered_from_the_memo_and_others_are_made_again():
+    import anyio
+
+    from gauntlet.mcp_servers.disaster.tasks import CallMemo, Plan, execute_plan
+
+    plan = Plan()
+    plan.call("same", x=1)
+    plan.call("fresh", x=1)
+    plan.call("same", x=2)
+
+    async def run():
+        session = _CountingSession()
+        memo = await CallMemo.of(session)
+        first, _ = await execute_plan(session, plan, memo)
+        first[0]["obs"]["args"]["x"] = 99  # a caller changing its result leaves the memo as it was
+        second, _ = await execute_plan(session, plan, memo)
+        return session.calls, first, second
+
+    calls, first, second = anyio.run(run)
+    assert calls == 4  # same(x=1), fresh, same(x=2); then fresh again only
+    assert [step["obs"]["call"] for step in second] == [1, 4, 3]
+    assert second[0]["obs"]["args"] == {"x": 1} and first[2]["obs"] == second[2]["obs"]
