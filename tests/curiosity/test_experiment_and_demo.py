@@ -83,3 +83,27 @@ def test_regression_belief_seeds_need_result_v_and_are_added_to_it(tmp_path):
     # Training seed 0 is the registered agent's config (its weights from the data cache): the same designs.
     assert saved["v"]["belief_training_seeds"]["per_seed"]["0"]["information"]["mean"] == pytest.approx(
         registered["mean"])
+
+
+def _belief_run(seed_rows: dict[str, list[float]], baseline_shift: float = 0.0) -> dict:
+    """A results.json with result (iii) (four histories) and some --belief-seeds rows."""
+    iii = {"curiosity-belief": {"spce_per_history": [5.0, 6.0, 7.0, 8.0]},
+           **{name: {"spce_per_history": [4.0 + baseline_shift, 5.0, 6.0, 7.0]}
+              for name in ("random-prior", "uncertainty", "greedy-eig")}}
+    return {"size": "smoke", "seed": 0, "iii": iii,
+            "iii_belief_training_seeds": {key: {"spce_per_history": row} for key, row in seed_rows.items()}}
+
+
+def test_merging_belief_seed_runs_adds_their_seeds_and_redoes_the_paired_summary():
+    experiment = load_experiment("curiosity")
+    merged = experiment.merge_belief_seeds(_belief_run({"1": [6.0, 7.0, 8.0, 9.0]}),
+                                           [_belief_run({"2": [7.0, 8.0, 9.0, 10.0]})])
+    summary = merged["iii_belief_seed_summary"]
+    assert summary["training_seeds"] == [0, 1, 2] and summary["histories"] == 4
+    # seeds 0, 1, 2 are 1, 2, 3 above every baseline history: the mean over seeds is 2 above, exactly
+    assert summary["mean_over_seeds"]["paired_difference_minus"]["greedy-eig"]["mean"] == pytest.approx(2.0)
+    assert summary["over_seed_means"]["mean"] == pytest.approx(7.5) and summary["over_seed_means"]["n"] == 3
+    with pytest.raises(ValueError, match="not run on a copy"):
+        experiment.merge_belief_seeds(_belief_run({}), [_belief_run({"2": [1.0] * 4}, baseline_shift=0.5)])
+    with pytest.raises(ValueError, match="seed 1 is in both"):
+        experiment.merge_belief_seeds(_belief_run({"1": [6.0] * 4}), [_belief_run({"1": [7.0] * 4})])
