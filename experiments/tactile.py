@@ -19,7 +19,11 @@ evaluates that checkpoint with uniform random moves instead of the scan (the pol
 ``--adaptive --seed S [--init CHECKPOINT]`` trains the adaptive agent (``agents/tactile/adaptive.py``:
 a belief model whose lookahead head chooses the next touch) and compares it with the coverage scan
 on the same test episodes, accuracy by touches with 95% intervals; ``--adaptive --checkpoint PATH``
-only evaluates a saved adaptive checkpoint.
+only evaluates a saved adaptive checkpoint. ``--candidates lattice`` has that policy order the
+scan's own lattice points by its lookahead (keeping the scan's coverage), ``--classifier PATH`` makes
+every policy predict with a scan-trained checkpoint, and ``--seed S`` then picks the set of test
+episodes; it also reports the stopping rule (declare the class once the belief is confident enough:
+accuracy against touches used).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import Any
 import numpy as np
 
 CLASSIFICATION_FAMILIES = {"TactileMNIST", "Starstruck", "Glyphs"}
+TEST_SEED, TEST_SEED_STRIDE = 10_000, 100_000  # --adaptive --checkpoint --seed S plays episodes from 10,000 + 100,000 S
 
 
 def run(family: str, updates: int, num_envs: int, eval_episodes: int, out: Path, seed: int = 0,
@@ -109,7 +114,6 @@ def run_adaptive(family: str, updates: int, num_envs: int, eval_episodes: int, o
                                                objects_per_split=objects_per_split, policies=policies)
     scan, adaptive = played["scan"]["score"], played["adaptive"]["score"]
     scan_final = float(scan[:, -1].mean())
-    reached = [t + 1 for t in range(scan.shape[1]) if adaptive[:, t].mean() >= scan_final]
     result = {"family": family, "seed": seed, "updates": updates, "num_envs": num_envs, "reuse": reuse,
               "episodes_trained": -(-updates // reuse) * num_envs, "eval_episodes": len(scan),
               "objects_per_split": objects_per_split, "train_seconds": train_s, "learning_rate": learning_rate,
@@ -119,7 +123,7 @@ def run_adaptive(family: str, updates: int, num_envs: int, eval_episodes: int, o
               "region_covered_by_touches": {name: _curve(value["coverage"]) for name, value in played.items()},
               "adaptive_minus_scan": _curve(adaptive - scan),
               "scan_final": scan_final, "adaptive_final": float(adaptive[:, -1].mean()),
-              "touches_for_scan_final": reached[0] if reached else None,
+              "touches_for_scan_final": _touches_to_reach(adaptive, scan_final),
               "training_loss": log}
     out.mkdir(parents=True, exist_ok=True)
     belief_training.save_belief(model, out / f"{family}-adaptive-seed{seed}.pt", family=family,
@@ -139,39 +143,107 @@ def run_adaptive(family: str, updates: int, num_envs: int, eval_episodes: int, o
     return result
 
 
+def _touches_to_reach(scores: np.ndarray, target: float) -> int | None:
+    """The fewest touches at which the mean of ``scores`` ``(episodes, T)`` reaches ``target`` (None: never)."""
+    reached = [t + 1 for t in range(scores.shape[1]) if scores[:, t].mean() >= target]
+    return reached[0] if reached else None
+
+
+# belief confidence at which the agent declares its class; above 1: never, it uses every touch
+STOP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.925, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999, 1.01)
+
+
+def stopping_rule(scores: np.ndarray, confidence: np.ndarray, thresholds: tuple[float, ...] = STOP_THRESHOLDS
+                  ) -> list[dict[str, Any]]:
+    """Accuracy against touches used when the agent declares its class as soon as its belief's highest
+    probability reaches a threshold (else after the last touch): per threshold, the mean touches used
+    and the accuracy of the declared classes with its 95% interval. ``scores``, ``confidence``:
+    ``(episodes, T)`` (the env's per-step score and the belief's confidence after touches 0..t)."""
+    rows = []
+    length = scores.shape[1]
+    for threshold in thresholds:
+        sure = confidence >= threshold
+        stop = np.where(sure.any(axis=1), sure.argmax(axis=1), length - 1)
+        declared = scores[np.arange(len(scores)), stop]
+        accuracy = _interval(declared) if len(declared) > 1 else [float(declared.mean())] * 3
+        rows.append({"threshold": threshold, "touches": float((stop + 1).mean()), "accuracy": accuracy})
+    return rows
+
+
 def evaluate_adaptive(family: str, checkpoint: Path, eval_episodes: int, out: Path, reach: str,
-                      policies: tuple[str, ...] = ("scan", "adaptive"), min_new_area: float | None = None
+                      policies: tuple[str, ...] = ("scan", "adaptive"), min_new_area: float | None = None,
+                      candidates: str = "grid", classifier: Path | None = None, seed: int = 0,
+                      objects_per_split: int | None = None, split: str = "test", over_weight: float | None = None
                       ) -> dict[str, Any]:
     """Evaluate a saved adaptive checkpoint only; ``reach='any'`` lets the policy pick any workspace point
     (it heads there, touching on the way) instead of the points one move reaches. Writes
-    ``<out>/<checkpoint stem>-reach-<reach>[-new-<min_new_area>].json``."""
+    ``<out>/<checkpoint stem>-reach-<reach>[-new-<min_new_area>].json``.
+
+    ``candidates='lattice'``: the adaptive policy orders the scan's lattice points by its lookahead
+    (``adaptive.AdaptivePolicy``); ``classifier``: every policy predicts with this scan-trained
+    checkpoint (the lookahead stays the adaptive checkpoint's); ``seed`` picks the set of test episodes
+    (seed 0: the episodes of the training runs' evaluation). Writes
+    ``<out>/<checkpoint stem>-lattice[-with-<classifier stem>]-test<seed>.json`` and the summary of
+    every test seed there, ``<out>/<checkpoint stem>-lattice[-with-<classifier stem>].{json,png}``;
+    ``split='train'`` plays training objects instead (``...-train<seed>.json``, no summary), to choose
+    settings such as the stopping threshold without looking at the test split. ``over_weight``: the
+    lattice rule's soft coverage constraint instead of the hard one (``adaptive.AdaptivePolicy``;
+    ``...-over-<w>-...`` in the file names).
+    """
     import torch
 
     from gauntlet.agents.tactile import belief_training
-    from gauntlet.agents.tactile.adaptive import MIN_NEW_AREA
+    from gauntlet.agents.tactile.adaptive import LATTICE_UNFELT, MIN_NEW_AREA, TRAVEL_WEIGHT, ClassifierWithLookahead
+    from gauntlet.agents.tactile.training import load
     from gauntlet.envs.tactile.simulation import MAX_STEP_M
 
     torch.set_num_threads(1)
-    model, _ = belief_training.load_belief(checkpoint)
+    belief = belief_training.load_belief(checkpoint)[0]
+    model = belief if classifier is None else ClassifierWithLookahead(belief, load(classifier)[0])
     played = belief_training.evaluate_policies(model, family, episodes=eval_episodes, num_envs=min(64, eval_episodes),
+                                               seed=TEST_SEED + TEST_SEED_STRIDE * seed,
+                                               objects_per_split=objects_per_split, split=split,
                                                policies=policies, reach_m=None if reach == "any" else MAX_STEP_M,
-                                               min_new_area=MIN_NEW_AREA if min_new_area is None else min_new_area)
-    name = f"{checkpoint.stem}-reach-{reach}" + ("" if min_new_area is None else f"-new-{min_new_area:g}")
+                                               min_new_area=MIN_NEW_AREA if min_new_area is None else min_new_area,
+                                               lattice=candidates == "lattice", over_weight=over_weight)
+    if candidates == "lattice":
+        stem = (f"{checkpoint.stem}-lattice" + ("" if over_weight is None else f"-over-{over_weight:g}")
+                + ("" if classifier is None else f"-with-{classifier.stem}"))
+        name = f"{stem}-{split}{seed}"
+    else:
+        name = f"{checkpoint.stem}-reach-{reach}" + ("" if min_new_area is None else f"-new-{min_new_area:g}")
+    scan, adaptive = played["scan"]["score"], played["adaptive"]["score"]
     result = {"family": family, "checkpoint": str(checkpoint), "sha256": _sha256(checkpoint), "reach": reach,
-              "min_new_area": MIN_NEW_AREA if min_new_area is None else min_new_area,
-              "eval_episodes": len(played["scan"]["score"]),
+              "min_new_area": MIN_NEW_AREA if min_new_area is None else min_new_area, "candidates": candidates,
+              "lattice_rule": {"travel_weight": TRAVEL_WEIGHT, "over_weight": over_weight, "unfelt": LATTICE_UNFELT},
+              "classifier": None if classifier is None else {"path": str(classifier), "sha256": _sha256(classifier)},
+              "split": split, "seed": seed, "episode_seeds_from": TEST_SEED + TEST_SEED_STRIDE * seed,
+              "eval_episodes": len(scan),
               "accuracy_by_touches": {name: _curve(value["score"]) for name, value in played.items()},
               "region_covered_by_touches": {name: _curve(value["coverage"]) for name, value in played.items()},
-              "adaptive_minus_scan": _curve(played["adaptive"]["score"] - played["scan"]["score"])}
+              "adaptive_minus_scan": _curve(adaptive - scan),
+              "scan_final": float(scan[:, -1].mean()), "adaptive_final": float(adaptive[:, -1].mean()),
+              "touches_for_scan_final": _touches_to_reach(adaptive, float(scan[:, -1].mean())),
+              "scan_touches_for_own_final": _touches_to_reach(scan, float(scan[:, -1].mean())),
+              "stopping_rule": {name: stopping_rule(value["score"], value["confidence"])
+                                for name, value in played.items()}}
     out.mkdir(parents=True, exist_ok=True)
     _write_json(out / f"{name}.json", result)
+    if candidates == "lattice" and split == "test":
+        summarise_adaptive(family, out, runs_glob=f"{stem}-test*.json", summary_stem=stem)
     touches = len(result["adaptive_minus_scan"]["mean"])
-    print(f"{family}, {checkpoint}, adaptive reach {reach}, {result['eval_episodes']} test episodes (same episodes):")
+    print(f"{family}, {checkpoint}, adaptive reach {reach}, candidates {candidates}, "
+          f"{result['eval_episodes']} {split} episodes from seed {result['episode_seeds_from']} (same episodes):")
     print("touches          " + "  ".join(f"{t:>5d}" for t in range(1, touches + 1)))
     for name in played:
         print(f"{name:8s} accuracy " + "  ".join(f"{v:5.3f}" for v in result["accuracy_by_touches"][name]["mean"]))
         print(f"{name:8s} covered  " + "  ".join(f"{v:5.3f}" for v in
                                                  result["region_covered_by_touches"][name]["mean"]))
+    print(f"adaptive reaches the scan's final accuracy ({result['scan_final']:.3f} at {touches} touches) at "
+          f"{result['touches_for_scan_final']} touches")
+    for name, rows in result["stopping_rule"].items():
+        print(f"{name:8s} stop when confident: " + "  ".join(
+            f"p>={row['threshold']:g}: {row['touches']:.1f} touches, {row['accuracy'][0]:.3f}" for row in rows))
     return result
 
 
@@ -181,24 +253,29 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def summarise_adaptive(family: str, out: Path) -> dict[str, Any]:
-    """Across the seed files in ``out``: final and per-step accuracies of each policy, per seed and mean."""
-    runs = [json.loads(path.read_text()) for path in sorted(out.glob(f"{family}-adaptive-seed*.json"))]
+def summarise_adaptive(family: str, out: Path, runs_glob: str | None = None, summary_stem: str | None = None
+                       ) -> dict[str, Any]:
+    """Across the seed files in ``out`` (``runs_glob``, default the training seeds' files): final and
+    per-step accuracies of each policy, per seed and mean; written to ``<out>/<summary_stem>.{json,png}``."""
+    runs_glob = runs_glob or f"{family}-adaptive-seed*.json"
+    runs = [json.loads(path.read_text()) for path in sorted(out.glob(runs_glob))]
     if not runs:
-        raise ValueError(f"no {family}-adaptive-seed*.json in {out}; run with --adaptive first")
+        raise ValueError(f"no {runs_glob} in {out}; run with --adaptive first")
     policies = list(runs[0]["accuracy_by_touches"])
     by_seed = {name: np.array([run["accuracy_by_touches"][name]["mean"] for run in runs]) for name in policies}
     summary = {"family": family, "seeds": [run["seed"] for run in runs],
                "eval_episodes": [run["eval_episodes"] for run in runs],
-               "episodes_trained": [run["episodes_trained"] for run in runs],
-               "train_seconds": [run["train_seconds"] for run in runs],
+               "episodes_trained": [run.get("episodes_trained") for run in runs],
+               "train_seconds": [run.get("train_seconds") for run in runs],
                "mean_over_seeds": {name: value.mean(axis=0).tolist() for name, value in by_seed.items()},
                "seed_min": {name: value.min(axis=0).tolist() for name, value in by_seed.items()},
                "seed_max": {name: value.max(axis=0).tolist() for name, value in by_seed.items()},
                "final_by_seed": {name: value[:, -1].tolist() for name, value in by_seed.items()},
-               "touches_for_scan_final_by_seed": [run["touches_for_scan_final"] for run in runs]}
-    _write_json(out / f"{family}-adaptive.json", summary)
-    _plot_adaptive(summary, runs, out / f"{family}-adaptive.png")
+               "touches_for_scan_final_by_seed": [run["touches_for_scan_final"] for run in runs],
+               "candidates": runs[0].get("candidates", "grid")}
+    summary_stem = summary_stem or f"{family}-adaptive"
+    _write_json(out / f"{summary_stem}.json", summary)
+    _plot_adaptive(summary, runs, out / f"{summary_stem}.png")
     return summary
 
 
@@ -209,17 +286,20 @@ def _plot_adaptive(summary: dict[str, Any], runs: list[dict[str, Any]], path: Pa
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    labels = {"scan": "coverage scan", "adaptive": "adaptive (lookahead on the belief)", "random": "random moves"}
+    labels = {"scan": "coverage scan", "random": "random moves",
+              "adaptive": "adaptive: scan lattice in lookahead order" if summary["candidates"] == "lattice"
+              else "adaptive (lookahead on the belief)"}
     first = runs[0]["accuracy_by_touches"]
     touches = np.arange(1, len(first["scan"]["mean"]) + 1)
     for name, curve in first.items():
         axes[0].plot(touches, curve["mean"], marker=".", label=labels.get(name, name))
         axes[0].fill_between(touches, curve["low"], curve["high"], alpha=0.25)
-    axes[0].set_title(f"seed {runs[0]['seed']}: {runs[0]['eval_episodes']} test episodes, 95% CI")
+    what = "test set" if summary["candidates"] == "lattice" else "seed"  # lattice runs: one model, seeds pick episodes
+    axes[0].set_title(f"{what} {runs[0]['seed']}: {runs[0]['eval_episodes']} test episodes, 95% CI")
     for name in summary["mean_over_seeds"]:
         axes[1].plot(touches, summary["mean_over_seeds"][name], marker=".", label=labels.get(name, name))
         axes[1].fill_between(touches, summary["seed_min"][name], summary["seed_max"][name], alpha=0.25)
-    axes[1].set_title(f"mean of seeds {summary['seeds']} (band: seed min-max)")
+    axes[1].set_title(f"mean of {what}s {summary['seeds']} (band: min-max)")
     for axis in axes:
         axis.set_xlabel("touches")
         axis.set_ylabel(f"{summary['family']} test accuracy")
@@ -388,6 +468,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="with --adaptive --checkpoint: candidate touches within one move, or anywhere")
     parser.add_argument("--min-new-area", type=float, default=None,
                         help="with --adaptive --checkpoint: share of new area a touch must add (default 0.3)")
+    parser.add_argument("--candidates", choices=["grid", "lattice"], default="grid",
+                        help="with --adaptive --checkpoint: the adaptive policy's candidate touches: a 5 mm grid "
+                             "within reach, or the scan's lattice points in the order of the lookahead")
+    parser.add_argument("--classifier", type=Path, default=None,
+                        help="with --adaptive --checkpoint: every policy predicts with this scan-trained checkpoint "
+                             "(e.g. experiments/results/tactile/TactileMNIST.pt); the lookahead stays the "
+                             "adaptive checkpoint's")
+    parser.add_argument("--eval-split", choices=["test", "train"], default="test",
+                        help="with --adaptive --checkpoint --candidates lattice: play test objects, or training "
+                             "objects (to choose settings without looking at the test split)")
+    parser.add_argument("--over-weight", type=float, default=None,
+                        help="with --candidates lattice: weigh the moves over budget into the cost instead of "
+                             "keeping the lattice coverage as a hard constraint (0: the plain lookahead order)")
     parser.add_argument("--histories", type=int, default=4, help="with --adaptive: histories per episode per step")
     parser.add_argument("--check-scores", type=int, metavar="N", default=0,
                         help="only evaluate <out>/<family>.pt against the blind baseline on N test episodes, with "
@@ -408,8 +501,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if args.checkpoint is not None:
             if not args.checkpoint.is_file():
                 parser.exit(2, f"error: no checkpoint {args.checkpoint}; train one with --adaptive first\n")
+            if args.classifier is not None and not args.classifier.is_file():
+                parser.exit(2, f"error: no classifier checkpoint {args.classifier}; give a scan-trained checkpoint "
+                               f"of {args.family} (experiments/tactile.py without --adaptive writes one)\n")
             return evaluate_adaptive(args.family, args.checkpoint, 8 if args.smoke else args.eval_episodes, args.out,
-                                     args.reach, tuple(chosen), args.min_new_area)
+                                     args.reach, tuple(chosen), args.min_new_area, args.candidates, args.classifier,
+                                     args.seed, 20 if args.smoke else None, args.eval_split, args.over_weight)
         if args.smoke:
             return run_adaptive(args.family, updates=4, num_envs=6, eval_episodes=6, out=args.out, seed=args.seed,
                                 objects_per_split=20, reuse=2)

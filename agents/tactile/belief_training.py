@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 from torch.nn import functional as F
 
-from gauntlet.agents.tactile.adaptive import MIN_NEW_AREA, AdaptivePolicy, BeliefModel, lookahead_at
+from gauntlet.agents.tactile.adaptive import MIN_NEW_AREA, TRAVEL_WEIGHT, AdaptivePolicy, BeliefModel, lookahead_at
 from gauntlet.agents.tactile.touchmap import MAP_HALF_M, MAP_PIXELS, TouchMap, gel_background, paste, touch_features
 from gauntlet.agents.tactile.training import Batch, load, make_scan, make_vector_env, scan_region
 from gauntlet.envs.tactile.env import TactilePerceptionVectorEnv, component_shape
@@ -37,14 +38,19 @@ POLICIES = ("scan", "adaptive", "random")
 
 
 @torch.no_grad()
-def play(env: TactilePerceptionVectorEnv, model: BeliefModel, policies: list[str], seed: int,
+def play(env: TactilePerceptionVectorEnv, model: nn.Module, policies: list[str], seed: int,
          background: torch.Tensor, family: str, reach_m: float | None = MAX_STEP_M,
-         min_new_area: float = MIN_NEW_AREA) -> tuple[Batch, np.ndarray, np.ndarray, np.ndarray]:
+         min_new_area: float = MIN_NEW_AREA, lattice: bool = False, travel_weight: float = TRAVEL_WEIGHT,
+         over_weight: float | None = None) -> tuple[Batch, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One episode per slot, slot i moved by ``policies[i]``; predictions from the model's belief.
 
+    ``model`` maps touch maps to (class logits, lookahead map): a ``BeliefModel`` or an
+    ``adaptive.ClassifierWithLookahead``. ``lattice``: the adaptive policy's candidates are the
+    scan's own lattice points first (``adaptive.AdaptivePolicy``).
+
     Returns the touches 0..T-1 (``Batch``), and per slot and step the env's score (accuracy), its
-    normalised loss and the share of the object's region (``training.scan_region``) felt so far,
-    ``(B, T)`` each.
+    normalised loss, the share of the object's region (``training.scan_region``) felt so far and the
+    belief's confidence (its highest class probability), ``(B, T)`` each.
     """
     if len(policies) != env.num_envs or not set(policies) <= set(POLICIES):
         raise ValueError(f"need one policy of {POLICIES} per env ({env.num_envs}), got {policies}")
@@ -53,28 +59,32 @@ def play(env: TactilePerceptionVectorEnv, model: BeliefModel, policies: list[str
     targets = torch.from_numpy(np.asarray(info["target"]))
     rng = np.random.default_rng(seed)
     move_dims = component_shape(env.single_action_space, "action")[0]
-    scan, adaptive = make_scan(env, family), AdaptivePolicy(move_dims, min_new_area, reach_m)
+    scan = make_scan(env, family)
+    adaptive = AdaptivePolicy(move_dims, min_new_area, reach_m, scan.points if lattice else None, travel_weight,
+                              over_weight)
     scan.reset(observation["sensor_pos"])
     kinds = np.array(policies)
     touches = TouchMap(env.num_envs, background)
     region = _region_mask(family)
-    features, positions, scores, losses, coverage = [], [], [], [], []
-    for _ in range(env.task.step_limit):
+    features, positions, scores, losses, coverage, confidence = [], [], [], [], [], []
+    for step in range(env.task.step_limit):
         features.append(touch_features(torch.from_numpy(observation["sensor_img"]), background))
         positions.append(torch.from_numpy(observation["sensor_pos"].copy()))
         maps = touches.add(observation["sensor_img"], observation["sensor_pos"])
         coverage.append(((maps[:, -1] > 0) & region).sum(dim=(1, 2)).numpy() / float(region.sum()))
         logits, lookahead = model(maps)
+        confidence.append(logits.softmax(dim=1).amax(dim=1).numpy().astype(np.float64))
         moves = rng.uniform(-1.0, 1.0, (env.num_envs, move_dims)).astype(np.float32)
         moves[kinds == "scan"] = scan.act(observation["sensor_pos"])[kinds == "scan"]
         chosen = kinds == "adaptive"
         if chosen.any():
-            moves[chosen] = adaptive.act(observation["sensor_pos"][chosen], maps[chosen], lookahead[chosen])
+            moves[chosen] = adaptive.act(observation["sensor_pos"][chosen], maps[chosen], lookahead[chosen],
+                                         env.task.step_limit - 1 - step)
         observation, _, _, _, info = env.step({"action": moves, "prediction": logits.numpy().astype(np.float32)})
         scores.append(np.asarray(info["stats"]["final_accuracy"], np.float64).copy())
         losses.append(np.asarray(info["loss"], np.float64).copy())
     batch = Batch(torch.stack(features, 1), torch.stack(positions, 1), None, targets)
-    return batch, np.stack(scores, 1), np.stack(losses, 1), np.stack(coverage, 1)
+    return batch, np.stack(scores, 1), np.stack(losses, 1), np.stack(coverage, 1), np.stack(confidence, 1)
 
 
 def _region_mask(family: str) -> torch.Tensor:
@@ -175,28 +185,35 @@ def train_belief(family: str = "TactileMNIST", *, updates: int = 400, num_envs: 
     return model, log
 
 
-def evaluate_policies(model: BeliefModel, family: str = "TactileMNIST", *, episodes: int = 512,
+def evaluate_policies(model: nn.Module, family: str = "TactileMNIST", *, episodes: int = 512,
                       num_envs: int = 64, seed: int = 10_000, objects_per_split: int | None = None,
                       policies: tuple[str, ...] = POLICIES, reach_m: float | None = MAX_STEP_M,
-                      min_new_area: float = MIN_NEW_AREA) -> dict[str, dict[str, np.ndarray]]:
-    """Per-episode, per-step scores and losses ``(episodes, T)`` of each policy on the test split.
+                      min_new_area: float = MIN_NEW_AREA, lattice: bool = False,
+                      travel_weight: float = TRAVEL_WEIGHT, over_weight: float | None = None,
+                      split: str = "test"
+                      ) -> dict[str, dict[str, np.ndarray]]:
+    """Per-episode, per-step scores, losses, region covered and confidence ``(episodes, T)`` of each policy
+    on the test split (``split="train"``: training objects, for choosing settings without looking at
+    the test split).
 
     Every policy plays the same episodes (same seeds: same objects, poses and starting points)
     with the same model's predictions.
     """
-    env = make_vector_env(family, "test", num_envs, objects_per_split)
+    env = make_vector_env(family, split, num_envs, objects_per_split)
     background = gel_background(component_shape(env.single_observation_space, "sensor_img")[:2])
     out: dict[str, dict[str, np.ndarray]] = {}
     for policy in policies:
-        scores, losses, covered = [], [], []
+        scores, losses, covered, confident = [], [], [], []
         for batch in range(max(1, episodes // num_envs)):
-            _, score, loss, cover = play(env, model, [policy] * num_envs, seed + batch * num_envs, background, family,
-                                        reach_m, min_new_area)
+            _, score, loss, cover, confidence = play(env, model, [policy] * num_envs, seed + batch * num_envs,
+                                                     background, family, reach_m, min_new_area, lattice,
+                                                     travel_weight, over_weight)
             scores.append(score)
             losses.append(loss)
             covered.append(cover)
+            confident.append(confidence)
         out[policy] = {"score": np.concatenate(scores), "loss": np.concatenate(losses),
-                       "coverage": np.concatenate(covered)}
+                       "coverage": np.concatenate(covered), "confidence": np.concatenate(confident)}
     return out
 
 

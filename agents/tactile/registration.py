@@ -13,6 +13,7 @@ def register() -> None:
                  "(config: checkpoint=PATH, trained by experiments/tactile.py)")
     registry.add("agent", "tactile-adaptive", "gauntlet.agents.tactile.adaptive:AdaptiveTactileAgent",
                  "tactile classification envs: chooses each touch by a learned lookahead of its belief's loss "
-                 "(config: checkpoint=PATH, trained by experiments/tactile.py --adaptive)")
+                 "(config: checkpoint=PATH, trained by experiments/tactile.py --adaptive; candidates=grid|lattice, "
+                 "lattice = the scan's lattice in lookahead order; classifier=PATH of a scan-trained checkpoint)")
     registry.add("demo", "tactile", "gauntlet.agents.tactile.demo:run_demo",
                  "a Tactile MNIST episode (saved rendering) and the learned agent's accuracy by step")
