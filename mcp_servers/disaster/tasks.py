@@ -357,7 +357,12 @@ def _travel_s(length_m: float | None) -> float | None:
 class CallMemo:
     """Results of the calls a session has made, for the tools the server declares idempotent: the same
     call with the same arguments is answered from here (the plans of one event repeat most of their calls,
-    e.g. the same water map under every flood question; a suite's gold trajectories are unchanged)."""
+    e.g. the same water map under every flood question; a suite's gold trajectories are unchanged).
+
+    Idempotent (no further effect when repeated) is taken to mean the same result here, which holds for
+    the gold plans: every disaster tool is a function of its arguments and the data, writing
+    content-named files; the one exception, ``report_summarize(writer="client_model")`` (a client's
+    model writes the prose), is in no gold plan."""
 
     def __init__(self, idempotent: set[str]):
         self.idempotent = idempotent
