@@ -436,7 +436,7 @@ def build_tasks(folder: Path, *, scene_root: Path, events: list[str] | None = No
     skipped: list[dict[str, str]] = []
     started = time.perf_counter()
     for number, event in enumerate(chosen, start=1):
-        built, left_out = _event_tasks((event, scene_root, scene_set.get("realism", "clean"), workspace))
+        built, left_out = _event_tasks(event, scene_root, scene_set.get("realism", "clean"), workspace)
         tasks.extend(built)
         skipped.extend(left_out)
         print(f"disaster tasks [{number}/{len(chosen)}] {event['id']}: {len(built)} tasks, {len(left_out)} "
@@ -447,7 +447,8 @@ def build_tasks(folder: Path, *, scene_root: Path, events: list[str] | None = No
     return tasks
 
 
-def _event_tasks(job: tuple[dict[str, Any], Path, str, Path]) -> tuple[list[Any], list[dict[str, str]]]:
+def _event_tasks(event: dict[str, Any], scene_root: Path, realism: str,
+                 workspace: Path) -> tuple[list[Any], list[dict[str, str]]]:
     """One event's tasks and skipped templates (``build_tasks``), its plans run through an in-memory MCP
     session of its own of the real server, writing into ``workspace``."""
     import anyio
@@ -457,7 +458,6 @@ def _event_tasks(job: tuple[dict[str, Any], Path, str, Path]) -> tuple[list[Any]
     from gauntlet.mcp_servers.disaster.tasks_temporal import temporal_templates
     from gauntlet.tasks import ToolTask
 
-    event, scene_root, realism, workspace = job
     # Tasks over hard scenes name the server that serves them and carry their level; clean tasks stay as they were.
     server_name, level = ("disaster", {}) if realism == "clean" else (f"disaster-{realism}", {"realism": realism})
     tasks: list[ToolTask] = []
