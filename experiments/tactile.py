@@ -23,7 +23,10 @@ only evaluates a saved adaptive checkpoint. ``--candidates lattice`` has that po
 scan's own lattice points by its lookahead (keeping the scan's coverage), ``--classifier PATH`` makes
 every policy predict with a scan-trained checkpoint, and ``--seed S`` then picks the set of test
 episodes; it also reports the stopping rule (declare the class once the belief is confident enough:
-accuracy against touches used).
+accuracy against touches used, paired against the scan's last touch). ``--adaptive --lattice-report
+--classifier PATH`` evaluates nothing: it summarises those lattice runs across the belief checkpoints'
+training seeds and the test sets, with each seed's stopping threshold chosen on its training-object
+run (``--eval-split train``) before the test files are read.
 """
 
 from __future__ import annotations
@@ -153,21 +156,33 @@ def _touches_to_reach(scores: np.ndarray, target: float) -> int | None:
 STOP_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.925, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999, 1.01)
 
 
-def stopping_rule(scores: np.ndarray, confidence: np.ndarray, thresholds: tuple[float, ...] = STOP_THRESHOLDS
-                  ) -> list[dict[str, Any]]:
+def stopping_rule(scores: np.ndarray, confidence: np.ndarray, thresholds: tuple[float, ...] = STOP_THRESHOLDS,
+                  scan_final: np.ndarray | None = None) -> list[dict[str, Any]]:
     """Accuracy against touches used when the agent declares its class as soon as its belief's highest
     probability reaches a threshold (else after the last touch): per threshold, the mean touches used
     and the accuracy of the declared classes with its 95% interval. ``scores``, ``confidence``:
-    ``(episodes, T)`` (the env's per-step score and the belief's confidence after touches 0..t)."""
+    ``(episodes, T)`` (the env's per-step score and the belief's confidence after touches 0..t);
+    ``scan_final`` ``(episodes,)``: the scan's last-touch score on the same episodes, which adds the
+    paired difference ``minus_scan_final`` (declared minus scan, 95% interval)."""
     rows = []
     length = scores.shape[1]
     for threshold in thresholds:
         sure = confidence >= threshold
         stop = np.where(sure.any(axis=1), sure.argmax(axis=1), length - 1)
         declared = scores[np.arange(len(scores)), stop]
-        accuracy = _interval(declared) if len(declared) > 1 else [float(declared.mean())] * 3
-        rows.append({"threshold": threshold, "touches": float((stop + 1).mean()), "accuracy": accuracy})
+        row = {"threshold": threshold, "touches": float((stop + 1).mean()), "accuracy": _interval(declared)}
+        if scan_final is not None:
+            row["minus_scan_final"] = _interval(declared - scan_final)
+        rows.append(row)
     return rows
+
+
+def choose_threshold(rows: list[dict[str, Any]], target: float) -> float:
+    """The stopping protocol's threshold, chosen on training objects: the smallest threshold of ``rows``
+    (``stopping_rule`` on training episodes) whose declared accuracy reaches ``target`` (the scan's
+    last-touch accuracy on the same episodes); if none does, the largest (1.01: never stop early)."""
+    reaching = [row["threshold"] for row in rows if row["accuracy"][0] >= target]
+    return min(reaching) if reaching else max(row["threshold"] for row in rows)
 
 
 def evaluate_adaptive(family: str, checkpoint: Path, eval_episodes: int, out: Path, reach: str,
@@ -225,7 +240,7 @@ def evaluate_adaptive(family: str, checkpoint: Path, eval_episodes: int, out: Pa
               "scan_final": float(scan[:, -1].mean()), "adaptive_final": float(adaptive[:, -1].mean()),
               "touches_for_scan_final": _touches_to_reach(adaptive, float(scan[:, -1].mean())),
               "scan_touches_for_own_final": _touches_to_reach(scan, float(scan[:, -1].mean())),
-              "stopping_rule": {name: stopping_rule(value["score"], value["confidence"])
+              "stopping_rule": {name: stopping_rule(value["score"], value["confidence"], scan_final=scan[:, -1])
                                 for name, value in played.items()}}
     out.mkdir(parents=True, exist_ok=True)
     _write_json(out / f"{name}.json", result)
@@ -245,6 +260,130 @@ def evaluate_adaptive(family: str, checkpoint: Path, eval_episodes: int, out: Pa
         print(f"{name:8s} stop when confident: " + "  ".join(
             f"p>={row['threshold']:g}: {row['touches']:.1f} touches, {row['accuracy'][0]:.3f}" for row in rows))
     return result
+
+
+REPORT_TOUCHES = (1, 2, 3, 4, 6, 8, 10, 11, 12, 14, 15, 16)  # the touch counts the lattice report tabulates
+
+
+def _at_touches(curve: dict[str, list[float]]) -> list[list[float]]:
+    return [[curve[key][t - 1] for key in ("mean", "low", "high")] for t in REPORT_TOUCHES]
+
+
+def _stop_row(rows: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
+    return next(row for row in rows if row["threshold"] == threshold)
+
+
+def lattice_seeds_report(family: str, out: Path, classifier: str) -> dict[str, Any]:
+    """The lattice rule across the belief checkpoints' training seeds and the test sets, with the
+    stopping threshold chosen on training objects.
+
+    Reads ``<out>/<family>-adaptive-seed<k>-lattice-with-<classifier>-{train0,test<S>}.json``
+    (``evaluate_adaptive``; one ``train0`` file per seed ``k``, which fixes that seed's threshold by
+    ``choose_threshold`` before any test file is read), and writes
+    ``<out>/<family>-adaptive-lattice-with-<classifier>-seeds.json``: per seed and test set the paired
+    difference at ``REPORT_TOUCHES``, ``touches_for_scan_final`` and the stopping rule at the frozen
+    threshold for the adaptive policy, for the scan at the same threshold and for the scan at its own
+    threshold (chosen by the same protocol on the scan's training rows); the mean over seeds per test set.
+    """
+    import re
+
+    pattern = re.compile(rf"{re.escape(family)}-adaptive-seed(\d+)-lattice-with-{re.escape(classifier)}"
+                         r"-(train|test)(\d+)\.json")
+    files: dict[int, dict[str, dict[str, Any]]] = {}
+    for path in sorted(out.iterdir()):
+        match = pattern.fullmatch(path.name)
+        if match:
+            files.setdefault(int(match[1]), {})[f"{match[2]}{match[3]}"] = json.loads(path.read_text())
+    seeds = sorted(k for k, runs in files.items() if any(name.startswith("test") for name in runs))
+    missing = [k for k in seeds if "train0" not in files[k]]
+    if not seeds or missing:
+        raise ValueError(f"no lattice runs with classifier {classifier} in {out}" if not seeds else
+                         f"seed(s) {missing} have no -train0.json: run --candidates lattice --eval-split train "
+                         "--seed 0 with their checkpoints first")
+    report: dict[str, Any] = {
+        "family": family, "classifier": classifier, "touches": list(REPORT_TOUCHES),
+        "protocol": "per belief seed, the smallest threshold of the grid whose declared accuracy on the "
+                    "training-object episodes (train0) reaches the scan's 16-touch accuracy on the same "
+                    "episodes (none: 1.01, never stop early); the scan's own threshold by the same rule on its "
+                    "training rows; second rule (threshold_keep): the smallest threshold whose declared accuracy "
+                    "on train0 reaches the policy's own 16-touch accuracy there (stopping costs nothing); "
+                    "frozen, then read on the test sets",
+        "seeds": {}, "mean_over_seeds": {}}
+    for k in seeds:
+        train = files[k]["train0"]
+        threshold = choose_threshold(train["stopping_rule"]["adaptive"], train["scan_final"])
+        scan_threshold = choose_threshold(train["stopping_rule"]["scan"], train["scan_final"])
+        threshold_keep = choose_threshold(train["stopping_rule"]["adaptive"], train["adaptive_final"])
+        entry: dict[str, Any] = {
+            "threshold": threshold, "scan_threshold": scan_threshold, "threshold_keep": threshold_keep,
+            "train0": {"scan_final": train["scan_final"], "adaptive_final": train["adaptive_final"],
+                       "adaptive_stop": _stop_row(train["stopping_rule"]["adaptive"], threshold),
+                       "adaptive_stop_keep": _stop_row(train["stopping_rule"]["adaptive"], threshold_keep),
+                       "scan_stop": _stop_row(train["stopping_rule"]["scan"], scan_threshold)},
+            "tests": {}}
+        for name in sorted(name for name in files[k] if name.startswith("test")):
+            run = files[k][name]
+            stops = run["stopping_rule"]
+            entry["tests"][name] = {
+                "eval_episodes": run["eval_episodes"], "checkpoint_sha256": run["sha256"],
+                "scan": [run["accuracy_by_touches"]["scan"]["mean"][t - 1] for t in REPORT_TOUCHES],
+                "adaptive": [run["accuracy_by_touches"]["adaptive"]["mean"][t - 1] for t in REPORT_TOUCHES],
+                "adaptive_minus_scan": _at_touches(run["adaptive_minus_scan"]),
+                "scan_final": run["scan_final"], "adaptive_final": run["adaptive_final"],
+                "touches_for_scan_final": run["touches_for_scan_final"],
+                "adaptive_stop": _stop_row(stops["adaptive"], threshold),
+                "adaptive_stop_keep": _stop_row(stops["adaptive"], threshold_keep),
+                "adaptive_stop_scan_threshold": _stop_row(stops["adaptive"], scan_threshold),
+                "scan_stop_same_threshold": _stop_row(stops["scan"], threshold),
+                "scan_stop_own_threshold": _stop_row(stops["scan"], scan_threshold)}
+        report["seeds"][k] = entry
+    for name in sorted({name for entry in report["seeds"].values() for name in entry["tests"]}):
+        runs = [entry["tests"][name] for entry in report["seeds"].values() if name in entry["tests"]]
+        report["mean_over_seeds"][name] = {
+            "seeds": [k for k, entry in report["seeds"].items() if name in entry["tests"]],
+            "scan": np.mean([run["scan"] for run in runs], axis=0).tolist(),
+            "adaptive": np.mean([run["adaptive"] for run in runs], axis=0).tolist(),
+            **{f"{stop}_{what}": float(np.mean([run[stop][key] if what == "touches" else run[stop][key][0]
+                                                for run in runs]))
+               for stop in ("adaptive_stop", "adaptive_stop_keep", "adaptive_stop_scan_threshold",
+                            "scan_stop_same_threshold", "scan_stop_own_threshold")
+               for what, key in (("touches", "touches"), ("accuracy", "accuracy"))}}
+    _write_json(out / f"{family}-adaptive-lattice-with-{classifier}-seeds.json", report)
+    _print_lattice_report(report)
+    return report
+
+
+def _print_lattice_report(report: dict[str, Any]) -> None:
+    def cell(interval: list[float]) -> str:
+        return f"{interval[0]:+.3f}[{interval[1]:+.3f},{interval[2]:+.3f}]"
+
+    print(f"{report['family']}: lattice rule by belief seed and test set (classifier {report['classifier']})")
+    print("touches                  " + "  ".join(f"{t:>5d}" for t in report["touches"]))
+    for name, mean in report["mean_over_seeds"].items():
+        for policy in ("scan", "adaptive"):
+            print(f"{name} {policy:8s} mean of {len(mean['seeds'])}  " + "  ".join(f"{v:5.3f}" for v in mean[policy]))
+    for k, entry in report["seeds"].items():
+        for name, run in entry["tests"].items():
+            print(f"seed {k} {name} adaptive-scan: " + " ".join(cell(c) for c in run["adaptive_minus_scan"]))
+    print(f"stopping protocol: {report['protocol']}")
+    for k, entry in report["seeds"].items():
+        train = entry["train0"]
+        print(f"seed {k}: threshold {entry['threshold']:g} (train0: {train['adaptive_stop']['touches']:.2f} touches, "
+              f"{train['adaptive_stop']['accuracy'][0]:.3f} against the scan's {train['scan_final']:.3f} at 16); "
+              f"scan's own threshold {entry['scan_threshold']:g}; second rule: threshold {entry['threshold_keep']:g} "
+              f"(train0: {train['adaptive_stop_keep']['touches']:.2f} touches, "
+              f"{train['adaptive_stop_keep']['accuracy'][0]:.3f}; its own at 16: {train['adaptive_final']:.3f})")
+        for name, run in entry["tests"].items():
+            parts = []
+            for label, stop in (("adaptive", run["adaptive_stop"]), ("scan same p", run["scan_stop_same_threshold"]),
+                                ("scan own p", run["scan_stop_own_threshold"]),
+                                ("adaptive second rule", run["adaptive_stop_keep"]),
+                                ("adaptive at the scan's p", run["adaptive_stop_scan_threshold"])):
+                paired = f", minus scan@16 {cell(stop['minus_scan_final'])}" if "minus_scan_final" in stop else ""
+                parts.append(f"{label} {stop['touches']:.2f} touches, {stop['accuracy'][0]:.3f} "
+                             f"[{stop['accuracy'][1]:.3f},{stop['accuracy'][2]:.3f}]{paired}")
+            print(f"  {name}: scan@16 {run['scan_final']:.3f}; touches_for_scan_final "
+                  f"{run['touches_for_scan_final']}; " + "; ".join(parts))
 
 
 def _sha256(path: Path) -> str:
@@ -400,6 +539,9 @@ def check_scores(family: str, checkpoint: Path, episodes: int, out: Path) -> dic
 
 
 def _interval(values: np.ndarray) -> list[float]:
+    """Mean and its 95% normal-approximation interval (one value: no interval)."""
+    if len(values) < 2:
+        return [float(values.mean())] * 3
     mean, half = float(values.mean()), float(1.96 * values.std(ddof=1) / np.sqrt(len(values)))
     return [mean, mean - half, mean + half]
 
@@ -481,6 +623,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--over-weight", type=float, default=None,
                         help="with --candidates lattice: weigh the moves over budget into the cost instead of "
                              "keeping the lattice coverage as a hard constraint (0: the plain lookahead order)")
+    parser.add_argument("--lattice-report", action="store_true",
+                        help="with --adaptive --classifier PATH: evaluate nothing, summarise the lattice runs in "
+                             "--out across belief seeds and test sets, with the stopping threshold chosen on each "
+                             "seed's training-object run (-train0)")
     parser.add_argument("--histories", type=int, default=4, help="with --adaptive: histories per episode per step")
     parser.add_argument("--check-scores", type=int, metavar="N", default=0,
                         help="only evaluate <out>/<family>.pt against the blind baseline on N test episodes, with "
@@ -491,6 +637,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if not checkpoint.is_file():
             parser.exit(2, f"error: no checkpoint {checkpoint}; train one first (without --check-scores)\n")
         return check_scores(args.family, checkpoint, args.check_scores, args.out)
+    if args.adaptive and args.lattice_report:
+        if args.classifier is None:
+            parser.exit(2, "error: --lattice-report needs --classifier PATH (the stem names the files to read)\n")
+        try:
+            return lattice_seeds_report(args.family, args.out, args.classifier.stem)
+        except ValueError as error:
+            parser.exit(2, f"error: {error}\n")
     if args.adaptive:
         if args.family not in ("TactileMNIST", "Starstruck", "Glyphs"):
             parser.exit(2, f"error: --adaptive needs a classification family with a fixed sensor yaw "
