@@ -29,7 +29,8 @@ be missed; a ray's error is then at most the crest's rise over half a cell.
 What the compiled kernel (``tilted_depth_kernel``, numba) skips never changes a ray's crossing, only
 how many samples it costs:
 - every ray's first visit is taken in one sweep over the image, row by row (a ray on the field at z_top
-  meets it there: nothing is higher); when nothing in reach rises above the platform, no sample at all;
+  meets it there: nothing is higher), except in the tiles whose first visits all lie above the field
+  (a block bound at z_top); when nothing in reach rises above the platform, no sample at all;
 - a ray's depth is 0 when it meets the scene more than ``press`` below the highest contact found so
   far, whatever the rest of the image holds, so it stops there; every 8th pixel of every 8th row is
   marched first to find a high contact early;
@@ -37,7 +38,9 @@ how many samples it costs:
   by M, so the visits above M are skipped unsampled, and a ray whose M is below its stopping height
   stops at once (regula falsi between two visits of that run stays at or below M, as f(z) >= z - M
   there). Rays are taken a tile of 8 x 8 pixels (then 4 x 4) at a time, so that one bound over the
-  tile's rays skips their empty runs, or stops them all, at once.
+  tile's rays skips their empty runs, or stops them all, at once; a 4 x 4 part's rays then march in
+  lockstep (``_march_lanes``), a visit for all of them at a time. Visit k is at max(z_top - k step, 0)
+  however a ray came to it, so no skip changes the heights a ray visits.
 ``tilted_depth_numpy`` is the fallback: the same rays in array passes, every visit from z_top down to
 the floor sampled, no early stop; it agrees with the kernel to ~1e-9 m (tested on random poses over
 walled solids, where a skipped visit that mattered would show).
@@ -131,29 +134,40 @@ def turn(rotation: np.ndarray, rotation_moves: np.ndarray, max_turn_rad: float,
 
 
 def _turn(rotation, moves, max_turn_rad, max_radius_xy, out):  # pragma: no cover - compiled
-    """``turn`` for each env: Rodrigues' rotation, composed in the world frame, z axis projected into
-    the tilt cone, y made orthogonal to z (Gram-Schmidt), x = y x z."""
+    """``turn`` for each env, in scalars (no small arrays to allocate): Rodrigues' rotation
+    T = I + sin(a) K + (1 - cos(a)) K^2 with K^2 = k k^T - I, composed in the world frame, z axis
+    projected into the tilt cone, y made orthogonal to z (Gram-Schmidt), x = y x z."""
     for b in range(rotation.shape[0]):
         wx, wy, wz = moves[b, 0], moves[b, 1], moves[b, 2]
         length = np.sqrt(wx * wx + wy * wy + wz * wz)
-        factor = max_turn_rad / max(length, 1.0)
-        angle = length * factor
+        angle = length * (max_turn_rad / max(length, 1.0))
         kx, ky, kz = (wx / length, wy / length, wz / length) if length > 1e-12 else (0.0, 0.0, 0.0)
         sin, cos = np.sin(angle), 1.0 - np.cos(angle)
-        k = np.array([[0.0, -kz, ky], [kz, 0.0, -kx], [-ky, kx, 0.0]])
-        turned = (np.eye(3) + sin * k + cos * (k @ k)) @ rotation[b]
-        z = turned[:, 2].copy()
-        radius = np.sqrt(z[0] * z[0] + z[1] * z[1])
+        # the turn's rows
+        t00, t01, t02 = 1.0 + cos * (kx * kx - 1.0), -sin * kz + cos * kx * ky, sin * ky + cos * kx * kz
+        t10, t11, t12 = sin * kz + cos * ky * kx, 1.0 + cos * (ky * ky - 1.0), -sin * kx + cos * ky * kz
+        t20, t21, t22 = -sin * ky + cos * kz * kx, sin * kx + cos * kz * ky, 1.0 + cos * (kz * kz - 1.0)
+        r = rotation[b]
+        # the turned frame's y and z axes (columns 1 and 2 of T R)
+        y0 = t00 * r[0, 1] + t01 * r[1, 1] + t02 * r[2, 1]
+        y1 = t10 * r[0, 1] + t11 * r[1, 1] + t12 * r[2, 1]
+        y2 = t20 * r[0, 1] + t21 * r[1, 1] + t22 * r[2, 1]
+        z0 = t00 * r[0, 2] + t01 * r[1, 2] + t02 * r[2, 2]
+        z1 = t10 * r[0, 2] + t11 * r[1, 2] + t12 * r[2, 2]
+        radius = np.sqrt(z0 * z0 + z1 * z1)
         if radius > max_radius_xy:
-            z[0] *= max_radius_xy / radius
-            z[1] *= max_radius_xy / radius
-        z[2] = np.sqrt(max(1.0 - z[0] * z[0] - z[1] * z[1], 0.0))
-        z /= np.sqrt((z * z).sum())
-        y = turned[:, 1] - (turned[:, 1] * z).sum() * z
-        y /= np.sqrt((y * y).sum())
-        out[b, :, 0] = np.cross(y, z)
-        out[b, :, 1] = y
-        out[b, :, 2] = z
+            z0 *= max_radius_xy / radius
+            z1 *= max_radius_xy / radius
+        z2 = np.sqrt(max(1.0 - z0 * z0 - z1 * z1, 0.0))
+        norm = np.sqrt(z0 * z0 + z1 * z1 + z2 * z2)
+        z0, z1, z2 = z0 / norm, z1 / norm, z2 / norm
+        along = y0 * z0 + y1 * z1 + y2 * z2
+        y0, y1, y2 = y0 - along * z0, y1 - along * z1, y2 - along * z2
+        norm = np.sqrt(y0 * y0 + y1 * y1 + y2 * y2)
+        y0, y1, y2 = y0 / norm, y1 / norm, y2 / norm
+        out[b, 0, 0], out[b, 1, 0], out[b, 2, 0] = y1 * z2 - y2 * z1, y2 * z0 - y0 * z2, y0 * z1 - y1 * z0
+        out[b, 0, 1], out[b, 1, 1], out[b, 2, 1] = y0, y1, y2
+        out[b, 0, 2], out[b, 1, 2], out[b, 2, 2] = z0, z1, z2
 
 
 def tilt_angle(rotation: np.ndarray) -> np.ndarray:
@@ -264,6 +278,12 @@ def _chunk_bound(block_max, last_block, scale, half, limit, object_x, object_y, 
     return _blocks_bound(block_max, low_x, high_x, low_y, high_y)
 
 
+def _visit(z_top, k, step):
+    """The height of a ray's visit k: z_top - k step, at least 0 (computed so, whichever way the ray came
+    to it, so that skipping visits never changes one; step is inf for an untilted sensor)."""
+    return z_top if k == 0 else max(z_top - k * step, 0.0)
+
+
 def _march(fields_flat, base, resolution, limit, scale, half, object_x, object_y, cos_o, sin_o, block_max, bx, by,
            bz, gx, gy, z_top, f_top, step, start, z_stop):
     """The height (m) where the ray through (bx, by, bz) with sideways travel (gx, gy) per unit height
@@ -279,9 +299,9 @@ def _march(fields_flat, base, resolution, limit, scale, half, object_x, object_y
     M, as f(z) >= z - M there), and the ray's depth is 0 whatever the rest of the image holds."""
     last_block = block_max.shape[0] - 1
     k = start
-    z_high = z_top if k == 0 else max(z_top - k * step, 0.0)
+    z_high = _visit(z_top, k, step)
     f_high = f_top
-    sampled = k == 0  # f_high is the field's value at z_high
+    sampled = k == 0 and f_top < np.inf  # f_high is the field's value at z_high (inf: above it, not sampled)
     while True:
         if z_high < z_stop:  # the crossing is lower still: depth 0
             return z_high
@@ -310,7 +330,7 @@ def _march(fields_flat, base, resolution, limit, scale, half, object_x, object_y
                                       sin_o, bx + (z_high - bz) * gx, by + (z_high - bz) * gy)
         while k < end:
             k += 1
-            z_low = max(z_high - step, 0.0)
+            z_low = _visit(z_top, k, step)
             f_low = z_low - _height(fields_flat, base, resolution, limit, scale, half, object_x, object_y, cos_o,
                                     sin_o, bx + (z_low - bz) * gx, by + (z_low - bz) * gy)
             if f_low <= 0.0:
@@ -390,6 +410,160 @@ def _march_pixel(fields_flat, base, resolution, limit, scale, half, object_pose,
     return max(running_top, s)
 
 
+# rows of the lockstep scratch of ``_march_lanes`` (rays still marching) and of ``_refine_lanes``
+# (bracketed rays): a ray's point on the sensing plane (bx, by, bz) and flat pixel index; then f at its
+# latest visit and its z_stop, or its bracket; then a visit's height, f there and field point
+BX, BY, BZ, PIXEL = 0, 1, 2, 3
+LAST_F, Z_STOP = 4, 5
+LOW_Z, LOW_F, HIGH_Z, HIGH_F = 4, 5, 6, 7
+Z, F, INDEX, SIDE, WEIGHT_SIDE, WEIGHT_DIAGONAL = 8, 9, 10, 11, 12, 13
+LANE_ROWS = 14
+
+
+def _sample_lanes(fields_flat, base, resolution, limit, scale, half, object_pose, gx, gy, lanes, count):
+    """f = z - field height of the first ``count`` rays of ``lanes`` at their heights ``lanes[Z]``, into
+    ``lanes[F]``: a loop without look-ups (the field points), then the look-ups."""
+    object_x, object_y, cos_o, sin_o = object_pose
+    for m in range(count):
+        z = lanes[Z, m]
+        index, side, weight_side, weight_diagonal = _field_point(base, resolution, limit, scale, half, object_x,
+                                                                 object_y, cos_o, sin_o,
+                                                                 lanes[BX, m] + (z - lanes[BZ, m]) * gx,
+                                                                 lanes[BY, m] + (z - lanes[BZ, m]) * gy)
+        lanes[INDEX, m] = index
+        lanes[SIDE, m] = side
+        lanes[WEIGHT_SIDE, m] = weight_side
+        lanes[WEIGHT_DIAGONAL, m] = weight_diagonal
+    for m in range(count):
+        lanes[F, m] = lanes[Z, m] - _surface(fields_flat, resolution, np.int32(lanes[INDEX, m]),
+                                             np.int32(lanes[SIDE, m]), lanes[WEIGHT_SIDE, m],
+                                             lanes[WEIGHT_DIAGONAL, m])
+
+
+def _refine_lanes(fields_flat, base, resolution, limit, scale, half, object_pose, gx, gy, nz, brackets, count,
+                  flat_depth, running_top):
+    """``_march``'s regula falsi for the first ``count`` bracketed rays of ``brackets`` together: stores each
+    ray's coordinate along the axis, returns the highest contact so far."""
+    for _ in range(REFINEMENTS):
+        for m in range(count):
+            z_low, f_low = brackets[LOW_Z, m], brackets[LOW_F, m]
+            brackets[Z, m] = z_low + (brackets[HIGH_Z, m] - z_low) * (-f_low) / (brackets[HIGH_F, m] - f_low)
+        _sample_lanes(fields_flat, base, resolution, limit, scale, half, object_pose, gx, gy, brackets, count)
+        kept = 0
+        for m in range(count):
+            z_mid, f_mid = brackets[Z, m], brackets[F, m]
+            if abs(f_mid) < EXACT_M:  # on a plane the first interpolation is the crossing
+                s = (z_mid - brackets[BZ, m]) / nz
+                flat_depth[np.int64(brackets[PIXEL, m])] = s
+                running_top = max(running_top, s)
+                continue
+            for row in range(HIGH_F + 1):
+                brackets[row, kept] = brackets[row, m]
+            if f_mid > 0.0:
+                brackets[HIGH_Z, kept], brackets[HIGH_F, kept] = z_mid, f_mid
+            else:
+                brackets[LOW_Z, kept], brackets[LOW_F, kept] = z_mid, f_mid
+            kept += 1
+        count = kept
+    for m in range(count):
+        z_low, f_low = brackets[LOW_Z, m], brackets[LOW_F, m]
+        hit = z_low + (brackets[HIGH_Z, m] - z_low) * (-f_low) / (brackets[HIGH_F, m] - f_low)
+        s = (hit - brackets[BZ, m]) / nz
+        flat_depth[np.int64(brackets[PIXEL, m])] = s
+        running_top = max(running_top, s)
+    return running_top
+
+
+def _march_lanes(fields_flat, base, resolution, limit, scale, half, object_pose, block_max, frame, u, v, nz, z_top,
+                 step, start, press, running_top, depth, first_f, first_i, last_i, first_j, last_j, lanes, brackets):
+    """``_march`` for the rays of a rectangle of pixels still to march, in lockstep from visit ``start``
+    (which leaves them all above the field): each visit is taken for all of them at once, so that their
+    samples do not wait on one another and no branch decides between one ray's samples. The runs of
+    visits under low blocks are skipped by one bound over the rectangle's rays; a ray leaves the lanes
+    when it brackets its crossing (then refined as in ``_march``) or passes below its z_stop (depth 0).
+    Visit k is at max(z_top - k step, 0) whichever way a ray reached it, so the crossings are those of
+    ``_march``. Returns the highest contact found so far."""
+    sensor_x, sensor_y, r00, r01, r10, r11, r20, r21, gx, gy = frame
+    width = depth.shape[1]
+    flat_depth = depth.reshape(-1)
+    count = 0
+    unsampled = False  # a ray's first visit was not sampled (first_f inf: above the field)
+    for i in range(first_i, last_i + 1):
+        for j in range(first_j, last_j + 1):
+            if first_f[i, j] > 0.0:
+                unsampled |= first_f[i, j] == np.inf
+                bz = r20 * u[j] + r21 * v[i]
+                lanes[BX, count] = sensor_x + r00 * u[j] + r01 * v[i]
+                lanes[BY, count] = sensor_y + r10 * u[j] + r11 * v[i]
+                lanes[BZ, count] = bz
+                lanes[PIXEL, count] = i * width + j
+                lanes[LAST_F, count] = first_f[i, j]
+                lanes[Z_STOP, count] = bz + (running_top - press) * nz
+                count += 1
+    lowest = _lowest_stop(frame, u[first_j], u[last_j], v[first_i], v[last_i], running_top, press, nz)
+    bracketed = 0
+    k = start
+    sampled = k == 0 and not unsampled  # lanes[LAST_F] holds f at visit k
+    while count > 0:
+        z_high = _visit(z_top, k, step)
+        end = k + CHUNK
+        z_end = max(z_top - end * step, 0.0)
+        bound = _reach_bound(block_max, frame, object_pose, scale, half, limit, u[first_j], u[last_j], v[first_i],
+                             v[last_i], z_end, z_high)
+        if bound < z_end:  # every visit of this run leaves every ray above the field
+            k = end
+            sampled = False
+            continue
+        if bound < lowest:  # a crossing on this run is at most bound, below every ray's z_stop: depth 0
+            for m in range(count):
+                flat_depth[np.int64(lanes[PIXEL, m])] = (bound - lanes[BZ, m]) / nz
+            break
+        above = min(int((z_top - bound) / step), end)  # the last visit above the bound (as in _march)
+        while above > k and z_top - above * step <= bound:
+            above -= 1
+        if above > k:
+            k = above
+            sampled = False
+        if not sampled:
+            z_high = _visit(z_top, k, step)
+            for m in range(count):
+                lanes[Z, m] = z_high
+            _sample_lanes(fields_flat, base, resolution, limit, scale, half, object_pose, gx, gy, lanes, count)
+            for m in range(count):
+                lanes[LAST_F, m] = lanes[F, m]
+            sampled = True
+        while k < end and count > 0:
+            k += 1
+            z_high = _visit(z_top, k - 1, step)
+            z_low = _visit(z_top, k, step)
+            for m in range(count):
+                lanes[Z, m] = z_low
+            _sample_lanes(fields_flat, base, resolution, limit, scale, half, object_pose, gx, gy, lanes, count)
+            kept = 0
+            for m in range(count):
+                f_low = lanes[F, m]
+                if f_low <= 0.0:  # bracketed: refined below, with the others
+                    brackets[BX, bracketed] = lanes[BX, m]
+                    brackets[BY, bracketed] = lanes[BY, m]
+                    brackets[BZ, bracketed] = lanes[BZ, m]
+                    brackets[PIXEL, bracketed] = lanes[PIXEL, m]
+                    brackets[LOW_Z, bracketed] = z_low
+                    brackets[LOW_F, bracketed] = f_low
+                    brackets[HIGH_Z, bracketed] = z_high
+                    brackets[HIGH_F, bracketed] = lanes[LAST_F, m]
+                    bracketed += 1
+                elif z_low < lanes[Z_STOP, m]:  # the crossing is lower still: depth 0
+                    flat_depth[np.int64(lanes[PIXEL, m])] = (z_low - lanes[BZ, m]) / nz
+                else:
+                    for row in range(Z_STOP + 1):
+                        lanes[row, kept] = lanes[row, m]
+                    lanes[LAST_F, kept] = f_low
+                    kept += 1
+            count = kept
+    return _refine_lanes(fields_flat, base, resolution, limit, scale, half, object_pose, gx, gy, nz, brackets,
+                         bracketed, flat_depth, running_top)
+
+
 def _tilted_depth(fields_flat, offsets, rotations, object_xy, object_yaw, sensor_xy, blocks, press_m, u, v,
                   resolution, border, scale, half, spacing, depth_out, contact_out):  # pragma: no cover - compiled
     """Depth maps ``depth_out (n, H, W)`` and contact coordinates ``contact_out (n,)`` of tilted sensors.
@@ -410,6 +584,10 @@ def _tilted_depth(fields_flat, offsets, rotations, object_xy, object_yaw, sensor
     row_weight_side = np.empty(width)
     row_weight_diagonal = np.empty(width)
     row_s = np.empty(width)  # a row's coordinate along the axis at z_top
+    tiles_across = -(-width // TILE)
+    high_tile = np.empty(tiles_across, np.bool_)  # a band's tiles where a first visit may meet the field
+    lanes = np.empty((LANE_ROWS, TILE * TILE))  # the rays a part marches in lockstep (_march_lanes)
+    brackets = np.empty((LANE_ROWS, TILE * TILE))
     for b in range(n):
         r = rotations[b]
         r00, r01, r10, r11, r20, r21 = r[0, 0], r[0, 1], r[1, 0], r[1, 1], r[2, 0], r[2, 1]
@@ -448,6 +626,13 @@ def _tilted_depth(fields_flat, offsets, rotations, object_xy, object_yaw, sensor
         # sweep 0: every ray's first sample, a row at a time: a loop without look-ups (which the
         # compiler turns into SIMD code), then the look-ups. A ray on the field at z_top meets it there.
         for i in range(height):
+            if i % TILE == 0:  # the tiles of this band whose first visits all lie above the field
+                last_i = min(i + TILE, height) - 1
+                for tile in range(tiles_across):
+                    tile_j = tile * TILE
+                    last_j = min(tile_j + TILE, width) - 1
+                    high_tile[tile] = _reach_bound(block_max, frame, object_pose, scale, half, limit, u[tile_j],
+                                                   u[last_j], v[i], v[last_i], z_top, z_top) >= z_top
             for j in range(width):
                 bx = sensor_x + r00 * u[j] + r01 * v[i]
                 by = sensor_y + r10 * u[j] + r11 * v[i]
@@ -458,6 +643,9 @@ def _tilted_depth(fields_flat, offsets, rotations, object_xy, object_yaw, sensor
                 row_s[j] = (z_top - bz) / nz
             for j in range(width):
                 depth[i, j] = row_s[j]
+                if not high_tile[j // TILE]:  # above the field, not sampled
+                    first_f[i, j] = np.inf
+                    continue
                 f = z_top - _surface(fields_flat, resolution, row_index[j], row_side[j], row_weight_side[j],
                                      row_weight_diagonal[j])
                 first_f[i, j] = f
@@ -498,13 +686,10 @@ def _tilted_depth(fields_flat, offsets, rotations, object_xy, object_yaw, sensor
                             _cull(depth, first_f, frame, u, v, nz, part_bound, part_i, part_last_i, part_j,
                                   part_last_j)
                             continue
-                        for i in range(part_i, part_last_i + 1):
-                            for j in range(part_j, part_last_j + 1):
-                                if first_f[i, j] > 0.0:
-                                    running_top = _march_pixel(fields_flat, base, resolution, limit, scale, half,
-                                                               object_pose, block_max, frame, u[j], v[i], nz, z_top,
-                                                               first_f[i, j], step, part_k, press, running_top,
-                                                               depth, i, j)
+                        running_top = _march_lanes(fields_flat, base, resolution, limit, scale, half,
+                                                   object_pose, block_max, frame, u, v, nz, z_top, step, part_k,
+                                                   press, running_top, depth, first_f, part_i, part_last_i, part_j,
+                                                   part_last_j, lanes, brackets)
         _settle(depth, running_top, press)
         contact_out[b] = running_top
 
@@ -528,6 +713,7 @@ if kernels.AVAILABLE:
     _height = kernels.numba.njit(cache=True, inline="always")(_height)
     _chunk_bound = kernels.numba.njit(cache=True, inline="always")(_chunk_bound)
     _reach_bound = kernels.numba.njit(cache=True, inline="always")(_reach_bound)
+    _visit = kernels.numba.njit(cache=True, inline="always")(_visit)
     _march = kernels.numba.njit(cache=True, inline="always")(_march)
     _march_pixel = kernels.numba.njit(cache=True, inline="always")(_march_pixel)
     _settle = kernels.numba.njit(cache=True, inline="always")(_settle)
@@ -535,6 +721,9 @@ if kernels.AVAILABLE:
     _lowest_stop = kernels.numba.njit(cache=True, inline="always")(_lowest_stop)
     _cull = kernels.numba.njit(cache=True, inline="always")(_cull)
     _any_left = kernels.numba.njit(cache=True, inline="always")(_any_left)
+    _sample_lanes = kernels.numba.njit(cache=True, inline="always")(_sample_lanes)
+    _refine_lanes = kernels.numba.njit(cache=True, inline="always")(_refine_lanes)
+    _march_lanes = kernels.numba.njit(cache=True, inline="always")(_march_lanes)
     tilted_depth_kernel = kernels.numba.njit(cache=True, nogil=True, error_model="numpy")(_tilted_depth)
 
 
@@ -585,8 +774,8 @@ def tilted_depth_numpy(fields_flat: np.ndarray, offsets: np.ndarray, rotations: 
     f_high = z_high - height_at(z_high)
     found = f_high <= 0.0
     z_low, f_low = z_high.copy(), f_high.copy()
-    for _ in range(max(count, 1)):
-        z_next = np.maximum(z_high - steps, 0.0)
+    for k in range(1, max(count, 1) + 1):
+        z_next = np.maximum(z_top - k * steps, 0.0)  # the kernel's visit k
         f_next = z_next - height_at(z_next)
         crossing = ~found & (f_next <= 0.0)
         z_low = np.where(crossing, z_next, z_low)

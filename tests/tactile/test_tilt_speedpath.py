@@ -82,3 +82,26 @@ def test_a_touch_where_nothing_rises_above_the_platform_meets_it_at_every_pixel(
     s = -(rotation[2, 0] * u + rotation[2, 1] * v) / rotation[2, 2]
     np.testing.assert_allclose(depth[0], np.maximum(s - (s.max() - PRESS_DEPTH_M), 0), rtol=0, atol=1e-9)
     assert contact[0] == pytest.approx(s.max(), abs=1e-9)
+
+
+def test_rays_marched_in_lockstep_meet_the_scene_where_the_array_version_does_on_every_kind_of_touch():
+    # many touches, tilted up to the limit and beyond the solids' edges: the parts whose rays march
+    # together, the tiles whose first visits are skipped and the coarse rays all take part
+    rng = np.random.default_rng(11)
+    results = _render_both([_walled_scene(seed) for seed in range(3, 9)], rng, touches=120)
+    (fast, fast_contact), (slow, slow_contact) = results["numba"], results["numpy"]
+    assert (fast_contact > 0.004).sum() > 20  # touches on the solids, not only beside them
+    np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fast_contact, slow_contact, rtol=0, atol=1e-9)
+
+
+def test_the_compiled_turn_is_the_array_turn():
+    rng = np.random.default_rng(5)
+    rotations = np.stack([tilt.draw_orientation(rng) for _ in range(200)])
+    moves = rng.uniform(-1, 1, (200, 3))
+    moves[:3] = 0.0  # no turn
+    moves[3:6] *= 1e-14  # a turn too small to have an axis
+    moves[6:9] *= 3.0  # outside the unit ball: projected onto it
+    norm = np.linalg.norm(moves, axis=1, keepdims=True)
+    expected = tilt.limit_tilt(tilt.rotation_from_vector(moves / np.maximum(norm, 1.0) * 0.236) @ rotations)
+    np.testing.assert_allclose(tilt.turn(rotations, moves, 0.236), expected, rtol=0, atol=1e-12)
