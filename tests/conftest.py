@@ -12,6 +12,37 @@ import pytest
 warnings.filterwarnings("ignore", message=".*settotalmass.*")
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "starts_early: a long test that shares nothing; under `make test` it is "
+                                       "handed to a worker before the short ones, so it never ends the run alone")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """How ``make test`` (``-n 2 --dist loadgroup``) schedules: the tests of one ``xdist_group`` go to one
+    worker, in order, so they share one model load, one JVM, one server; xdist hands out the groups first
+    (the largest first), then the other tests in collection order, where ``starts_early`` tests go first.
+
+    pytest-xdist 3.8 marks a worker's grouped tests by writing ``item._nodeid``, which pytest 9 no longer
+    reads (a node keeps its id in ``_id``): every group was silently split over both workers, and the
+    second one waited on the first's two-minute model conversion. So the grouped tests get xdist's own
+    ``<nodeid>@<group>`` ids here, the way pytest 9 keeps them; once xdist does it itself, the ids
+    already carry the group and that part does nothing."""
+    if not hasattr(config, "workerinput") or not config.getvalue("loadgroup"):
+        return
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # a pytest before structured ids, where xdist's own marking works
+        NodeId = None
+    for item in items if NodeId is not None else ():
+        groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                         for mark in item.iter_markers("xdist_group")})
+        if groups and "@" not in item.nodeid.rpartition("]")[2]:
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
+    # Every worker sorts alike (a stable sort of one collection), so their collections stay identical.
+    items.sort(key=lambda item: item.get_closest_marker("starts_early") is None)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("gauntlet-home")

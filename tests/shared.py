@@ -1,14 +1,18 @@
 """What several test packages share: loading an experiment script as a module, the small chem data
-their fixtures build alike (into ``shared_data_home``, so one build serves them all), and what the
+their fixtures build alike (into ``shared_data_home``, so one build serves them all; ``shared_build``
+does the same for any builder), and what the
 attack-view tests of both tool servers check (an injection taken out of a result, an episode's attack
 scores)."""
 
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+import pytest
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
@@ -23,6 +27,16 @@ def load_experiment(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def shared_build(home: Path, name: str, build: Callable[..., Any], params: dict[str, Any]) -> Path:
+    """``build(folder, **params)`` run once per test run into the run's shared data cache ``home``
+    (``shared_data_home``): a second test process asking meanwhile waits for it, then checks its files."""
+    from gauntlet.datacache import ensure_built
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GAUNTLET_HOME", str(home))
+        return ensure_built(name, "1", build, params=params)
 
 
 def without_injection(result: Any, text: str) -> Any:

@@ -9,14 +9,20 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared import SMALL_CATALOGUE
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.starts_early
 @pytest.mark.timeout(600)
-def test_the_agents_bench_runs_at_a_tiny_size_and_writes_its_figures(tmp_path):
+def test_the_agents_bench_runs_at_a_tiny_size_and_writes_its_figures(tmp_path, shared_data_home):
     from gauntlet.mcp_servers.chem.build import catalogue_path
 
-    database = catalogue_path(n_chemicals=200, n_suppliers=10)  # the bench reads catalogue ids 1-40
+    # The bench reads catalogue ids 1-40: the chem tests' small catalogue has them, built once per run.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GAUNTLET_HOME", str(shared_data_home))
+        database = catalogue_path(**SMALL_CATALOGUE)
     out = tmp_path / "agents.json"
     command = [sys.executable, str(ROOT / "bench" / "agents.py"), "--quick", "--concurrent", "3",
                "--server-kwargs", json.dumps({"db_path": str(database)}), "--out", str(out)]

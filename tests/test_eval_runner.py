@@ -250,6 +250,7 @@ def test_an_unknown_task_id_is_a_one_line_error_with_examples(toy_suite, tmp_pat
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.starts_early
 def test_the_ray_backend_scores_as_the_local_one(toy_suite, half_wrong_answers, tmp_path):
     pytest.importorskip("ray")
     config = {"suite": str(half_wrong_answers)}

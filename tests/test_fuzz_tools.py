@@ -409,6 +409,7 @@ def server(request, fuzz_home, shared_data_home) -> FuzzedServer:
     return SERVERS[request.param](fuzz_home, shared_data_home)
 
 
+@pytest.mark.starts_early
 def test_every_tool_answers_fuzzed_input_with_a_result_or_a_clean_refusal_and_the_server_keeps_answering(
         server, fuzz_home, tmp_path):
     private = sorted({str(folder) for path in (*server.private_folders, fuzz_home, Path(gauntlet.__file__).parent)

@@ -239,7 +239,7 @@ def test_the_readme_extraction_rule():
                                      "python -c 'a # b' > f"]
 
 
-@pytest.mark.xdist_group("readme")
+@pytest.mark.starts_early
 def test_readme_commands_work_as_written_with_small_sizes(tmp_path):
     problems = []
     for command in readme_commands(README.read_text()):

@@ -14,6 +14,7 @@ from tests.shared import load_experiment
 
 
 # Every result at smoke size, lookahead planners included: minutes on a loaded 2-core machine.
+@pytest.mark.starts_early
 @pytest.mark.timeout(900)
 def test_smoke_experiment_writes_results_i_to_iv_and_figures(tmp_path):
     experiment = load_experiment("curiosity")

@@ -1,9 +1,14 @@
-"""Small scenes and one event's task suite shared by the disaster tests (built once per test session,
-outside the data cache)."""
+"""Small scenes and one event's task suite shared by the disaster tests: built once per run, into the
+run's shared data cache (``shared_data_home``), so the test processes of a run share one build."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+from tests.shared import shared_build
+
 
 def pytest_configure(config):
     # rasterio's own window and transform helpers use an affine operator affine now deprecates.
@@ -14,14 +19,19 @@ EVENTS = ["ahr-2021-flood", "turkiye-2023-earthquake", "lahaina-2023-wildfire", 
           "wayanad-2024-landslide", "haiyan-2013-cyclone"]
 
 
+def build_flood_suite(folder: Path, scene_root: str) -> None:
+    from gauntlet.mcp_servers.disaster.tasks import build_tasks
+
+    build_tasks(folder, scene_root=Path(scene_root), events=["ahr-2021-flood"])
+
+
 @pytest.fixture(scope="session")
-def scenes_root(tmp_path_factory):
+def scenes_root(shared_data_home):
     """The folder holding scenes/ and truth/ for EVENTS at 128 x 128 cells."""
     from gauntlet.mcp_servers.disaster.scenes import build_scenes
 
-    folder = tmp_path_factory.mktemp("disaster-scenes")
-    build_scenes(folder, events=EVENTS, size_px=128, seed=0)
-    return folder
+    return shared_build(shared_data_home, "test-disaster-scenes", build_scenes,
+                        {"events": EVENTS, "size_px": 128, "seed": 0})
 
 
 @pytest.fixture
@@ -32,10 +42,10 @@ def workspace(scenes_root, tmp_path):
 
 
 @pytest.fixture(scope="session")
-def flood_suite(scenes_root, tmp_path_factory):
+def flood_suite(scenes_root, shared_data_home):
     """The task suite of one event (``ahr-2021-flood``), with gold trajectories through the real server."""
-    from gauntlet.mcp_servers.disaster.tasks import SUITE_FILE, build_tasks
+    from gauntlet.mcp_servers.disaster.tasks import SUITE_FILE
 
-    folder = tmp_path_factory.mktemp("disaster-suite")
-    build_tasks(folder, scene_root=scenes_root / "scenes", events=["ahr-2021-flood"])
+    folder = shared_build(shared_data_home, "test-disaster-flood-suite", build_flood_suite,
+                          {"scene_root": str(scenes_root / "scenes")})
     return folder / SUITE_FILE

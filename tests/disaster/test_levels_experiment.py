@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "disaster_levels.py"
 
 
+@pytest.mark.starts_early
 def test_the_smoke_size_replays_gold_at_both_levels_and_the_hard_tasks_name_the_hard_server(tmp_path):
     done = subprocess.run([sys.executable, str(EXPERIMENT), "--size", "smoke", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=600)

@@ -27,6 +27,7 @@ def test_suite_tasks_carry_the_dora_fields_for_all_five_dimensions(suite):
         assert all(layer["crs"] == "EPSG:32632" for layer in task.inputs["layers"].values())
 
 
+@pytest.mark.starts_early
 def test_gold_replay_through_an_mcp_session_scores_100_percent(suite, scenes_root, tmp_path):
     import gymnasium as gym
 

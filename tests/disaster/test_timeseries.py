@@ -168,6 +168,7 @@ def test_evolution_is_deterministic_and_independent_of_the_scene_generator():
     assert not np.array_equal(timeseries.generator(7).random(4), np.random.default_rng(7).random(4))
 
 
+@pytest.mark.starts_early
 def test_the_experiment_smoke_size_measures_cost_and_t4_gold(tmp_path):
     import subprocess
     import sys

@@ -131,6 +131,7 @@ def test_a_collection_killed_with_sigkill_resumes_to_the_same_rows(tmp_path: Pat
     assert sorted(killed_rows, key=key) == sorted(load_rows(clean), key=key)
 
 
+@pytest.mark.starts_early
 def test_the_oversight_commands_end_to_end(tmp_path: Path) -> None:
     rows = tmp_path / "rows"
     collected = gauntlet("oversight", "collect", "corridor", "-n", "40", "--out", str(rows), "--workers", "2",
