@@ -34,11 +34,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from gauntlet.fileio import write_atomically
 
 CLASSIFICATION_FAMILIES = {"TactileMNIST", "Starstruck", "Glyphs"}
 TEST_SEED, TEST_SEED_STRIDE = 10_000, 100_000  # --adaptive --checkpoint --seed S plays episodes from 10,000 + 100,000 S
@@ -285,8 +288,6 @@ def lattice_seeds_report(family: str, out: Path, classifier: str) -> dict[str, A
     threshold for the adaptive policy, for the scan at the same threshold and for the scan at its own
     threshold (chosen by the same protocol on the scan's training rows); the mean over seeds per test set.
     """
-    import re
-
     pattern = re.compile(rf"{re.escape(family)}-adaptive-seed(\d+)-lattice-with-{re.escape(classifier)}"
                          r"-(train|test)(\d+)\.json")
     files: dict[int, dict[str, dict[str, Any]]] = {}
@@ -551,9 +552,7 @@ def _fmt(interval: list[float]) -> str:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    scratch = path.with_suffix(".json.tmp")
-    scratch.write_text(json.dumps(data, indent=1))
-    os.replace(scratch, path)
+    write_atomically(path, json.dumps(data, indent=1))
 
 
 def _plot(result: dict[str, Any], path: Path) -> None:

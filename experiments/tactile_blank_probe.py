@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from gauntlet.fileio import write_atomically
 
 BLANK_CHANGE = 1e-3  # mean |colour change| of a touch that felt nothing (the gel's own noise is far below)
 SEED = 900_000  # training-object episodes, apart from every evaluation's seeds
@@ -108,10 +109,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for span, row in result["by_touches"].items():
         print(f"touches {span}: blank {row['blank_share']:.3f}, AUC {row['auc_felt']:.3f}")
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"{args.checkpoint.stem}-blank-probe.json"
-    scratch = path.with_suffix(".json.tmp")
-    scratch.write_text(json.dumps(result, indent=1))
-    os.replace(scratch, path)
+    write_atomically(args.out / f"{args.checkpoint.stem}-blank-probe.json", json.dumps(result, indent=1))
     return result
 
 

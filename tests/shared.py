@@ -6,8 +6,9 @@ scores)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,13 +30,21 @@ def load_experiment(name: str) -> ModuleType:
     return module
 
 
-def shared_build(home: Path, name: str, build: Callable[..., Any], params: dict[str, Any]) -> Path:
-    """``build(folder, **params)`` run once per test run into the run's shared data cache ``home``
-    (``shared_data_home``): a second test process asking meanwhile waits for it, then checks its files."""
-    from gauntlet.datacache import ensure_built
-
+@contextlib.contextmanager
+def in_shared_home(home: Path) -> Iterator[None]:
+    """The data cache is the run's shared one, ``home`` (``shared_data_home``), inside the block: what is
+    built there is built once per run, and a second test process asking meanwhile waits for it."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GAUNTLET_HOME", str(home))
+        yield
+
+
+def shared_build(home: Path, name: str, build: Callable[..., Any], params: dict[str, Any]) -> Path:
+    """``build(folder, **params)`` run once per test run into the run's shared data cache ``home``;
+    a later caller checks its files."""
+    from gauntlet.datacache import ensure_built
+
+    with in_shared_home(home):
         return ensure_built(name, "1", build, params=params)
 
 

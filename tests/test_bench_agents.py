@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.shared import SMALL_CATALOGUE
+from tests.shared import SMALL_CATALOGUE, in_shared_home
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,8 +20,7 @@ def test_the_agents_bench_runs_at_a_tiny_size_and_writes_its_figures(tmp_path, s
     from gauntlet.mcp_servers.chem.build import catalogue_path
 
     # The bench reads catalogue ids 1-40: the chem tests' small catalogue has them, built once per run.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GAUNTLET_HOME", str(shared_data_home))
+    with in_shared_home(shared_data_home):
         database = catalogue_path(**SMALL_CATALOGUE)
     out = tmp_path / "agents.json"
     command = [sys.executable, str(ROOT / "bench" / "agents.py"), "--quick", "--concurrent", "3",

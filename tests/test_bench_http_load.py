@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.shared import SMALL_CATALOGUE
+from tests.shared import SMALL_CATALOGUE, in_shared_home
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVERS = ("echo", "chem", "disaster", "env:CartPole-v1")
@@ -22,8 +22,7 @@ def test_the_http_load_bench_runs_at_a_tiny_size_and_compares_every_server_with_
     from gauntlet.mcp_servers.disaster.scenes import build_scenes
 
     # The bench reads catalogue ids 1-40: the chem tests' small catalogue has them, built once per run.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GAUNTLET_HOME", str(shared_data_home))
+    with in_shared_home(shared_data_home):
         database = catalogue_path(**SMALL_CATALOGUE)
     build_scenes(tmp_path / "scenes", events=["ahr-2021-flood"], size_px=64, seed=0)
     options = {"chem": {"db_path": str(database)}, "disaster": {"data_root": str(tmp_path / "scenes" / "scenes")}}
