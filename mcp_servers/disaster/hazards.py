@@ -73,8 +73,9 @@ def smooth_noise(rng: np.random.Generator, n: int, sigma: float) -> np.ndarray:
 
 
 def slope_degrees(dem: np.ndarray, pixel_m: float = PIXEL_M) -> np.ndarray:
-    """Slope in degrees (central differences)."""
-    gy, gx = np.gradient(dem, pixel_m)
+    """Slope in degrees (central differences), computed in float64: numpy's float32 arctan differs in the
+    last bit between CPUs (AVX-512 or not), and a scene must be the same file on every machine."""
+    gy, gx = np.gradient(np.asarray(dem, dtype=np.float64), pixel_m)
     return np.degrees(np.arctan(np.hypot(gx, gy)))
 
 
