@@ -74,6 +74,26 @@ def tiny_model(local_model, tmp_path_factory) -> LocalChatModel:
     return model
 
 
+def test_one_gguf_parse_shares_one_reader_per_file_for_the_block_and_restores_the_reader(monkeypatch, tmp_path):
+    import gguf
+
+    from gauntlet.agents.llm.local_chat import _one_gguf_parse
+
+    opened = []
+
+    class Reader:
+        def __init__(self, path, mode="r"):
+            opened.append((str(path), mode))
+
+    monkeypatch.setattr(gguf, "GGUFReader", Reader)
+    first, second = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    with _one_gguf_parse():
+        readers = [gguf.GGUFReader(first), gguf.GGUFReader(str(first)), gguf.GGUFReader(second), gguf.GGUFReader(first)]
+    assert readers[0] is readers[1] is readers[3] and readers[2] is not readers[0]
+    assert opened == [(str(first), "r"), (str(second), "r")]
+    assert gguf.GGUFReader is Reader and gguf.GGUFReader(first) is not readers[0]
+
+
 def test_a_template_that_shows_tools_gets_them_as_tools_and_calls_as_structured_calls():
     schemas = openai_tool_schemas(TOOLS)
     rendered = render_messages(CONVERSATION, schemas, template="{{ tools }} {{ message.tool_calls }}")
