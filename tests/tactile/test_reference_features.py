@@ -16,6 +16,8 @@ from gauntlet.envs.tactile.tasks import CELL_HALF_M, make_task
 
 from .conftest import SMOKE_OBJECTS
 
+pytestmark = pytest.mark.xdist_group("tactile-tilt")  # one compile of the tilted kernel per run (test_env.py)
+
 RESOLUTION, FIELD_M = 128, 0.1
 BACKENDS = ["numpy"] + (["numba"] if kernels.AVAILABLE else [])
 

@@ -12,7 +12,8 @@ from gauntlet.envs.tactile import kernels, tilt
 from gauntlet.envs.tactile.sensor import PRESS_DEPTH_M, SensorConfig, TactileRenderer
 
 RESOLUTION, FIELD_M = 128, 0.1
-pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="needs numba")
+pytestmark = [pytest.mark.skipif(not kernels.AVAILABLE, reason="needs numba"),
+              pytest.mark.xdist_group("tactile-tilt")]  # one compile of the kernel per run (test_env.py)
 
 
 def _walled_scene(seed: int) -> np.ndarray:
