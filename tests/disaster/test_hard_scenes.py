@@ -30,9 +30,9 @@ EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "disaster_har
 # (builder version 2), then again when the slope raster came to be computed in float64: numpy's float32 arctan
 # gave slope.tif different last bits on CPUs with and without AVX-512. Computing it in float64 moved slope.tif by at
 # most three float32 steps (under 1e-5 degrees) on 62 % of its cells and changed no other file (truth included), so
-# the builder kept its version (3). The clean level is
-# the published scenes: this must never change without a new version. The digests must not depend on the CPU:
-# test_the_scenes_are_the_same_bits_without_avx512 builds them again with numpy's AVX-512 paths off.
+# the builder kept its version (3). The clean level is the published scenes: this must never change without a new
+# version. The digests must not depend on the CPU: test_the_scenes_are_the_same_bits_without_avx512 builds them
+# again with numpy's AVX-512 paths off.
 CLEAN_DIGESTS = {"ahr-2021-flood": "fdb62ce67fcc087eeae07c4738acfb0f707817b871c24267dbd1d25eead179fa",
                  "turkiye-2023-earthquake": "fe89e972c3a9f6db3024f565f65abd644e9615b0babed5c3c2eb402336ef07ea"}
 
