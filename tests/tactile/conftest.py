@@ -6,6 +6,9 @@ import numpy as np
 import pytest
 
 SMOKE_OBJECTS = 20  # objects per split in smoke tests
+# The tilted sensor's kernel compiles for 30-45 s on first use (numba then caches it on disk): every test that
+# tilts a sensor carries this mark, so a run compiles it on one worker, not on both.
+TILT_GROUP = pytest.mark.xdist_group("tactile-tilt")
 
 
 def heightfield_mesh(heights_m: np.ndarray, size_m: float, base_m: float = 0.001):

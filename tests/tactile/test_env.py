@@ -16,7 +16,7 @@ from gauntlet.envs.tactile.simulation import MAX_STEP_M, WORKSPACE_HALF_M
 from gauntlet.envs.tactile.tasks import CELL_HALF_M
 from gauntlet.testing import check_branchable
 
-from .conftest import SMOKE_OBJECTS, heightfield_mesh
+from .conftest import SMOKE_OBJECTS, TILT_GROUP, heightfield_mesh
 
 FAMILIES = ["TactileMNIST", "TactileMNISTCenterOfMass", "TactileMNISTVolume", "Starstruck", "Glyphs", "GlyphPose",
             "Toolbox", "ShapesCenterOfMass", "ShapesVolume"]
@@ -34,10 +34,7 @@ IDS_UNDER_CONTRACT = ([f"{family}-v0" for family in FAMILIES]
                       + ["ShapesVolume-v1", "ShapesCenterOfMass-Depth-DR-test-sparse-truncate-v1",
                          "TactileMNIST-Depth-v1", "GlyphPose-v1", "Toolbox-Depth-DR-sparse-truncate-v1",
                          "Starstruck-v1"])
-# The tilted sensor's kernel compiles for about 30 s on first use (numba then caches it on disk): every test
-# that tilts a sensor runs in one group, so a run compiles it on one worker, not on both.
-TILT = pytest.mark.xdist_group("tactile-tilt")
-CONTRACT_PARAMS = [pytest.param(env_id, marks=TILT) if variant_ids()[env_id].get("sensor_tilt") else env_id
+CONTRACT_PARAMS = [pytest.param(env_id, marks=TILT_GROUP) if variant_ids()[env_id].get("sensor_tilt") else env_id
                    for env_id in IDS_UNDER_CONTRACT]
 
 

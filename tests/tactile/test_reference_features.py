@@ -14,9 +14,9 @@ from gauntlet.envs.tactile.sensor import PRESS_DEPTH_M, SensorConfig, TactileRen
 from gauntlet.envs.tactile.simulation import PERTURBATION_SHIFT_STD_M, depth_image
 from gauntlet.envs.tactile.tasks import CELL_HALF_M, make_task
 
-from .conftest import SMOKE_OBJECTS
+from .conftest import SMOKE_OBJECTS, TILT_GROUP
 
-pytestmark = pytest.mark.xdist_group("tactile-tilt")  # one compile of the tilted kernel per run (test_env.py)
+pytestmark = TILT_GROUP
 
 RESOLUTION, FIELD_M = 128, 0.1
 BACKENDS = ["numpy"] + (["numba"] if kernels.AVAILABLE else [])

@@ -11,9 +11,10 @@ import pytest
 from gauntlet.envs.tactile import kernels, tilt
 from gauntlet.envs.tactile.sensor import PRESS_DEPTH_M, SensorConfig, TactileRenderer
 
+from .conftest import TILT_GROUP
+
 RESOLUTION, FIELD_M = 128, 0.1
-pytestmark = [pytest.mark.skipif(not kernels.AVAILABLE, reason="needs numba"),
-              pytest.mark.xdist_group("tactile-tilt")]  # one compile of the kernel per run (test_env.py)
+pytestmark = [pytest.mark.skipif(not kernels.AVAILABLE, reason="needs numba"), TILT_GROUP]
 
 
 def _walled_scene(seed: int) -> np.ndarray:
