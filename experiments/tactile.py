@@ -48,7 +48,7 @@ TEST_SEED, TEST_SEED_STRIDE = 10_000, 100_000  # --adaptive --checkpoint --seed 
 
 
 def run(family: str, updates: int, num_envs: int, eval_episodes: int, out: Path, seed: int = 0,
-        objects_per_split: int | None = None, threads: int = 1, reuse: int = 4) -> dict[str, Any]:
+        objects_per_split: int | None = None, threads: int = 1, reuse: int = 4, yaw_bins: int = 0) -> dict[str, Any]:
     import torch
 
     from gauntlet.agents.tactile import training
@@ -58,7 +58,7 @@ def run(family: str, updates: int, num_envs: int, eval_episodes: int, out: Path,
     torch.manual_seed(seed)
     start = time.perf_counter()
     model, log = training.train(family, updates=updates, num_envs=num_envs, seed=seed,
-                                objects_per_split=objects_per_split, reuse=reuse,
+                                objects_per_split=objects_per_split, reuse=reuse, yaw_bins=yaw_bins,
                                 progress=lambda u, loss: print(f"update {u + 1}/{updates}: loss {loss:.3f}", flush=True)
                                 if (u + 1) % 10 == 0 or u == 0 else None)
     train_s = time.perf_counter() - start
@@ -72,7 +72,7 @@ def run(family: str, updates: int, num_envs: int, eval_episodes: int, out: Path,
 
     split = "test" if f"gauntlet/{family}-test-v0" in gym.registry else "all objects, held-out seeds"
     result = {"family": family, "metric": metric, "split": split, "updates": updates, "num_envs": num_envs,
-              "reuse": reuse, "episodes_trained": -(-updates // reuse) * num_envs,
+              "reuse": reuse, "yaw_bins": yaw_bins, "episodes_trained": -(-updates // reuse) * num_envs,
               "eval_episodes": (eval_episodes // eval_envs) * eval_envs,
               "objects_per_split": objects_per_split, "seed": seed, "train_seconds": train_s,
               "learned_by_step": learned.tolist(), "random_by_step": baseline.tolist(),
@@ -596,6 +596,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--eval-episodes", type=int, default=512)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--yaw-bins", type=int, default=0, metavar="K",
+                        help="pose families (GlyphPose, Toolbox): predict the yaw as a distribution over K equal "
+                             "arcs (K >= 8) instead of regressing (cos, sin)")
     parser.add_argument("--out", type=Path, default=Path("runs/tactile"))
     parser.add_argument("--smoke", action="store_true", help="a tiny run on 20 objects per split")
     parser.add_argument("--check-agent", type=int, metavar="N", default=0,
@@ -639,6 +642,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="only evaluate <out>/<family>.pt against the blind baseline on N test episodes, with "
                              "95%% intervals (pose tasks: position error in mm and yaw error in degrees apart)")
     args = parser.parse_args(argv)
+    if args.yaw_bins and args.family not in POSE_FAMILIES:
+        parser.exit(2, f"error: --yaw-bins is for the pose families (GlyphPose, Toolbox), not {args.family}\n")
+    if args.yaw_bins and args.yaw_bins < 8:
+        parser.exit(2, f"error: --yaw-bins {args.yaw_bins}: give 8 or more bins (e.g. 36, 10 degrees each)\n")
     if args.check_scores:
         checkpoint = args.out / f"{args.family}.pt"
         if not checkpoint.is_file():
@@ -687,9 +694,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return result
     if args.smoke:
         return run(args.family, updates=3, num_envs=4, eval_episodes=8, out=args.out, seed=args.seed,
-                   objects_per_split=20, reuse=2)
+                   objects_per_split=20, reuse=2, yaw_bins=args.yaw_bins)
     return run(args.family, args.updates, args.num_envs, args.eval_episodes, args.out, args.seed,
-               threads=args.threads, reuse=args.reuse)
+               threads=args.threads, reuse=args.reuse, yaw_bins=args.yaw_bins)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from gauntlet.agents.tactile.model import TouchMapModel
+from gauntlet.agents.tactile.model import TouchMapModel, yaw_bin
 from gauntlet.agents.tactile.scan import CoverageScan
 from gauntlet.agents.tactile.touchmap import TouchMap, episode_maps, gel_background, touch_features
 from gauntlet.envs.tactile.env import TactilePerceptionVectorEnv, component_shape
@@ -100,17 +100,33 @@ def normalised_loss(out: torch.Tensor, targets: torch.Tensor, kind: str, varianc
     return (((out - targets) ** 2) / variance).mean()
 
 
+def binned_pose_loss(model: TouchMapModel, raw: torch.Tensor, targets: torch.Tensor,
+                     variance: torch.Tensor) -> torch.Tensor:
+    """A pose model with yaw bins: the position's normalised squared error and the yaw's cross-entropy
+    over the bins / log bins, averaged (each is 1 for a blind guess)."""
+    scaled = (targets[:, :2] - model.target_mean[:2]) / model.target_scale[:2]
+    position = (((raw[:, :2] - scaled) * model.target_scale[:2]) ** 2 / variance[:2]).mean()
+    yaw = torch.nn.functional.cross_entropy(raw[:, 2:], yaw_bin(targets[:, 2], targets[:, 3], model.yaw_bins))
+    return (position + yaw / np.log(model.yaw_bins)) / 2
+
+
 def train(family: str = "TactileMNIST", *, updates: int = 300, num_envs: int = 64, seed: int = 0,
           objects_per_split: int | None = None, learning_rate: float = 2e-3, reuse: int = 4,
-          steps_per_episode: int = 4, progress: Callable[[int, float], None] | None = None
+          steps_per_episode: int = 4, yaw_bins: int = 0, progress: Callable[[int, float], None] | None = None
           ) -> tuple[TouchMapModel, TrainingLog]:
-    """Train a perception model on the training split with the coverage-scan policy."""
+    """Train a perception model on the training split with the coverage-scan policy.
+
+    ``yaw_bins`` (pose families only): predict the yaw as a distribution over that many arcs
+    (``model.TouchMapModel``) instead of regressing (cos, sin)."""
     torch.manual_seed(seed)
     env = make_vector_env(family, "train", num_envs, objects_per_split)
     task = env.task
+    if yaw_bins and task.target_name != "pose":
+        raise ValueError(f"yaw bins are for the pose families (GlyphPose, Toolbox); {family} predicts "
+                         f"{task.target_name or 'a class'}")
     scan = make_scan(env, family)
     background = gel_background(component_shape(env.single_observation_space, "sensor_img")[:2])
-    model = TouchMapModel(component_shape(env.single_action_space, "prediction")[0])
+    model = TouchMapModel(component_shape(env.single_action_space, "prediction")[0], yaw_bins=yaw_bins)
     optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=1e-4)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=learning_rate, total_steps=max(updates, 2),
                                                    pct_start=0.1)
@@ -132,8 +148,12 @@ def train(family: str = "TactileMNIST", *, updates: int = 300, num_envs: int = 6
         steps = torch.cat([earlier, torch.full((num_envs, 1), length - 1)], dim=1)
         maps = all_maps[torch.arange(num_envs)[:, None], steps].reshape(-1, *all_maps.shape[2:])
         targets = batch.targets.repeat_interleave(steps_per_episode, dim=0)
-        out = model(maps)
-        loss = normalised_loss(out, targets if task.kind == "classification" else targets.float(), task.kind, variance)
+        if yaw_bins and variance is not None:  # pose tasks are regressions: variance is set
+            loss = binned_pose_loss(model, model.raw(maps), targets.float(), variance)
+        else:
+            out = model(maps)
+            loss = normalised_loss(out, targets if task.kind == "classification" else targets.float(), task.kind,
+                                   variance)
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
