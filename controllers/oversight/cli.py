@@ -152,6 +152,8 @@ def evaluate(
         "Tree-dispersion penalty of the controller (default: tuned on a calibration split of the training "
         "episodes, as the scalar router's threshold is)."))] = None,
     by_strength: Annotated[bool, typer.Option(help="Also evaluate each expert strength on its own.")] = False,
+    trees: Annotated[int | None, typer.Option(min=1, help=(
+        "Trees of every random forest (risk score and rf controller); default: the paper's 200."))] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the full result here (JSON).")] = None,
 ) -> None:
     """Regret of scalar routing vs the action-conditioned controller vs oracle, calibration before/after."""
@@ -166,9 +168,9 @@ def evaluate(
     if not train or not test:
         raise UserError(f"{rows} has too few episodes to split {test_fraction:g} of them off; collect more episodes")
     try:
-        result = run_evaluation(train, test, EvaluationConfig(dispersion=dispersion), seed=seed)
-        by = evaluate_by_strength(train, test, EvaluationConfig(dispersion=dispersion), seed=seed) \
-            if by_strength else None
+        config = EvaluationConfig(dispersion=dispersion, trees=trees)
+        result = run_evaluation(train, test, config, seed=seed)
+        by = evaluate_by_strength(train, test, config, seed=seed) if by_strength else None
     except ValueError as exc:
         raise UserError(f"cannot evaluate {rows}: {exc}") from None
     console.print(f"{len(train)} training rows, {len(test)} test rows (episodes split {1 - test_fraction:g}/"
@@ -211,6 +213,9 @@ def train(
     seed: Annotated[int, typer.Option(help="Seed of the split and the learner.")] = 0,
     dispersion: Annotated[float | None, typer.Option(min=0.0, help=(
         "Tree-dispersion penalty (default: tuned on a calibration split of the training episodes)."))] = None,
+    trees: Annotated[int | None, typer.Option(min=1, help=(
+        "Trees of each model (default: the paper's 200 for rf, 100 per boosted model for gbr); the scalar "
+        "router's forest gets the same number."))] = None,
 ) -> None:
     """Train the action-conditioned controller (and the scalar router it is compared with) on the
     training episodes and save both for deployment: OUT and OUT with the suffix .scalar.joblib."""
@@ -230,11 +235,13 @@ def train(
     common = {"rows": str(rows), "training_rows": len(train_rows), "test_fraction": test_fraction, "seed": seed,
               "options": meta["options"]}
     if dispersion is None:
-        dispersion = tune_dispersion(kind.value, fit_rows, calibration_rows, (0.0, 0.25, 0.5, 1.0, 2.0), seed=seed)
-    model = ActionConditioned(kind.value, dispersion=dispersion, seed=seed).fit(train_rows)
+        dispersion = tune_dispersion(kind.value, fit_rows, calibration_rows, (0.0, 0.25, 0.5, 1.0, 2.0), seed=seed,
+                                     n_estimators=trees)
+    model = ActionConditioned(kind.value, n_estimators=trees, dispersion=dispersion, seed=seed).fit(train_rows)
     save_model(out, model, utility=utility, benchmark=meta["benchmark"], metadata=common)
     # The scalar baseline as `evaluate` builds it: risk on one part, the threshold tuned on the other.
-    router = ScalarRouter(RiskScore("rf", seed=seed).fit(fit_rows), intervention="expert").fit(calibration_rows)
+    router = ScalarRouter(RiskScore("rf", seed=seed, n_estimators=trees).fit(fit_rows),
+                          intervention="expert").fit(calibration_rows)
     scalar_out = scalar_path(out)
     save_model(scalar_out, router, utility=utility, benchmark=meta["benchmark"],
                metadata={**common, "threshold": router.threshold})

@@ -283,6 +283,9 @@ class EvaluationConfig:
     risk_bins: int = 20
     ece_bins: int = 15
     n_jobs: int = 1
+    trees: int | None = None
+    """Trees of every random forest (the risk score's and the ``rf`` controller's); None: the paper's 200.
+    The boosted controller keeps its own size."""
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> EvaluationConfig:
@@ -329,7 +332,7 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
 
     # The scalar baseline: risk on the fit split; recalibration and thresholds on the calibration split.
     fit_rows, calibration_rows = split_by_episode(train_rows, config.calibration_fraction, seed)
-    risk = RiskScore(config.risk_kind, seed=seed, n_jobs=config.n_jobs).fit(fit_rows)
+    risk = RiskScore(config.risk_kind, seed=seed, n_jobs=config.n_jobs, n_estimators=config.trees).fit(fit_rows)
     scores: dict[str, RiskScore | Calibrated] = {"raw": risk}
     methods: tuple[Literal["platt", "isotonic"], ...] = ("platt", "isotonic")
     for method in methods:
@@ -352,15 +355,17 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
 
     dispersions: dict[str, float] = {}
     for kind in config.controller_kinds:
+        trees = config.trees if kind == "rf" else None
         dispersion = config.dispersion
         if dispersion is None:
             dispersion = tune_dispersion(kind, fit_rows, calibration_rows, config.dispersion_grid, seed=seed,
-                                         n_jobs=config.n_jobs)
-            untuned = ActionConditioned(kind, dispersion=0.0, seed=seed, n_jobs=config.n_jobs).fit(train_rows)
+                                         n_jobs=config.n_jobs, n_estimators=trees)
+            untuned = ActionConditioned(kind, n_estimators=trees, dispersion=0.0, seed=seed,
+                                        n_jobs=config.n_jobs).fit(train_rows)
             choices[f"action_conditioned_{kind}_lambda0"] = untuned.choose(
                 design_matrix(test.rows, untuned.feature_names)[0])
         dispersions[kind] = dispersion
-        model = ActionConditioned(kind, dispersion=dispersion, seed=seed, n_jobs=config.n_jobs)
+        model = ActionConditioned(kind, n_estimators=trees, dispersion=dispersion, seed=seed, n_jobs=config.n_jobs)
         model.fit(train_rows)
         choices[f"action_conditioned_{kind}"] = model.choose(design_matrix(test.rows, model.feature_names)[0])
 
@@ -389,12 +394,12 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
 
 
 def tune_dispersion(kind: Literal["rf", "gbr"], fit_rows: Sequence[Row], calibration_rows: Sequence[Row],
-                    grid: Sequence[float], *, seed: int, n_jobs: int = 1) -> float:
+                    grid: Sequence[float], *, seed: int, n_jobs: int = 1, n_estimators: int | None = None) -> float:
     """The dispersion penalty of ``grid`` with the least regret on the calibration rows, for a controller
     fitted on ``fit_rows`` (ties go to the smaller penalty)."""
     if not grid:
         raise ValueError("the dispersion grid is empty")
-    model = ActionConditioned(kind, seed=seed, n_jobs=n_jobs).fit(fit_rows)
+    model = ActionConditioned(kind, n_estimators=n_estimators, seed=seed, n_jobs=n_jobs).fit(fit_rows)
     table = prefix_table(calibration_rows, model.actions)
     mean, std = model.predict(design_matrix(table.rows, model.feature_names)[0])
     regrets = [(control_regret(table.utilities, model.actions,

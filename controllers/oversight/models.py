@@ -20,6 +20,7 @@ so an online controller computes the same columns.
 from __future__ import annotations
 
 import dataclasses
+import io
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
+from gauntlet.fileio import write_atomically
 
 Row = Mapping[str, Any]
 
@@ -255,10 +257,14 @@ class RiskScore:
     branch's success of each row.
     """
 
-    def __init__(self, kind: Literal["rf", "logistic"] = "rf", *, seed: int = 0, n_jobs: int = 1) -> None:
+    def __init__(self, kind: Literal["rf", "logistic"] = "rf", *, seed: int = 0, n_jobs: int = 1,
+                 n_estimators: int | None = None) -> None:
         if kind not in ("rf", "logistic"):
             raise ValueError(f"kind must be 'rf' or 'logistic', not {kind!r}")
+        if n_estimators is not None and n_estimators < 1:
+            raise ValueError(f"a forest needs at least one tree, not {n_estimators}")
         self.kind = kind
+        self.n_estimators = n_estimators if n_estimators is not None else RF_DEFAULTS["n_estimators"]
         self.seed = seed
         self.n_jobs = n_jobs
         self.feature_names: list[str] = []
@@ -272,7 +278,8 @@ class RiskScore:
         self._constant = float(failed[0]) if len(set(failed.tolist())) == 1 else None
         if self._constant is None:
             if self.kind == "rf":
-                self._classifier = RandomForestClassifier(**RF_DEFAULTS, random_state=self.seed,
+                settings = {**RF_DEFAULTS, "n_estimators": self.n_estimators}
+                self._classifier = RandomForestClassifier(**settings, random_state=self.seed,
                                                           n_jobs=self.n_jobs).fit(X, failed)
             else:
                 self._classifier = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(X, failed)
@@ -538,7 +545,9 @@ def save_model(path: str | Path, model: FeatureModel, *, utility: UtilityConfig,
         "benchmark": benchmark, "metadata": dict(metadata or {}),
         "sklearn_version": package_version("scikit-learn"),
     }
-    joblib.dump(payload, path)
+    buffer = io.BytesIO()
+    joblib.dump(payload, buffer)
+    write_atomically(path, buffer.getvalue())  # a deploy never reads a half-written model
     return path
 
 

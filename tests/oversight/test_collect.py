@@ -15,6 +15,7 @@ import pytest
 
 from gauntlet.controllers.oversight.collect import (ROWS, CollectionError, CollectSpec, collect, load_meta,
                                                     load_rows)
+from gauntlet.controllers.oversight.models import load_model
 from gauntlet.controllers.oversight.utility import UtilityConfig
 from tests.test_cli import assert_one_line_error, gauntlet
 
@@ -138,13 +139,15 @@ def test_the_oversight_commands_end_to_end(tmp_path: Path) -> None:
                          "--options", '{"length": 6, "max_steps": 12}')
     assert collected.returncode == 0, collected.stderr
     assert "replay match rate" in collected.stdout and "1.0000" in collected.stdout
-    evaluated = gauntlet("oversight", "evaluate", str(rows), "--json", str(tmp_path / "eval.json"))
+    evaluated = gauntlet("oversight", "evaluate", str(rows), "--trees", "25", "--json", str(tmp_path / "eval.json"))
     assert evaluated.returncode == 0, evaluated.stderr
     result = json.loads((tmp_path / "eval.json").read_text())["result"]
+    assert result["config"]["trees"] == 25
     assert result["methods"]["oracle"]["regret"] == 0.0
     assert {"action_conditioned_rf", "scalar_raw", "scalar_platt", "always_continue"} <= set(result["methods"])
-    trained = gauntlet("oversight", "train", str(rows), "--out", str(tmp_path / "model.joblib"))
+    trained = gauntlet("oversight", "train", str(rows), "--out", str(tmp_path / "model.joblib"), "--trees", "25")
     assert trained.returncode == 0, trained.stderr
+    assert load_model(tmp_path / "model.joblib").model.n_estimators == 25
     assert (tmp_path / "model.scalar.joblib").is_file()
     deployed = gauntlet("oversight", "deploy", "corridor", "--model", str(tmp_path / "model.joblib"), "-n", "5",
                         "--options", '{"length": 6, "max_steps": 12}', "--out", str(tmp_path / "online"))
@@ -160,6 +163,7 @@ def test_the_oversight_commands_end_to_end(tmp_path: Path) -> None:
     (["collect", "corridor", "--out", "{tmp}/x", "--expert-strength", "strong"], ["--expert-strength"]),
     (["collect", "corridor", "--out", "{tmp}/x", "--actions", "pray"], ["unknown overseer actions"]),
     (["evaluate", "{tmp}/missing"], ["no rows.jsonl"]),
+    (["evaluate", "{tmp}/missing", "--trees", "0"], ["--trees"]),
     (["train", "{tmp}/missing", "--out", "{tmp}/m.joblib"], ["no rows.jsonl"]),
     (["deploy", "corridor", "--model", "{tmp}/missing.joblib"], ["no model file"]),
 ])

@@ -163,6 +163,35 @@ def test_evaluate_builds_the_result_table() -> None:
     assert "| action_conditioned_rf |" in markdown_table(result)
 
 
+def test_evaluate_sizes_every_forest_with_trees(monkeypatch) -> None:
+    from gauntlet.controllers.oversight import metrics, models
+
+    built: list[tuple[str, int]] = []
+
+    class CountingRisk(models.RiskScore):
+        def fit(self, rows, feature_names=None):
+            fitted = super().fit(rows, feature_names)
+            built.append(("risk", len(fitted._classifier.estimators_)))
+            return fitted
+
+    class CountingController(models.ActionConditioned):
+        def fit(self, rows):
+            built.append((self.kind, self.n_estimators))
+            return super().fit(rows)
+
+    monkeypatch.setattr(metrics, "RiskScore", CountingRisk)
+    monkeypatch.setattr(metrics, "ActionConditioned", CountingController)
+    rows = synthetic_rows(30, 6, seed=21, noise=0.1)
+    train, test = split_by_episode(rows, 0.3, seed=0)
+    result = evaluate(train, test, {"n_boot": 50, "trees": 7}, seed=0)
+    assert result["config"]["trees"] == 7
+    # the risk forest, and per controller kind: the tuning fit, the untuned fit and the final fit
+    assert built == [("risk", 7), ("rf", 7), ("rf", 7), ("rf", 7), ("gbr", 100), ("gbr", 100), ("gbr", 100)]
+    built.clear()
+    evaluate(train, test, {"n_boot": 50, "controller_kinds": ["rf"]}, seed=0)
+    assert built == [("risk", 200), ("rf", 200), ("rf", 200), ("rf", 200)]  # the paper's forests by default
+
+
 def test_evaluate_refuses_rows_of_one_episode_on_both_sides() -> None:
     rows = synthetic_rows(4, 2)
     with pytest.raises(ValueError, match="both the training and the test rows"):
