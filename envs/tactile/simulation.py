@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gauntlet.envs.tactile import tilt
+from gauntlet.envs.tactile import orientation, tilt
 from gauntlet.envs.tactile.randomization import draw_episode_appearance
 from gauntlet.envs.tactile.sensor import PRESS_DEPTH_M, SensorConfig, TactileRenderer
 from gauntlet.envs.tactile.tasks import CELL_HALF_M, TactileTask
@@ -135,7 +135,7 @@ class TactileSimulation:
             state.sensor_xy[i] = (rng.uniform(-_WORKSPACE_HALF_X_M, _WORKSPACE_HALF_X_M),
                                   rng.uniform(-_WORKSPACE_HALF_Y_M, _WORKSPACE_HALF_Y_M))
             if self.sensor_tilt:  # the reference's draw: tilt, azimuth, turn
-                state.sensor_rotation[i] = tilt.draw_orientation(rng)
+                state.sensor_rotation[i] = orientation.draw_orientation(rng)
                 state.sensor_yaw[i] = _yaw_of(state.sensor_rotation[i])
             else:
                 state.sensor_yaw[i] = rng.uniform(-np.pi, np.pi) if self.task.sensor_rotates else 0.0
@@ -184,7 +184,7 @@ class TactileSimulation:
         ``(k,)``: the Euclidean norms of the x, y parts."""
         state = self.state
         if moves.shape[1] == 5:  # a tilting sensor: x, y, then a rotation vector
-            state.sensor_rotation[which] = tilt.turn(state.sensor_rotation[which], moves[:, 2:], MAX_TURN_RAD)
+            state.sensor_rotation[which] = orientation.turn(state.sensor_rotation[which], moves[:, 2:], MAX_TURN_RAD)
             state.sensor_yaw[which] = _yaw_of(state.sensor_rotation[which])
             moves = moves[:, :2]
         if moves.shape[1] == 3:
@@ -289,8 +289,8 @@ class TactileSimulation:
         return observation
 
     def _sensor_rotations(self) -> np.ndarray:
-        if self.sensor_tilt:  # the 6-D representation (tilt.py)
-            return tilt.rotation_to_feature(self.state.sensor_rotation)
+        if self.sensor_tilt:  # the 6-D representation (orientation.py)
+            return orientation.rotation_to_feature(self.state.sensor_rotation)
         # NumPy's cos and sin for one platform too: Python's math module may round differently
         return np.stack([np.cos(self.state.sensor_yaw), np.sin(self.state.sensor_yaw)], axis=1).astype(np.float32)
 

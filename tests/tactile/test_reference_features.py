@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gauntlet.envs.tactile import heightfield, kernels, tilt
+from gauntlet.envs.tactile import heightfield, kernels, orientation, tilt
 from gauntlet.envs.tactile.env import TactilePerceptionEnv, TactilePerceptionVectorEnv
 from gauntlet.envs.tactile.registration import variant_ids
 from gauntlet.envs.tactile.sensor import PRESS_DEPTH_M, SensorConfig, TactileRenderer
@@ -44,7 +44,7 @@ def test_a_tilted_sensor_on_a_flat_top_sees_the_ramp_of_its_tilt(backend):
     field = np.full((RESOLUTION, RESOLUTION), height_m)
     field[:2] = field[-2:] = 0
     field[:, :2] = field[:, -2:] = 0
-    rotation = tilt.rotation_zyz(0.4, np.radians(30), 1.1)
+    rotation = orientation.rotation_zyz(0.4, np.radians(30), 1.1)
     renderer, depth, contact = _render(field, rotation, backend)
     _, _, plane_z = _pixel_rays(renderer, rotation)
     along_axis = (height_m - plane_z) / rotation[2, 2]  # where each pixel's ray meets the top
@@ -62,7 +62,7 @@ def test_a_tilted_sensor_over_a_step_meets_the_top_and_the_floor_where_its_rays_
     field = np.zeros((RESOLUTION, RESOLUTION))
     field[2:-2, 2:wall_column + 1] = height_m
     edge_x = (wall_column - (RESOLUTION - 1) / 2) * spacing
-    rotation = tilt.rotation_zyz(0.0, np.radians(-20), 0.0)  # axis tilted towards -x: rays fall towards +x
+    rotation = orientation.rotation_zyz(0.0, np.radians(-20), 0.0)  # axis tilted towards -x: rays fall towards +x
     renderer, depth, contact = _render(field, rotation, backend)
     x, _, plane_z = _pixel_rays(renderer, rotation)
     sideways = rotation[0, 2] / rotation[2, 2]
@@ -94,7 +94,7 @@ def test_an_untilted_sensor_through_the_tilt_path_equals_the_vertical_renderer(b
     sensor_xy, sensor_yaw = rng.uniform(-0.02, 0.02, (n, 2)), rng.uniform(-3, 3, n)
     flat = np.tile(field.reshape(-1), n)
     depth, contact, _ = renderer.render(flat, offsets, object_xy, object_yaw, sensor_xy, sensor_yaw, rgb=False)
-    rotations = np.stack([tilt.rotation_zyz(yaw, 0.0, 0.0) for yaw in sensor_yaw])
+    rotations = np.stack([orientation.rotation_zyz(yaw, 0.0, 0.0) for yaw in sensor_yaw])
     tilted, tilted_contact, _ = renderer.render_tilted(flat, offsets, object_xy, object_yaw, sensor_xy, rotations,
                                                        np.stack([tilt.block_maxima(field)] * n), rgb=False)
     np.testing.assert_allclose(tilted, depth, atol=2e-9)
@@ -107,7 +107,7 @@ def test_the_compiled_tilt_kernel_agrees_with_the_array_version_on_a_rough_scene
     field = np.zeros((RESOLUTION, RESOLUTION), np.float32)
     field[2:-2, 2:-2] = rng.uniform(0, 0.004, (RESOLUTION - 4, RESOLUTION - 4)).astype(np.float32)
     for seed in range(3):
-        rotation = tilt.draw_orientation(np.random.default_rng(seed))
+        rotation = orientation.draw_orientation(np.random.default_rng(seed))
         _, fast, fast_contact = _render(field, rotation, "numba", sensor_xy=(0.005 * seed, -0.004))
         _, slow, slow_contact = _render(field, rotation, "numpy", sensor_xy=(0.005 * seed, -0.004))
         np.testing.assert_allclose(fast, slow, atol=1e-9)
@@ -116,16 +116,17 @@ def test_the_compiled_tilt_kernel_agrees_with_the_array_version_on_a_rough_scene
 
 def test_six_d_rotation_features_round_trip_and_the_tilt_stays_within_45_degrees():
     rng = np.random.default_rng(2)
-    rotations = np.stack([tilt.draw_orientation(rng, max_tilt_rad=np.pi) for _ in range(50)])
-    np.testing.assert_allclose(tilt.feature_to_rotation(tilt.rotation_to_feature(rotations)), rotations, atol=1e-6)
-    limited = tilt.limit_tilt(rotations)
-    assert (tilt.tilt_angle(limited) <= np.pi / 4 + 1e-9).all()
+    rotations = np.stack([orientation.draw_orientation(rng, max_tilt_rad=np.pi) for _ in range(50)])
+    round_trip = orientation.feature_to_rotation(orientation.rotation_to_feature(rotations))
+    np.testing.assert_allclose(round_trip, rotations, atol=1e-6)
+    limited = orientation.limit_tilt(rotations)
+    assert (orientation.tilt_angle(limited) <= np.pi / 4 + 1e-9).all()
     np.testing.assert_allclose(np.einsum("nji,njk->nik", limited, limited), np.tile(np.eye(3), (50, 1, 1)), atol=1e-9)
-    within = tilt.tilt_angle(rotations) < np.pi / 4
+    within = orientation.tilt_angle(rotations) < np.pi / 4
     np.testing.assert_allclose(limited[within], rotations[within], atol=1e-9)  # inside the cone: unchanged
-    quarter = tilt.rotation_from_vector(np.array([[0.0, 0.0, np.pi / 2]]))[0]
+    quarter = orientation.rotation_from_vector(np.array([[0.0, 0.0, np.pi / 2]]))[0]
     np.testing.assert_allclose(quarter, [[0, -1, 0], [1, 0, 0], [0, 0, 1]], atol=1e-12)
-    assert tilt.rotation_to_feature(np.eye(3)).tolist() == [0, 1, 0, 0, 0, 1]
+    assert orientation.rotation_to_feature(np.eye(3)).tolist() == [0, 1, 0, 0, 0, 1]
 
 
 def test_the_tilting_env_observes_6d_rotations_and_its_tilt_never_exceeds_45_degrees():
@@ -134,9 +135,9 @@ def test_the_tilting_env_observes_6d_rotations_and_its_tilt_never_exceeds_45_deg
     env.action_space.seed(0)
     observation, _ = env.reset(seed=0)
     for _ in range(20):
-        rotation = tilt.feature_to_rotation(observation["sensor_rot"])
-        np.testing.assert_allclose(tilt.rotation_to_feature(rotation), observation["sensor_rot"], atol=1e-6)
-        assert tilt.tilt_angle(rotation) <= np.pi / 4 + 1e-6
+        rotation = orientation.feature_to_rotation(observation["sensor_rot"])
+        np.testing.assert_allclose(orientation.rotation_to_feature(rotation), observation["sensor_rot"], atol=1e-6)
+        assert orientation.tilt_angle(rotation) <= np.pi / 4 + 1e-6
         observation, *_ = env.step(env.action_space.sample())
     with pytest.raises(ValueError, match="sensor_tilt"):
         TactilePerceptionEnv("TactileMNIST", sensor_tilt=True, objects_per_split=SMOKE_OBJECTS)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gauntlet.envs.tactile import kernels, tilt
+from gauntlet.envs.tactile import kernels, orientation, tilt
 from gauntlet.envs.tactile.sensor import PRESS_DEPTH_M, SensorConfig, TactileRenderer
 
 from .conftest import TILT_GROUP
@@ -40,7 +40,7 @@ def _render_both(fields: list[np.ndarray], rng: np.random.Generator, touches: in
     which = rng.integers(0, len(fields), touches)
     offsets = (which * RESOLUTION ** 2).reshape(-1, 1, 1)
     blocks = np.stack([tilt.block_maxima(fields[i]) for i in which])
-    rotations = np.stack([tilt.draw_orientation(rng) for _ in range(touches)])
+    rotations = np.stack([orientation.draw_orientation(rng) for _ in range(touches)])
     object_xy = rng.uniform(-0.01, 0.01, (touches, 2))
     object_yaw = rng.uniform(-np.pi, np.pi, touches)
     sensor_xy = rng.uniform(-0.035, 0.035, (touches, 2))
@@ -75,7 +75,7 @@ def test_a_touch_where_nothing_rises_above_the_platform_meets_it_at_every_pixel(
         np.testing.assert_allclose(depth, results["numpy"][0], rtol=0, atol=1e-9)
         assert np.all(contact >= 0) and np.all(depth <= PRESS_DEPTH_M + 1e-9)
     # analytic check of one touch: a ramp of the sensor's tilt, capped by the press depth
-    rotation = tilt.rotation_zyz(0.3, np.radians(25), -0.7)
+    rotation = orientation.rotation_zyz(0.3, np.radians(25), -0.7)
     renderer.backend = "numba"
     depth, contact, _ = renderer.render_tilted(empty.reshape(-1), np.zeros((1, 1, 1), np.int64), np.zeros((1, 2)),
                                                np.zeros(1), np.zeros((1, 2)), rotation[None],
@@ -99,11 +99,12 @@ def test_rays_marched_in_lockstep_meet_the_scene_where_the_array_version_does_on
 
 def test_the_compiled_turn_is_the_array_turn():
     rng = np.random.default_rng(5)
-    rotations = np.stack([tilt.draw_orientation(rng) for _ in range(200)])
+    rotations = np.stack([orientation.draw_orientation(rng) for _ in range(200)])
     moves = rng.uniform(-1, 1, (200, 3))
     moves[:3] = 0.0  # no turn
     moves[3:6] *= 1e-14  # a turn too small to have an axis
     moves[6:9] *= 3.0  # outside the unit ball: projected onto it
     norm = np.linalg.norm(moves, axis=1, keepdims=True)
-    expected = tilt.limit_tilt(tilt.rotation_from_vector(moves / np.maximum(norm, 1.0) * 0.236) @ rotations)
-    np.testing.assert_allclose(tilt.turn(rotations, moves, 0.236), expected, rtol=0, atol=1e-12)
+    turned = orientation.rotation_from_vector(moves / np.maximum(norm, 1.0) * 0.236) @ rotations
+    expected = orientation.limit_tilt(turned)
+    np.testing.assert_allclose(orientation.turn(rotations, moves, 0.236), expected, rtol=0, atol=1e-12)
