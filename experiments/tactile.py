@@ -495,9 +495,39 @@ def check_random_moves(family: str, checkpoint: Path, episodes: int, objects_per
 POSE_FAMILIES = {"GlyphPose", "Toolbox"}
 
 
-def episode_scores(family: str, predictions: np.ndarray, targets: np.ndarray) -> dict[str, np.ndarray]:
+SYMMETRY_IOU = 0.9  # a glyph turned a quarter or half turn that overlaps itself this much looks the same
+
+
+def glyph_symmetries(fields: np.ndarray, threshold: float = SYMMETRY_IOU) -> list[tuple[float, ...]]:
+    """Per object, the turns (rad, of a quarter, a half and three quarters) under which its footprint
+    overlaps itself with an intersection over union of at least ``threshold``: a yaw off by one of them
+    is a yaw the touches cannot tell apart. The footprint is the field above zero, turned about the
+    field's centre (where the glyphs are centred)."""
+    symmetries = []
+    for field in fields:
+        footprint = np.asarray(field) > 0
+        found = []
+        for quarters in (1, 2, 3):
+            turned = np.rot90(footprint, quarters)
+            union = np.logical_or(footprint, turned).sum()
+            if union and np.logical_and(footprint, turned).sum() / union >= threshold:
+                found.append(quarters * np.pi / 2)
+        symmetries.append(tuple(found))
+    return symmetries
+
+
+def yaw_errors_deg(predicted_rad: np.ndarray, true_rad: np.ndarray) -> np.ndarray:
+    """The angle between two headings, 0 to 180 degrees."""
+    return np.degrees(np.abs((predicted_rad - true_rad + np.pi) % (2 * np.pi) - np.pi))
+
+
+def episode_scores(family: str, predictions: np.ndarray, targets: np.ndarray,
+                   symmetries: list[tuple[float, ...]] | None = None) -> dict[str, np.ndarray]:
     """Per-episode final-step scores: accuracy (classification); position error (mm) and yaw error (degrees)
-    apart (pose tasks, as the reference reports them); Euclidean error (other regression)."""
+    apart (pose tasks, as the reference reports them); Euclidean error (other regression).
+
+    ``symmetries`` (pose tasks: each episode's object's turns, ``glyph_symmetries``) adds the yaw error
+    up to symmetry: the least error over the true yaw and the true yaw turned by each of them."""
     from gauntlet.envs.tactile.tasks import CELL_HALF_M
 
     if family == "Glyphs":  # class = face * 62 + character: also score the character, the faces' probabilities summed
@@ -512,9 +542,13 @@ def episode_scores(family: str, predictions: np.ndarray, targets: np.ndarray) ->
         return {"accuracy": (predictions.argmax(axis=1) == targets).astype(np.float64)}
     if family in POSE_FAMILIES:
         position_mm = np.hypot(*(predictions[:, :2] - targets[:, :2]).T) * CELL_HALF_M * 1000
-        turn = np.arctan2(predictions[:, 3], predictions[:, 2]) - np.arctan2(targets[:, 3], targets[:, 2])
-        yaw_deg = np.degrees(np.abs((turn + np.pi) % (2 * np.pi) - np.pi))
-        return {"position_error_mm": position_mm, "yaw_error_deg": yaw_deg}
+        predicted, true = np.arctan2(predictions[:, 3], predictions[:, 2]), np.arctan2(targets[:, 3], targets[:, 2])
+        scores = {"position_error_mm": position_mm, "yaw_error_deg": yaw_errors_deg(predicted, true)}
+        if symmetries is not None:
+            scores["yaw_error_up_to_symmetry_deg"] = np.array([
+                min(yaw_errors_deg(np.array(p), np.array([t, *(t + turn for turn in turns)]))) for p, t, turns
+                in zip(predicted, true, symmetries, strict=True)])
+        return scores
     return {"error": np.linalg.norm(predictions - targets, axis=1)}
 
 
@@ -530,8 +564,15 @@ def check_scores(family: str, checkpoint: Path, episodes: int, out: Path) -> dic
     torch.set_num_threads(1)
     model, _ = training.load(checkpoint)
     num_envs = min(64, episodes)
-    learned = episode_scores(family, *training.final_predictions(model, family, episodes=episodes, num_envs=num_envs))
-    blind = episode_scores(family, *training.final_predictions(None, family, episodes=episodes, num_envs=num_envs))
+    learned_predictions, targets, objects = training.final_predictions(model, family, episodes=episodes,
+                                                                       num_envs=num_envs)
+    blind_predictions, blind_targets, _ = training.final_predictions(None, family, episodes=episodes, num_envs=num_envs)
+    symmetries = None
+    if family in POSE_FAMILIES:
+        object_turns = glyph_symmetries(training.make_vector_env(family, "train", 1, None).task.objects.fields)
+        symmetries = [object_turns[i] for i in objects]
+    learned = episode_scores(family, learned_predictions, targets, symmetries)
+    blind = episode_scores(family, blind_predictions, blind_targets, symmetries)
     count = len(next(iter(learned.values())))
     result: dict[str, Any] = {"family": family, "checkpoint": str(checkpoint), "episodes": count}
     for name in learned:
@@ -543,6 +584,13 @@ def check_scores(family: str, checkpoint: Path, episodes: int, out: Path) -> dic
               f"{_fmt(result[name]['learned_minus_blind'])}")
     if family == "Glyphs":
         print("Glyphs: chance accuracy 1/248 = 0.004; character accuracy (face ignored) 1/62 = 0.016")
+    if symmetries is not None:
+        result["symmetric_objects"] = {"quarter_turn": int(sum(np.pi / 2 in turns for turns in symmetries)),
+                                       "half_turn": int(sum(np.pi in turns for turns in symmetries)),
+                                       "iou_threshold": SYMMETRY_IOU}
+        print(f"{family}: of {count} episodes, {result['symmetric_objects']['half_turn']} have an object that looks "
+              f"the same after a half turn, {result['symmetric_objects']['quarter_turn']} after a quarter turn "
+              f"(footprint IoU >= {SYMMETRY_IOU})")
     _write_json(out / f"{family}-scores.json", result)
     return result
 

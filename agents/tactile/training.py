@@ -207,8 +207,9 @@ def evaluate(model: TouchMapModel | None, family: str = "TactileMNIST", split: s
 @torch.no_grad()
 def final_predictions(model: TouchMapModel | None, family: str, split: str = "test", *, episodes: int = 256,
                       num_envs: int = 64, seed: int = 30_000, objects_per_split: int | None = None
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Each episode's final prediction and its target, ``(episodes, P)`` and ``(episodes,)`` or ``(episodes, d)``.
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each episode's final prediction, its target and its object's index in the family's object set,
+    ``(episodes, P)``, ``(episodes,)`` or ``(episodes, d)``, and ``(episodes,)``.
 
     The learned agent's loop (scan moves, the model's prediction after every touch); ``model=None``:
     random moves and the blind prediction (zeros), as ``evaluate``. For scores the env's single
@@ -219,10 +220,11 @@ def final_predictions(model: TouchMapModel | None, family: str, split: str = "te
     rng = np.random.default_rng(seed)
     background = gel_background(component_shape(env.single_observation_space, "sensor_img")[:2])
     prediction_shape = (num_envs,) + component_shape(env.single_action_space, "prediction")
-    predictions, targets = [], []
+    predictions, targets, objects = [], [], []
     for batch in range(max(1, episodes // num_envs)):
         observation, info = env.reset(seed=seed + batch * num_envs)
         targets.append(np.asarray(info["target"]).copy())
+        objects.append(env.sim.state.object_index.copy())
         scan.reset(observation["sensor_pos"])
         touches = TouchMap(num_envs, background)
         prediction = np.zeros(prediction_shape, np.float32)
@@ -235,7 +237,7 @@ def final_predictions(model: TouchMapModel | None, family: str, split: str = "te
                 prediction = model(maps).numpy().astype(np.float32)
             observation, *_ = env.step({"action": moves.astype(np.float32), "prediction": prediction})
         predictions.append(prediction.copy())
-    return np.concatenate(predictions), np.concatenate(targets)
+    return np.concatenate(predictions), np.concatenate(targets), np.concatenate(objects)
 
 
 def save(model: TouchMapModel, path: Path, **metadata: Any) -> None:

@@ -33,3 +33,36 @@ def test_glyph_scores_add_the_character_with_the_faces_probabilities_summed():
     scores = experiment.episode_scores("Glyphs", logits, np.array([62 + 5, 62 + 5, 186 + 9]))
     np.testing.assert_array_equal(scores["accuracy"], [0.0, 1.0, 0.0])
     np.testing.assert_array_equal(scores["character_accuracy"], [1.0, 1.0, 1.0])
+
+
+def test_glyph_symmetries_find_the_half_and_quarter_turns_a_footprint_survives():
+    experiment = load_experiment("tactile")
+    bar = np.zeros((16, 16), np.uint8)
+    bar[6:10, 2:14] = 200  # a centred bar: the same after a half turn, not after a quarter
+    cross = bar | bar.T  # a centred plus sign: the same after every quarter turn
+    hook = bar.copy()
+    hook[2:6, 2:6] = 200  # the bar with a block at one end: no turn maps it onto itself
+    turns = experiment.glyph_symmetries(np.stack([bar, cross, hook]))
+    assert turns[0] == (np.pi,)
+    assert turns[1] == (np.pi / 2, np.pi, 3 * np.pi / 2)
+    assert turns[2] == ()
+    # the glyph set itself: "o" looks the same after a half turn, "L" after none
+    from gauntlet.envs.tactile import glyphs
+
+    objects = glyphs.load()
+    names = glyphs.class_names()
+    found = dict(zip([names[label] for label in objects.labels], experiment.glyph_symmetries(objects.fields)))
+    assert np.pi in found["o (DejaVuSans)"] and found["L (DejaVuSans)"] == ()
+
+
+def test_the_yaw_error_up_to_symmetry_forgives_only_the_object_s_own_turns():
+    experiment = load_experiment("tactile")
+    true = np.radians([10.0, 10.0, 10.0])
+    guess = np.radians([190.0, 190.0, 100.0])  # a half turn off, a half turn off, a quarter turn off
+    targets = np.stack([np.zeros(3), np.zeros(3), np.cos(true), np.sin(true)], axis=1)
+    predictions = np.stack([np.zeros(3), np.zeros(3), np.cos(guess), np.sin(guess)], axis=1)
+    symmetries = [(np.pi,), (), (np.pi,)]
+    scores = experiment.episode_scores("GlyphPose", predictions, targets, symmetries)
+    np.testing.assert_allclose(scores["yaw_error_deg"], [180.0, 180.0, 90.0], atol=1e-9)
+    np.testing.assert_allclose(scores["yaw_error_up_to_symmetry_deg"], [0.0, 180.0, 90.0], atol=1e-9)
+    assert "yaw_error_up_to_symmetry_deg" not in experiment.episode_scores("GlyphPose", predictions, targets)

@@ -99,6 +99,14 @@ def test_the_experiment_trains_a_binned_pose_model_the_learned_agent_plays(tmp_p
     assert np.allclose(np.linalg.norm(headings, axis=1), 1.0, atol=1e-5)
     yaw_errors = [step.info["metrics"]["yaw_error_deg"] for step in episode.steps]
     assert all(0.0 <= error <= 180.0 for error in yaw_errors)
+    scores = experiment.check_scores("GlyphPose", tmp_path / "GlyphPose.pt", 4, tmp_path)
+    assert scores["episodes"] == 4 and json.loads((tmp_path / "GlyphPose-scores.json").read_text()) == scores
+    for name in ("position_error_mm", "yaw_error_deg", "yaw_error_up_to_symmetry_deg"):
+        mean, low, high = scores[name]["learned"]
+        assert low <= mean <= high
+    # forgiving the object's own turns never makes an error larger
+    assert scores["yaw_error_up_to_symmetry_deg"]["learned"][0] <= scores["yaw_error_deg"]["learned"][0]
+    assert 0 <= scores["symmetric_objects"]["half_turn"] <= 4
 
 
 @pytest.mark.parametrize("argv, message", [
