@@ -526,6 +526,8 @@ def episode_scores(family: str, predictions: np.ndarray, targets: np.ndarray,
     """Per-episode final-step scores: accuracy (classification); position error (mm) and yaw error (degrees)
     apart (pose tasks, as the reference reports them); Euclidean error (other regression).
 
+    Pose tasks also get the yaw axis error: the heading's error with a half turn forgiven (0 to 90 degrees,
+    45 for a uniform guess), which a model that finds the object's long axis but not its direction gets right.
     ``symmetries`` (pose tasks: each episode's object's turns, ``glyph_symmetries``) adds the yaw error
     up to symmetry: the least error over the true yaw and the true yaw turned by each of them."""
     from gauntlet.envs.tactile.tasks import CELL_HALF_M
@@ -543,7 +545,10 @@ def episode_scores(family: str, predictions: np.ndarray, targets: np.ndarray,
     if family in POSE_FAMILIES:
         position_mm = np.hypot(*(predictions[:, :2] - targets[:, :2]).T) * CELL_HALF_M * 1000
         predicted, true = np.arctan2(predictions[:, 3], predictions[:, 2]), np.arctan2(targets[:, 3], targets[:, 2])
-        scores = {"position_error_mm": position_mm, "yaw_error_deg": yaw_errors_deg(predicted, true)}
+        yaw = yaw_errors_deg(predicted, true)
+        # the axis alone: a heading and its reverse count as one (0 to 90 degrees)
+        scores = {"position_error_mm": position_mm, "yaw_error_deg": yaw,
+                  "yaw_axis_error_deg": np.minimum(yaw, 180 - yaw)}
         if symmetries is not None:
             scores["yaw_error_up_to_symmetry_deg"] = np.array([
                 min(yaw_errors_deg(np.array(p), np.array([t, *(t + turn for turn in turns)]))) for p, t, turns

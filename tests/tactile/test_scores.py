@@ -18,6 +18,7 @@ def test_pose_scores_split_position_in_mm_and_yaw_in_degrees_with_wrap_around():
     scores = experiment.episode_scores("GlyphPose", predictions, targets)
     np.testing.assert_allclose(scores["position_error_mm"], [3.0, 0.0, 3.0], atol=1e-9)
     np.testing.assert_allclose(scores["yaw_error_deg"], [2.0, 30.0, 180.0], atol=1e-9)
+    np.testing.assert_allclose(scores["yaw_axis_error_deg"], [2.0, 30.0, 0.0], atol=1e-9)  # a reversed heading: 0
     accuracy = experiment.episode_scores("Starstruck", np.array([[0.1, 2.0], [3.0, 1.0]]), np.array([1, 1]))
     np.testing.assert_array_equal(accuracy["accuracy"], [1.0, 0.0])
     assert experiment._interval(np.array([0.0, 1.0, 0.0, 1.0]))[0] == pytest.approx(0.5)
