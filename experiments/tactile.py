@@ -493,6 +493,7 @@ def check_random_moves(family: str, checkpoint: Path, episodes: int, objects_per
 
 
 POSE_FAMILIES = {"GlyphPose", "Toolbox"}
+POSE_YAW_BINS = 36  # pose models predict the yaw over 36 arcs of 10 degrees (docs/tactile.md, "Pose tasks")
 
 
 SYMMETRY_IOU = 0.9  # a glyph turned a quarter or half turn that overlaps itself this much looks the same
@@ -649,9 +650,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--eval-episodes", type=int, default=512)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--yaw-bins", type=int, default=0, metavar="K",
+    parser.add_argument("--yaw-bins", type=int, default=None, metavar="K",
                         help="pose families (GlyphPose, Toolbox): predict the yaw as a distribution over K equal "
-                             "arcs (K >= 8) instead of regressing (cos, sin)")
+                             f"arcs (K >= 8; default {POSE_YAW_BINS}); 0 regresses (cos, sin) instead")
     parser.add_argument("--out", type=Path, default=Path("runs/tactile"))
     parser.add_argument("--smoke", action="store_true", help="a tiny run on 20 objects per split")
     parser.add_argument("--check-agent", type=int, metavar="N", default=0,
@@ -695,10 +696,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="only evaluate <out>/<family>.pt against the blind baseline on N test episodes, with "
                              "95%% intervals (pose tasks: position error in mm and yaw error in degrees apart)")
     args = parser.parse_args(argv)
+    if args.yaw_bins is None:
+        args.yaw_bins = POSE_YAW_BINS if args.family in POSE_FAMILIES else 0
     if args.yaw_bins and args.family not in POSE_FAMILIES:
         parser.exit(2, f"error: --yaw-bins is for the pose families (GlyphPose, Toolbox), not {args.family}\n")
-    if args.yaw_bins and args.yaw_bins < 8:
-        parser.exit(2, f"error: --yaw-bins {args.yaw_bins}: give 8 or more bins (e.g. 36, 10 degrees each)\n")
+    if args.yaw_bins < 0 or 0 < args.yaw_bins < 8:
+        parser.exit(2, f"error: --yaw-bins {args.yaw_bins}: give 8 or more bins (e.g. 36, 10 degrees each), "
+                       "or 0 to regress (cos, sin)\n")
     if args.check_scores:
         checkpoint = args.out / f"{args.family}.pt"
         if not checkpoint.is_file():

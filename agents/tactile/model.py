@@ -9,9 +9,9 @@ target variance), so the training loss is the negative of the prediction reward.
 platform coordinates, so a centre of mass or a stroke's position reads straight off it.
 
 Pose tasks (x, y, cos, sin) can instead predict the yaw as a distribution over ``yaw_bins`` equal
-arcs of the circle (trained by cross-entropy): a symmetric glyph's equally likely yaws stay apart
-as modes rather than averaging to a short (cos, sin). The submitted heading is the most probable
-arc, refined by the probability-weighted circular mean of it and its two neighbours.
+arcs of the circle (trained by ``training.binned_pose_loss``): an object's two equally likely ends
+stay apart as modes rather than averaging to a short (cos, sin). The submitted heading is the most
+probable arc, refined by the probability-weighted circular mean of it and its two neighbours.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from gauntlet.agents.tactile.model import TouchMapModel, yaw_bin
+from gauntlet.agents.tactile.model import TouchMapModel, bin_centres, yaw_bin
 from gauntlet.agents.tactile.scan import CoverageScan
 from gauntlet.agents.tactile.touchmap import TouchMap, episode_maps, gel_background, touch_features
 from gauntlet.envs.tactile.env import TactilePerceptionVectorEnv, component_shape
@@ -102,12 +102,24 @@ def normalised_loss(out: torch.Tensor, targets: torch.Tensor, kind: str, varianc
 
 def binned_pose_loss(model: TouchMapModel, raw: torch.Tensor, targets: torch.Tensor,
                      variance: torch.Tensor) -> torch.Tensor:
-    """A pose model with yaw bins: the position's normalised squared error and the yaw's cross-entropy
-    over the bins / log bins, averaged (each is 1 for a blind guess)."""
+    """A pose model with yaw bins: the mean of three terms, each 1 for a blind guess: the position's
+    normalised squared error, the yaw's cross-entropy over the bins / log bins, and the direction's:
+    -log of the probability on the half circle around the true heading, / log 2.
+
+    The third term is there because the second alone learns an object's axis but not its direction
+    (measured: Toolbox, 300 updates, axis error 3.3 degrees, yet the two ends got equal mass and the
+    heading was off by a half turn in half the episodes): splitting the mass evenly between the two
+    ends costs the cross-entropy only log 2 of its log bins; here it costs a whole term."""
     scaled = (targets[:, :2] - model.target_mean[:2]) / model.target_scale[:2]
     position = (((raw[:, :2] - scaled) * model.target_scale[:2]) ** 2 / variance[:2]).mean()
-    yaw = torch.nn.functional.cross_entropy(raw[:, 2:], yaw_bin(targets[:, 2], targets[:, 3], model.yaw_bins))
-    return (position + yaw / np.log(model.yaw_bins)) / 2
+    logits = raw[:, 2:]
+    yaw = torch.nn.functional.cross_entropy(logits, yaw_bin(targets[:, 2], targets[:, 3], model.yaw_bins))
+    centres = bin_centres(model.yaw_bins)
+    # cos(centre - true yaw) > 0: the bins within a quarter turn of the true heading
+    facing = (torch.cos(centres)[None] * targets[:, 2:3] + torch.sin(centres)[None] * targets[:, 3:4]) > 0
+    half = torch.logsumexp(logits.masked_fill(~facing, float("-inf")), dim=1) - torch.logsumexp(logits, dim=1)
+    direction = -half.mean()
+    return (position + yaw / np.log(model.yaw_bins) + direction / np.log(2)) / 3
 
 
 def train(family: str = "TactileMNIST", *, updates: int = 300, num_envs: int = 64, seed: int = 0,

@@ -55,11 +55,20 @@ def test_the_binned_loss_is_one_for_a_blind_guess_and_falls_for_the_right_arc():
     model.set_target_scale(torch.tensor([0.05, -0.02, 0.0, 0.0]), variance.sqrt())
     targets = torch.tensor([[0.05, -0.02, 0.0, 1.0], [0.05, -0.02, -1.0, 0.0]])  # at the mean position
     blind = torch.zeros(2, 2 + 36)
-    # position at the mean: its term is the mean's error (0); uniform yaw: cross-entropy log K
-    assert float(binned_pose_loss(model, blind, targets, variance)) == pytest.approx(0.5, abs=1e-6)
+    # position at the mean: its term is the mean's error (0); uniform yaw: cross-entropy log K, and half the
+    # mass on the half circle around the true heading: -log 1/2
+    assert float(binned_pose_loss(model, blind, targets, variance)) == pytest.approx(2 / 3, abs=1e-6)
     off = blind.clone()
     off[:, 0] = 1.0  # one target spread off along x: normalised squared error 1 on x, 0 on y
-    assert float(binned_pose_loss(model, off, targets, variance)) == pytest.approx((0.5 + 1.0) / 2, abs=1e-6)
+    assert float(binned_pose_loss(model, off, targets, variance)) == pytest.approx((0.5 + 2) / 3, abs=1e-6)
+    # the two ends of the axis equally likely: the bins' cross-entropy is log 2 (of log 36), the direction's
+    # a whole term (log 2 / log 2)
+    both_ends = blind.clone()
+    for row, heading in enumerate(targets):
+        true_bin = int(yaw_bin(heading[2:3], heading[3:4], 36))
+        both_ends[row, 2 + true_bin] = both_ends[row, 2 + (true_bin + 18) % 36] = 30.0
+    expected = (0 + np.log(2) / np.log(36) + 1) / 3
+    assert float(binned_pose_loss(model, both_ends, targets, variance)) == pytest.approx(expected, abs=1e-5)
     right = blind.clone()
     right[0, 2 + int(yaw_bin(targets[:1, 2], targets[:1, 3], 36))] = 10.0
     right[1, 2 + int(yaw_bin(targets[1:, 2], targets[1:, 3], 36))] = 10.0
@@ -89,9 +98,10 @@ def test_a_binned_checkpoint_round_trips_and_predicts_unit_headings(tmp_path):
 
 def test_the_experiment_trains_a_binned_pose_model_the_learned_agent_plays(tmp_path):
     experiment = load_experiment("tactile")
-    experiment.main(["--family", "GlyphPose", "--smoke", "--yaw-bins", "12", "--out", str(tmp_path)])
+    experiment.main(["--family", "GlyphPose", "--smoke", "--out", str(tmp_path)])
     saved = json.loads((tmp_path / "GlyphPose.json").read_text())
-    assert saved["yaw_bins"] == 12 and np.isfinite(saved["training_loss"]).all()
+    assert saved["yaw_bins"] == experiment.POSE_YAW_BINS == 36  # the pose families' default
+    assert np.isfinite(saved["training_loss"]).all()
     env = gym.make("gauntlet/GlyphPose-v0", objects_per_split=SMOKE_OBJECTS)
     agent = gauntlet.make_agent("tactile-learned", checkpoint=str(tmp_path / "GlyphPose.pt"))
     episode = rollout(env, agent, seed=3)
@@ -112,6 +122,7 @@ def test_the_experiment_trains_a_binned_pose_model_the_learned_agent_plays(tmp_p
 @pytest.mark.parametrize("argv, message", [
     (["--family", "Glyphs", "--yaw-bins", "36"], "pose families"),
     (["--family", "Toolbox", "--yaw-bins", "4"], "8 or more"),
+    (["--family", "Toolbox", "--yaw-bins", "-36"], "8 or more"),
 ])
 def test_the_experiment_refuses_yaw_bins_it_cannot_use(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
