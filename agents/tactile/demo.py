@@ -6,7 +6,9 @@
    ``experiments/results/tactile/`` (else a run of your own in ``runs/tactile/``), else
    from a smoke-size training run done here (a few seconds of training, so expect it near chance;
    the full run is documented in docs/tactile.md);
-3. with the shipped checkpoint, plays one test episode with the learned agent (scan + touch map).
+3. with the shipped checkpoint, plays one test episode with the learned agent (scan + touch map);
+4. with the shipped Toolbox checkpoint, finds a wrench's pose by touch: position (mm) and yaw (degrees)
+   errors after the last touch.
 """
 
 from __future__ import annotations
@@ -82,6 +84,15 @@ def run_demo(out_dir: Path) -> None:
         guesses = [int(np.argmax(step.action["prediction"])) for step in played.steps]
         print(f"3. the learned agent ({checkpoint.name}) on a test digit {played.steps[-1].info['target']}: "
               f"its guess after each touch {guesses}")
+    pose_checkpoint = shipped / "Toolbox.pt"
+    if pose_checkpoint.is_file():
+        pose = rollout(gym.make("gauntlet/Toolbox-v0"),
+                       gauntlet.make_agent("tactile-learned", checkpoint=str(pose_checkpoint)), seed=0)
+        metrics = pose.steps[-1].info["metrics"]
+        yaw = np.degrees(np.arctan2(*pose.steps[-1].info["target"][[3, 2]]))
+        print(f"4. the learned agent ({pose_checkpoint.name}) finds a wrench's pose (yaw {yaw:.0f} deg) by touch: "
+              f"after {len(pose.steps)} touches, position error {metrics['position_error_mm']:.1f} mm, "
+              f"yaw error {metrics['yaw_error_deg']:.1f} deg")
 
 
 def _plot_curve(result: dict, path: Path) -> None:
