@@ -224,10 +224,13 @@ def summarise(rows: list[dict[str, Any]], margin_fraction: float) -> list[dict[s
     table = []
     for domain in sorted({r["domain"] for r in rows}):
         for size in sorted({r["size"] for r in rows if r["domain"] == domain}):
-            cell = [r for r in rows if r["domain"] == domain and r["size"] == size]
-            baseline = np.array([r["returns"]["baseline"] for r in cell])
-            margin = margin_fraction * abs(float(baseline.mean()))
-            for method in [m for m in METHODS if all(m in r["returns"] for r in cell)]:
+            every_seed = [r for r in rows if r["domain"] == domain and r["size"] == size]
+            for method in [m for m in METHODS if any(m in r["returns"] for r in every_seed)]:
+                # a method run on only some of the cell's seeds is summarised over those seeds, against
+                # their baselines ("seeds" says how many)
+                cell = [r for r in every_seed if method in r["returns"]]
+                baseline = np.array([r["returns"]["baseline"] for r in cell])
+                margin = margin_fraction * abs(float(baseline.mean()))
                 returns = np.array([r["returns"][method] for r in cell])
                 switched = [r["switch_fraction"][method] for r in cell if r["switch_fraction"][method] is not None]
                 low, high = t_interval(returns)

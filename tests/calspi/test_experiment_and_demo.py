@@ -75,3 +75,26 @@ def test_smoke_paired_run_and_gap_diagnostics(tmp_path):
         for decision in d["decisions"]:
             assert not decision["switched_paired"] or decision["LB_paired"] > decision["UB_baseline"]
     assert json.loads((tmp_path / "diagnose" / "gap-diagnostics.json").read_text())[0]["delta_TD"] > 0
+
+
+def test_a_method_run_on_some_seeds_of_a_cell_is_summarised_over_those_seeds():
+    experiment = load_experiment("calspi")
+
+    def row(seed, baseline, no_gate=None):
+        returns = {"baseline": baseline, "calspi": baseline}
+        episodes = {"baseline": [baseline] * 3, "calspi": [baseline] * 3}
+        if no_gate is not None:
+            returns["no-gate"], episodes["no-gate"] = no_gate, [no_gate] * 3
+        switched = {method: (0.0 if method == "calspi" else None) for method in returns}
+        coverage = {"fraction_of_draws_covering_p": 1.0, "coverage_of_fitted_threshold": 0.95, "p": 0.9}
+        return {"domain": "HalfCheetah", "size": 200_000, "seed": seed, "returns": returns,
+                "episode_returns": episodes, "switch_fraction": switched, "coverage": coverage}
+
+    # seed 0 ran without the ungated search; seeds 1 and 2 ran it, one far below its own baseline
+    table = experiment.summarise([row(0, 2000.0), row(1, 2100.0, 1000.0), row(2, 1900.0, 2500.0)], 0.05)
+    by_method = {entry["method"]: entry for entry in table}
+    assert by_method["baseline"]["seeds"] == by_method["calspi"]["seeds"] == 3
+    ungated = by_method["no-gate"]
+    assert ungated["seeds"] == 2 and ungated["mean_return"] == pytest.approx(1750.0)
+    assert ungated["margin"] == pytest.approx(0.05 * 2000.0)  # the mean of seeds 1 and 2's baselines
+    assert ungated["p_worse_than_baseline"] == 0.5 and ungated["episodes_worse"] == [3, 6]
