@@ -496,10 +496,10 @@ POSE_FAMILIES = {"GlyphPose", "Toolbox"}
 POSE_YAW_BINS = 36  # pose models predict the yaw over 36 arcs of 10 degrees (docs/tactile.md, "Pose tasks")
 
 
-SYMMETRY_IOU = 0.9  # a glyph turned a quarter or half turn that overlaps itself this much looks the same
+SYMMETRY_IOU = 0.9  # an object turned a quarter or half turn that overlaps itself this much looks the same
 
 
-def glyph_symmetries(fields: np.ndarray, threshold: float = SYMMETRY_IOU) -> list[tuple[float, ...]]:
+def footprint_symmetries(fields: np.ndarray, threshold: float = SYMMETRY_IOU) -> list[tuple[float, ...]]:
     """Per object, the turns (rad, of a quarter, a half and three quarters) under which its footprint
     overlaps itself with an intersection over union of at least ``threshold``: a yaw off by one of them
     is a yaw the touches cannot tell apart. The footprint is the field above zero, turned about the
@@ -529,7 +529,7 @@ def episode_scores(family: str, predictions: np.ndarray, targets: np.ndarray,
 
     Pose tasks also get the yaw axis error: the heading's error with a half turn forgiven (0 to 90 degrees,
     45 for a uniform guess), which a model that finds the object's long axis but not its direction gets right.
-    ``symmetries`` (pose tasks: each episode's object's turns, ``glyph_symmetries``) adds the yaw error
+    ``symmetries`` (pose tasks: each episode's object's turns, ``footprint_symmetries``) adds the yaw error
     up to symmetry: the least error over the true yaw and the true yaw turned by each of them."""
     from gauntlet.envs.tactile.tasks import CELL_HALF_M
 
@@ -575,7 +575,9 @@ def check_scores(family: str, checkpoint: Path, episodes: int, out: Path) -> dic
     blind_predictions, blind_targets, _ = training.final_predictions(None, family, episodes=episodes, num_envs=num_envs)
     symmetries = None
     if family in POSE_FAMILIES:
-        object_turns = glyph_symmetries(training.make_vector_env(family, "train", 1, None).task.objects.fields)
+        from gauntlet.envs.tactile.tasks import make_task
+
+        object_turns = footprint_symmetries(make_task(family).objects.fields)
         symmetries = [object_turns[i] for i in objects]
     learned = episode_scores(family, learned_predictions, targets, symmetries)
     blind = episode_scores(family, blind_predictions, blind_targets, symmetries)

@@ -36,14 +36,14 @@ def test_glyph_scores_add_the_character_with_the_faces_probabilities_summed():
     np.testing.assert_array_equal(scores["character_accuracy"], [1.0, 1.0, 1.0])
 
 
-def test_glyph_symmetries_find_the_half_and_quarter_turns_a_footprint_survives():
+def test_footprint_symmetries_find_the_half_and_quarter_turns_a_footprint_survives():
     experiment = load_experiment("tactile")
     bar = np.zeros((16, 16), np.uint8)
     bar[6:10, 2:14] = 200  # a centred bar: the same after a half turn, not after a quarter
     cross = bar | bar.T  # a centred plus sign: the same after every quarter turn
     hook = bar.copy()
     hook[2:6, 2:6] = 200  # the bar with a block at one end: no turn maps it onto itself
-    turns = experiment.glyph_symmetries(np.stack([bar, cross, hook]))
+    turns = experiment.footprint_symmetries(np.stack([bar, cross, hook]))
     assert turns[0] == (np.pi,)
     assert turns[1] == (np.pi / 2, np.pi, 3 * np.pi / 2)
     assert turns[2] == ()
@@ -52,8 +52,11 @@ def test_glyph_symmetries_find_the_half_and_quarter_turns_a_footprint_survives()
 
     objects = glyphs.load()
     names = glyphs.class_names()
-    found = dict(zip([names[label] for label in objects.labels], experiment.glyph_symmetries(objects.fields)))
+    found = dict(zip([names[label] for label in objects.labels], experiment.footprint_symmetries(objects.fields)))
     assert np.pi in found["o (DejaVuSans)"] and found["L (DejaVuSans)"] == ()
+    from gauntlet.envs.tactile import wrench
+
+    assert experiment.footprint_symmetries(wrench.load().fields) == [()]  # its open jaw and ring end differ
 
 
 def test_the_yaw_error_up_to_symmetry_forgives_only_the_object_s_own_turns():
