@@ -282,7 +282,7 @@ def _chunks(indices: list[int], workers: int) -> list[list[int]]:
 # Libraries whose native thread pools do not survive fork: once the driver has used one (torch's
 # GNU OpenMP pool, say, when an agent is built to check its config), a forked worker waits forever
 # in the pool's barrier. NumPy's OpenBLAS pool re-initialises after fork and needs no such care.
-_FORK_UNSAFE_MODULES = ("torch", "tensorflow", "jax")
+_FORK_UNSAFE_MODULES = ("torch", "tensorflow", "jax", "llama_cpp")
 _THREAD_POOL_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 

@@ -198,7 +198,7 @@ def test_eval_with_repeats_prints_each_task_c_of_n_and_the_pass_k_table(toy_suit
 def test_an_llm_agent_eval_reports_the_tokens_its_model_calls_recorded(toy_suite, tmp_path):
     script = tmp_path / "script.json"  # reset the env, then answer the observation's size
     script.write_text(json.dumps([{"content": "", "tool_calls": [{"name": "reset", "args": {"seed": 0}}]},
-                                  {"content": "4"}]))
+                                  {"content": "", "tool_calls": [{"name": "submit_answer", "args": {"answer": 4}}]}]))
     evaluation = evaluate_suite("toy", "llm", tmp_path / "eval", agent_config={"model": f"scripted:{script}"},
                                 repeats=2, limit=2, workers=1)
     assert [(r.task_id, r.success, r.model_calls) for r in evaluation.results] == [

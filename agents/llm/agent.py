@@ -4,21 +4,38 @@ The runner owns the tool-call boundary. The agent's graph (``gauntlet.agents.llm
 before ``run_tools``; each well-formed call the model proposes becomes one step's action
 (``{"name", "arguments"}``), which controllers see and may replace or halt on; the env runs it; the
 next ``act`` writes the result (``info['tool_call']``, else ``observation['result']``) into the
-graph as ``run_tools``'s message and resumes the graph to the next call. Malformed calls are
-answered inside the graph and never become actions. A reply without a call ends the task with
-``{"answer": ...}`` (read by the mode's ``final_answer``). Each call is bounded by the env's
-``call_timeout_s``: a call that outlives it is a step with an error result, which the model sees.
+graph as ``run_tools``'s message and resumes the graph to the next call. Each call is bounded by
+the env's ``call_timeout_s``: a call that outlives it is a step with an error result, which the
+model sees.
+
+The harness, built so a small model can finish a task:
+
+* **The answer is a typed call.** The env's answer tool is shown with an ``answer`` argument typed
+  for the mode (``modes.answer_spec``: a number in ``chemcost``); calling it is the final action. A
+  reply that calls nothing is told, in one line, to call a tool or the answer tool (a ``note``
+  event ``{"no_call": true}``); no prose is ever read for an answer.
+* **One call per reply** unless ``parallel_calls``: later calls of a reply are refused unrun.
+* **Repeated calls** (same tool, same arguments as an earlier call) are answered with the earlier
+  result and a one-line nudge, without a step (a ``note`` event ``{"repeated_call": <tool>}``).
+* **Tool scope** (``tool_scope``): ``"all"``, a number k, or ``"auto"`` (every tool of a server with
+  at most 32, else the 8 nearest the task); a scoped agent also gets ``find_tools(query)``, which
+  the agent answers itself by adding the tools nearest the query (``gauntlet.agents.llm.tool_scope``).
+  Each offered set is a ``note`` event ``{"tools_offered": [...]}``.
+* **Demonstrations** (``demonstrations``): one worked trajectory of a training-split task of the same
+  suite and dimension before the task (``gauntlet.agents.llm.demonstrations``); never the task itself.
+
+Malformed calls are answered inside the graph and never become actions. A spent budget
+(``max_steps`` model calls, ``max_tokens``, ``wall_time_s`` since reset) ends the task with a stop
+action: the env truncates the episode, unanswered, and the step carries a ``note`` event
+``{"budget": <which>}``.
 
 A replaced call: the model's own call stays in the conversation, and its tool message says which
-call ran instead and what it gave. A spent budget (``max_steps`` model calls, ``max_tokens``,
-``wall_time_s`` since reset) ends the task with a stop action: the env truncates the episode,
-unanswered, and the step carries a ``note`` event ``{"budget": <which>}``; an answer too long
-for one action stops it the same way (``{"budget": "action_length"}``).
+call ran instead and what it gave.
 
 Recorded per step: ``messages`` (the turns since the step before, ``gauntlet.agents.llm.records``),
 a ``model_call`` event per model call, and a ``note`` event ``{"malformed_calls": [...]}`` for a
 reply with malformed calls. ``config()`` (the episode header's agent config) holds the model spec,
-mode, effective system prompt and budgets.
+mode, effective system prompt, budgets and harness options.
 
 Revising: a controller that judges the current reply (``reply()``, before any of its calls ran) can
 have it written again (``revise``): the reply leaves the conversation, the controller's notice joins
@@ -58,6 +75,7 @@ from gauntlet.agents.llm.calls import (
     ToolSpec,
     call_text,
     check_calls,
+    earlier_result,
     rejection,
     tool_message,
 )
@@ -72,13 +90,40 @@ from gauntlet.agents.llm.graph import (
     run_config,
     wants_tools,
 )
-from gauntlet.agents.llm.modes import final_answer, get_mode, user_prompt
+from gauntlet.agents.llm.demonstrations import demonstration_messages, demonstration_task
+from gauntlet.agents.llm.modes import answer_spec, get_mode, user_prompt
 from gauntlet.agents.llm.records import ModelCallRecorder, records
-from gauntlet.bridges.tool_task_env import stop_action
+from gauntlet.agents.llm.tool_scope import (
+    FIND_TOOLS,
+    FIND_TOOLS_DEFAULT_K,
+    ToolScope,
+    find_tools,
+    find_tools_spec,
+    parse_tool_scope,
+    scope_tools,
+)
+from gauntlet.bridges.tool_task_env import DEFAULT_ANSWER_TOOL, stop_action
 from gauntlet.episode import Event, ToolCall
 from gauntlet.errors import UserError
 from gauntlet.info_keys import TASK_ID, TOOL_CALL
 from gauntlet.tasks import ToolTask, load_suite
+
+
+# The default tool scope: every tool of a server that has few, the nearest AUTO_SCOPE_K of a larger one
+# (and find_tools for the rest). The disaster server's 132 schemas are ~28,500 prompt tokens; chem's 24
+# are ~2,900. The k was chosen by the ablation in docs/agents.md.
+AUTO_SCOPE = "auto"
+AUTO_SCOPE_MAX_TOOLS = 32
+AUTO_SCOPE_K = 8
+NO_CALL = ("Your reply called no tool. Reply with exactly one tool call: the next tool you need, or "
+           "{answer_tool} with your final answer to end the task.")
+REPEATED_CALL = ("You made this exact call before; it was not run again. Use its result, make a different call, "
+                 "or call {answer_tool} to finish. Its result was:")
+
+
+def auto_scope(tool_count: int) -> ToolScope:
+    """The scope ``tool_scope="auto"`` gives a server with ``tool_count`` tools."""
+    return ToolScope(None if tool_count <= AUTO_SCOPE_MAX_TOOLS else AUTO_SCOPE_K)
 
 
 @dataclass(frozen=True)
@@ -123,7 +168,8 @@ class LLMAgent(Agent):
                  mode: str = "autonomous", system_prompt: str | None = None, max_steps: int = 30,
                  max_tokens: int | None = None, wall_time_s: float | None = None, model_retries: int = 2,
                  retry_backoff_s: float = 1.0, price_usd_per_mtok: Sequence[float] | None = None,
-                 checkpointer: str = "memory", suite: str | None = None, tools: Sequence[str] | None = None):
+                 checkpointer: str = "memory", suite: str | None = None, tools: Sequence[str] | None = None,
+                 tool_scope: Any = AUTO_SCOPE, demonstrations: bool = False, parallel_calls: bool = False):
         if tools is not None and (isinstance(tools, str) or not all(isinstance(name, str) for name in tools)
                                   or not tools):
             raise UserError("agent llm: tools is a non-empty list of tool names; fix the agent config")
@@ -135,6 +181,7 @@ class LLMAgent(Agent):
             self._mode = get_mode(mode)
             self._budget = Budget(max_steps=max_steps, max_tokens=max_tokens, wall_time_s=wall_time_s)
             self._saver = make_checkpointer(checkpointer)
+            self._scope = None if tool_scope == AUTO_SCOPE else parse_tool_scope(tool_scope)
         except ValueError as exc:
             raise UserError(f"agent llm: {exc}; fix the agent config") from None
         if price_usd_per_mtok is not None and len(price_usd_per_mtok) != 2:
@@ -144,13 +191,19 @@ class LLMAgent(Agent):
             model=model, model_options=model_options, mode=mode, system_prompt=system_prompt, max_steps=max_steps,
             max_tokens=max_tokens, wall_time_s=wall_time_s, model_retries=model_retries,
             retry_backoff_s=retry_backoff_s, price_usd_per_mtok=price_usd_per_mtok, checkpointer=checkpointer,
-            suite=suite, tools=list(tools) if tools is not None else None)
+            suite=suite, tools=list(tools) if tools is not None else None, tool_scope=tool_scope,
+            demonstrations=demonstrations, parallel_calls=parallel_calls)
+        if demonstrations and suite is None:
+            raise UserError("agent llm: demonstrations come from the training split of the task suite; "
+                            "give the suite too (\"suite\": \"chem\")")
+        self._demonstrations, self._parallel_calls = demonstrations, parallel_calls
         self._shown = tuple(tools) if tools is not None else None
         self._model: BaseChatModel | None = model if isinstance(model, BaseChatModel) else None
         self._lent: Any = None
         self._system_prompt = system_prompt if system_prompt is not None else self._mode.system_prompt
         self._model_retries, self._retry_backoff_s = model_retries, retry_backoff_s
-        self._tasks = {task.id: task for task in load_suite(suite)} if suite is not None else {}
+        self._suite = load_suite(suite) if suite is not None else []
+        self._tasks = {task.id: task for task in self._suite}
         self._recorder = ModelCallRecorder(self.name, price_usd_per_mtok)
         self._graphs: dict[str, CompiledStateGraph] = {}
         self._thread: str | None = None
@@ -184,6 +237,8 @@ class LLMAgent(Agent):
             self._saver.delete_thread(self._thread)
         self._thread = None
         self._tools: tuple[ToolSpec, ...] = ()
+        self._server_tools: tuple[dict[str, Any], ...] = ()
+        self._answer_tool = DEFAULT_ANSWER_TOOL
         self._reply_calls: list[CheckedCall] = []
         self._pending: list[CheckedCall] = []
         self._proposed: CheckedCall | None = None
@@ -201,7 +256,8 @@ class LLMAgent(Agent):
 
     def _settings(self) -> LoopSettings:
         return LoopSettings(budget=self._budget, model_retries=self._model_retries,
-                            retry_initial_s=self._retry_backoff_s, max_call_chars=self._max_call_chars)
+                            retry_initial_s=self._retry_backoff_s, max_call_chars=self._max_call_chars,
+                            parallel_calls=self._parallel_calls)
 
     def _graph(self) -> CompiledStateGraph:
         key = json.dumps([[spec.name, spec.description, spec.input_schema] for spec in self._tools]) + \
@@ -237,21 +293,70 @@ class LLMAgent(Agent):
         return self._output
 
     def _begin(self, observation: Any, info: dict[str, Any]) -> str:
-        offered = [tool for tool in info.get("tools", []) if tool["name"] != info.get("answer_tool")]
+        self._answer_tool = str(info.get("answer_tool") or DEFAULT_ANSWER_TOOL)
+        offered = [tool for tool in info.get("tools", []) if tool["name"] != self._answer_tool]
         if self._shown is not None:
             missing = sorted(set(self._shown) - {tool["name"] for tool in offered})
             if missing:
                 raise UserError(f"agent llm: tools names {', '.join(missing)}, which the server does not have; "
                                 f"its tools are {', '.join(tool['name'] for tool in offered)}")
             offered = [tool for tool in offered if tool["name"] in self._shown]
-        self._tools = tuple(ToolSpec.of(tool) for tool in offered)
         task = self._tasks.get(str(info.get(TASK_ID)))
         text = observation["task"] if isinstance(observation, dict) else str(observation)
-        messages: list[AnyMessage] = [SystemMessage(self._system_prompt),
-                                      HumanMessage(user_prompt(self._mode, text, _metadata(task)))]
+        self._server_tools = tuple(offered)
+        messages: list[Any] = [SystemMessage(self._system_prompt)]
+        # Tools the prompt itself names (the plan shown in instruction mode, the demonstration's calls)
+        # are offered whatever the scope: a model told to call a tool must be able to.
+        named = [str(step["call"]) for step in _metadata(task).get("tool_plan", [])] if self._mode.shows_plan else []
+        if self._demonstrations:
+            if task is None:
+                raise UserError(f"agent llm: task {info.get(TASK_ID)!r} is not in the suite the agent was given, so "
+                                "it has no demonstration; give the agent the suite the env runs")
+            try:
+                shown = demonstration_task(task, self._suite, self._answer_tool, mode=self._mode)
+            except ValueError:  # no training task of its kind fits a demonstration (DORA's long T5 reports)
+                self._events.append(Event(source=self.name, kind="note", data={"demonstration": None}))
+            else:
+                messages += demonstration_messages(shown, self._answer_tool, mode=self._mode)
+                named += [call.call for call in shown.gold_trajectory]
+                self._events.append(Event(source=self.name, kind="note", data={"demonstration": shown.id}))
+        scope = self._scope if self._scope is not None else auto_scope(len(offered))
+        names = scope_tools(text, offered, scope)
+        names += [name for name in dict.fromkeys(named) if name not in names and name != self._answer_tool]
+        self._offer(names, search=len(names) < len(offered))
+        messages.append(HumanMessage(user_prompt(self._mode, text, _metadata(task))))
         self._thread = uuid.uuid4().hex
         self._load_weights()
         return self._advance(initial_state(messages))
+
+    def _offer(self, names: Sequence[str], *, search: bool) -> None:
+        """Show the model the server tools ``names`` (in that order), the answer tool typed for the mode,
+        and ``find_tools`` when ``search`` (some tools are left out); record what is offered."""
+        by_name = {tool["name"]: tool for tool in self._server_tools}
+        specs = [ToolSpec.of(by_name[name]) for name in names if name in by_name]
+        if search:
+            specs.append(ToolSpec.of(find_tools_spec()))
+        specs.append(answer_spec(self._mode, self._answer_tool))
+        self._tools = tuple(specs)
+        self._events.append(Event(source=self.name, kind="note",
+                                  data={"tools_offered": [spec.name for spec in specs]}))
+
+    def _internal_answer(self, call: CheckedCall, conversation: Sequence[AnyMessage]) -> ToolMessage | None:
+        """The agent's own answer to ``call``, when it is not one for the env: ``find_tools`` (the tools
+        found join the offered set), or a call identical to an earlier one (its earlier result again,
+        with a nudge); None for a call the env runs."""
+        if call.name == FIND_TOOLS:
+            offered = [spec.name for spec in self._tools if spec.name not in (FIND_TOOLS, self._answer_tool)]
+            found = find_tools(str(call.arguments["query"]), self._server_tools, offered,
+                               int(call.arguments.get("k", FIND_TOOLS_DEFAULT_K)))
+            self._offer(found.offered, search=len(found.offered) < len(self._server_tools))
+            return tool_message(call, ToolResult(found.result))
+        earlier = earlier_result(conversation, call, self._spec_map())
+        if earlier is None:
+            return None
+        self._events.append(Event(source=self.name, kind="note", data={"repeated_call": call.name}))
+        return ToolMessage(content=f"{REPEATED_CALL.format(answer_tool=self._answer_tool)} {earlier.text}",
+                           tool_call_id=call.id, name=call.name, status=earlier.status)
 
     def _load_weights(self) -> None:
         """Load a local model's weights before its first call, so that call's latency is the call's: the
@@ -273,25 +378,37 @@ class LLMAgent(Agent):
             return self._propose(self._pending.pop(0))
         return self._advance(None, run_tools=[cast(ToolMessage, self._answer(call)) for call in self._reply_calls])
 
-    def _advance(self, start: AgentState | None, run_tools: list[ToolMessage] | None = None) -> str:
+    def _advance(self, start: AgentState | None, run_tools: Sequence[AnyMessage] | None = None) -> str:
         """Run the graph to its next pause (a reply with calls) or its end; the action that follows."""
         graph, config = self._graph(), self._config()
         while True:
             if run_tools is not None:
-                graph.update_state(config, {"messages": run_tools}, as_node="run_tools")
+                graph.update_state(config, {"messages": list(run_tools)}, as_node="run_tools")
                 self._reply_calls, self._pending, self._results, self._proposed = [], [], {}, None
             state = self._values = cast(AgentState, graph.invoke(start, config))
             start = None
+            if state["stop_reason"] is not None:
+                return self._stop_action(state["stop_reason"])
             if not wants_tools(state):
-                return self._final_action(state)
-            self._reply_calls = check_calls(last_reply(state), self._spec_map(), max_call_chars=self._max_call_chars)
+                # The answer is a typed call of the answer tool, never prose read for one.
+                self._events.append(Event(source=self.name, kind="note", data={"no_call": True}))
+                run_tools = [HumanMessage(NO_CALL.format(answer_tool=self._answer_tool))]
+                continue
+            self._reply_calls = check_calls(last_reply(state), self._spec_map(), max_call_chars=self._max_call_chars,
+                                            parallel_calls=self._parallel_calls)
             malformed = [{"name": call.name, "problem": call.problem} for call in self._reply_calls if call.problem]
             if malformed:
                 self._events.append(Event(source=self.name, kind="note", data={"malformed_calls": malformed}))
-            self._pending = [call for call in self._reply_calls if call.problem is None]
+            conversation = state["messages"][:-1]
+            for call in self._reply_calls:
+                answer = self._internal_answer(call, conversation) if call.problem is None else None
+                if answer is not None:
+                    self._results[call.id] = answer
+            self._pending = [call for call in self._reply_calls
+                             if call.problem is None and call.id not in self._results]
             if self._pending:
                 return self._propose(self._pending.pop(0))
-            run_tools = [rejection(call, self._spec_map()) for call in self._reply_calls]
+            run_tools = [cast(AnyMessage, self._answer(call)) for call in self._reply_calls]
 
     # Revising ------------------------------------------------------------------------------------
     def reply(self) -> tuple[list[AnyMessage], AIMessage] | None:
@@ -341,14 +458,8 @@ class LLMAgent(Agent):
         self._proposed = call
         return call_text(call.name, call.arguments)
 
-    def _final_action(self, state: AgentState) -> str:
+    def _stop_action(self, reason: str) -> str:
         self._proposed = None
-        reason = state["stop_reason"]
-        if reason is None:
-            action = json.dumps({"answer": final_answer(self._mode, last_reply(state).text)}, ensure_ascii=True)
-            if self._max_call_chars is None or len(action) <= self._max_call_chars:
-                return action
-            reason = "action_length"
         self._events.append(Event(source=self.name, kind="note", data={"budget": reason}))
         return stop_action(reason)
 

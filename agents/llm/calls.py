@@ -18,7 +18,7 @@ from typing import Any
 
 from jsonschema import validators
 from jsonschema.exceptions import best_match
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
@@ -32,6 +32,7 @@ class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
+    idempotent: bool = False  # the server's idempotentHint: the same call again gives the same result
 
     @classmethod
     def of(cls, tool: BaseTool | ToolSpec | Mapping[str, Any]) -> ToolSpec:
@@ -43,7 +44,9 @@ class ToolSpec:
             schema = tool.args_schema if isinstance(tool.args_schema, dict) else \
                 convert_to_openai_tool(tool)["function"]["parameters"]
             return cls(tool.name, tool.description, dict(schema))
-        return cls(str(tool["name"]), str(tool.get("description") or ""), dict(tool["input_schema"]))
+        hints = tool.get("annotations") or {}
+        return cls(str(tool["name"]), str(tool.get("description") or ""), dict(tool["input_schema"]),
+                   idempotent=bool(hints.get("idempotentHint")))
 
     def as_openai(self) -> dict[str, Any]:
         """The OpenAI function format every LangChain chat model's ``bind_tools`` reads."""
@@ -77,15 +80,23 @@ class CheckedCall:
     problem: str | None = None
 
 
-def check_calls(reply: AIMessage, tools: Mapping[str, ToolSpec], *,
-                max_call_chars: int | None = None) -> list[CheckedCall]:
-    """Every call of ``reply``, structured calls first, then those the parser could not read."""
+ONE_CALL = ("one call per reply: only your first call runs; make this call again in a later reply if you "
+            "still need it")
+
+
+def check_calls(reply: AIMessage, tools: Mapping[str, ToolSpec], *, max_call_chars: int | None = None,
+                parallel_calls: bool = True) -> list[CheckedCall]:
+    """Every call of ``reply``, structured calls first, then those the parser could not read. Without
+    ``parallel_calls``, each call after the first is refused (``ONE_CALL``): a small model that writes
+    several calls at once writes the later ones before it has read what the first returns."""
     checked = []
     for index, call in enumerate(reply.tool_calls):
         call_id = call.get("id") or f"call_{index}"
         spec = tools.get(call["name"])
         problem = None
-        if spec is None:
+        if index > 0 and not parallel_calls:
+            problem = ONE_CALL
+        elif spec is None:
             problem = f"unknown tool {call['name']!r}; the tools are {', '.join(tools)}"
         else:
             problem = spec.argument_problem(call["args"])
@@ -97,6 +108,28 @@ def check_calls(reply: AIMessage, tools: Mapping[str, ToolSpec], *,
         checked.append(CheckedCall(invalid.get("id") or f"call_{index}", invalid.get("name") or "", {},
                                    invalid.get("error") or f"a tool call that is not {CALL_FORMAT}"))
     return checked
+
+
+def earlier_result(conversation: Sequence[BaseMessage], call: CheckedCall,
+                   tools: Mapping[str, ToolSpec]) -> ToolMessage | None:
+    """The tool message that answered an earlier call identical to ``call`` (same tool, same
+    arguments) in ``conversation``, when running it again could only give that result: the tool is
+    idempotent (its server's hint) and no call of a tool that is not came after it. None otherwise.
+    A small model that loops on one call gets the result it already has instead of another step."""
+    spec = tools.get(call.name)
+    if spec is None or not spec.idempotent:
+        return None
+    calls = {tool_call.get("id"): (tool_call["name"], tool_call["args"])
+             for message in conversation if isinstance(message, AIMessage) for tool_call in message.tool_calls}
+    for message in reversed(conversation):
+        if not isinstance(message, ToolMessage):
+            continue
+        name, arguments = calls.get(message.tool_call_id, (message.name, None))
+        if (name, arguments) == (call.name, call.arguments):
+            return message
+        if name is None or name not in tools or not tools[name].idempotent:
+            return None  # a call that may have changed what the repeat would return
+    return None
 
 
 def call_text(name: str, arguments: dict[str, Any]) -> str:

@@ -115,6 +115,7 @@ class LoopSettings:
     retry_initial_s: float = 1.0
     retry_max_s: float = 30.0
     max_call_chars: int | None = None
+    parallel_calls: bool = True
 
 
 def is_retryable(error: BaseException) -> bool:
@@ -178,7 +179,8 @@ def build_graph(model: BaseChatModel, tools: Sequence[BaseTool | ToolSpec], sett
     def counted(state: AgentState, reply: AIMessage) -> dict[str, Any]:
         usage = reply.usage_metadata or {"input_tokens": 0, "output_tokens": 0}
         malformed = sum(call.problem is not None
-                        for call in check_calls(reply, specs, max_call_chars=settings.max_call_chars))
+                        for call in check_calls(reply, specs, max_call_chars=settings.max_call_chars,
+                                               parallel_calls=settings.parallel_calls))
         return {"messages": [reply], "model_calls": state["model_calls"] + 1,
                 "malformed_calls": state["malformed_calls"] + malformed,
                 "input_tokens": state["input_tokens"] + usage["input_tokens"],
@@ -218,7 +220,8 @@ def build_graph(model: BaseChatModel, tools: Sequence[BaseTool | ToolSpec], sett
         return ToolResult.of_message(message)
 
     async def run_tools(state: AgentState) -> dict[str, Any]:
-        checked = check_calls(last_reply(state), specs, max_call_chars=settings.max_call_chars)
+        checked = check_calls(last_reply(state), specs, max_call_chars=settings.max_call_chars,
+                              parallel_calls=settings.parallel_calls)
         well_formed = [call for call in checked if call.problem is None]
         if settings.concurrent_tools:
             results = list(await asyncio.gather(*(run_one(call) for call in well_formed)))

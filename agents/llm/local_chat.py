@@ -41,30 +41,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, Field
 
+from gauntlet.agents.llm.chat_template import render_messages
+from gauntlet.agents.llm.kept_states import KeptStates, reply_key
 from gauntlet.agents.llm.text_calls import calls_so_far, message_from_text, openai_tool_schemas, tool_names
 
 if TYPE_CHECKING:
     import numpy as np
 
-_ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
-# For a chat template that cannot show tools (SmolLM2's): the words Qwen's template uses.
-_TOOLS_PROMPT = ("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-                 "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{schemas}\n"
-                 "</tools>\n\nFor each function call, return a json object with function name and arguments "
-                 "within <tool_call></tool_call> XML tags:\n<tool_call>\n"
-                 '{{"name": <function-name>, "arguments": <args-json-object>}}\n</tool_call>')
-
-
 # Key-value caches of recent sequences kept per loaded model, for as many conversations as share it.
 PREFIXES_KEPT = 4
-# Replies whose kept hidden states stay available to a monitor, per loaded model.
-KEPT_REPLIES = 32
 # A prompt is read this many tokens at a time: attention over a whole 19,000-token prompt (the disaster
 # server's tool schemas when it had 119 tools; it has 132 now) at once would hold 14 heads x 19,000^2
 # scores, ~20 GB in fp32.
@@ -72,7 +63,7 @@ PREFILL_CHUNK = 2048
 
 
 @dataclass
-class LoadedWeights:
+class LoadedWeights(KeptStates):
     """A tokenizer and causal LM loaded from one file or folder, the lock its callers take turns on, and
     the key-value caches of the last sequences it read (``(token ids, cache)``, most recent last)."""
 
@@ -108,35 +99,9 @@ class LoadedWeights:
         """Keep ``cache`` (of the first ``cache.get_seq_length()`` of ``token_ids``) for later prompts."""
         self.prefixes = [*self.prefixes, (token_ids[:cache.get_seq_length()], cache)][-PREFIXES_KEPT:]
 
-    def watch(self, layers: Sequence[int]) -> None:
-        """Keep, from now on, the states of ``layers`` of every reply decoded on these weights."""
-        self.watched |= {self.layer_number(layer) for layer in layers}
-
-    def layer_number(self, layer: int) -> int:
-        """``layer`` (negative: from the end) as a number in 0..L, transformers' hidden-state numbering."""
-        count = int(self.model.config.num_hidden_layers) + 1
-        if not -count <= layer < count:
-            raise ValueError(f"layer {layer} is not one of this model's hidden states "
-                             f"(0..{count - 1}, or -1..-{count})")
-        return layer % count
-
-    def file_states(self, key: str, states: dict[int, np.ndarray]) -> None:
-        self.kept = [*[(k, s) for k, s in self.kept if k != key], (key, states)][-KEPT_REPLIES:]
-
-    def kept_states(self, key: str, layer: int) -> np.ndarray | None:
-        """The states of ``layer`` (``(reply tokens, hidden)``) kept while the reply ``key`` (``reply_key``)
-        was decoded, the latest reply of that key; None when they were not kept."""
-        number = self.layer_number(layer)
-        for kept_key, states in reversed(self.kept):
-            if kept_key == key and number in states:
-                return states[number]
-        return None
-
-
-def reply_key(message: AIMessage) -> str:
-    """What files a reply's kept states: its text and calls, as an episode's records keep them."""
-    calls = [[call["name"], call["args"]] for call in message.tool_calls]
-    return hashlib.sha256(json.dumps([message.text, calls], sort_keys=True, default=str).encode()).hexdigest()
+    @property
+    def n_blocks(self) -> int:
+        return int(self.model.config.num_hidden_layers)
 
 
 def _layer_module(model: Any, number: int) -> Any:
@@ -296,33 +261,6 @@ def torch_threads(count: int) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
-
-
-def render_messages(messages: Sequence[BaseMessage], tools: Sequence[Mapping[str, Any]] | None,
-                    template: str) -> list[dict[str, Any]]:
-    """The conversation as chat-template dicts. A ``template`` that cannot show tools gets them in the
-    system message, and one that cannot show an assistant's calls gets them written as text, in the
-    tags Qwen's template uses, so every model is asked for and shown its calls the same way."""
-    rendered: list[dict[str, Any]] = []
-    for message in messages:
-        entry: dict[str, Any] = {"role": _ROLES.get(message.type, message.type), "content": message.text}
-        if isinstance(message, AIMessage) and message.tool_calls:
-            calls = [{"name": call["name"], "arguments": call["args"]} for call in message.tool_calls]
-            if "tool_calls" in template:
-                entry["tool_calls"] = [{"type": "function", "function": call} for call in calls]
-            else:
-                written = "\n".join(f"<tool_call>\n{json.dumps(call)}\n</tool_call>" for call in calls)
-                entry["content"] = f"{entry['content']}\n{written}".strip()
-        if isinstance(message, ToolMessage):
-            entry["tool_call_id"] = message.tool_call_id
-        rendered.append(entry)
-    if tools and "tools" not in template:
-        described = _TOOLS_PROMPT.format(schemas="\n".join(json.dumps(tool) for tool in tools))
-        if rendered and rendered[0]["role"] == "system":
-            rendered[0] = {**rendered[0], "content": f"{rendered[0]['content']}\n\n{described}"}
-        else:
-            rendered.insert(0, {"role": "system", "content": described})
-    return rendered
 
 
 def prefill(model: Any, prompt: Sequence[int], cache: Any, device: str) -> Any:

@@ -4,9 +4,12 @@
 ``openai:<model>[@<base_url>]``            any OpenAI-compatible server (hosted API, vLLM, llama.cpp, Ollama);
                                            key from ``OPENAI_API_KEY`` (optional with a ``base_url``)
 ``anthropic:<model>``                      Anthropic's API; key from ``ANTHROPIC_API_KEY``
-``hf:<folder | file.gguf | hub id>``       a local transformers model, in process (CPU, or ``device=``)
+``llama:<file.gguf>``                      a GGUF model on llama.cpp, in process, decoded as quantised
+``hf:<folder | file.gguf | hub id>``       a local transformers model, in process (CPU, or ``device=``);
+                                           a GGUF is dequantised to fp32 (the reference runtime)
 ``scripted:<file>``                        a script of replies played in order (tests, demos)
-``offline[:<pinned model>]`` (default)     the pinned model shipped in wheels (``data/llm/models.json``)
+``offline[:<pinned model>]`` (default)     the pinned model shipped in wheels (``data/llm/models.json``),
+                                           on llama.cpp
 =========================================  ===================================================================
 
 Keys are read from the environment and refused as options: the agent records the spec and the
@@ -15,8 +18,8 @@ endpoint is not probed until the first call: a server that is down then fails th
 ``UserError`` naming the URL.
 
 The API backends' classes live in ``api_chat`` (errors explained, calls written as text read), the
-local one in ``local_chat``, the pinned offline files in ``offline_model``; each is imported only when
-its backend is asked for.
+llama.cpp one in ``llama_chat``, the transformers one in ``local_chat``, the pinned offline files in
+``offline_model``; each is imported only when its backend is asked for.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from gauntlet.errors import UserError
 BACKENDS = {
     "openai": "openai:<model>[@<base_url>]",
     "anthropic": "anthropic:<model>",
+    "llama": "llama:<.gguf file>",
     "hf": "hf:<model folder, .gguf file or cached hub id>",
     "scripted": "scripted:<script file>",
     "offline": "offline[:<pinned model>]",
@@ -153,11 +157,43 @@ def _scripted(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
         raise UserError(str(exc)) from None
 
 
+def _llama(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
+    path = Path(spec.model).expanduser()
+    if not path.is_file() or path.suffix != ".gguf":
+        raise UserError(f"llama:{spec.model} is not a .gguf file on this machine; give the path of a GGUF model")
+    return llama_model(path, options)
+
+
 def _offline(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
-    from gauntlet.agents.llm.local_chat import LocalChatModel
     from gauntlet.agents.llm.offline_model import model_path
 
-    return LocalChatModel(model_path=str(model_path(spec.model or None)), **options)
+    return llama_model(model_path(spec.model or None), options)
 
 
-_BUILDERS = {"openai": _openai, "anthropic": _anthropic, "hf": _hf, "scripted": _scripted, "offline": _offline}
+LLAMA_MISSING = ("the llama.cpp runtime (llama-cpp-python) is not installed; run `make setup`, which builds it once "
+                 "for this CPU (about 13 minutes on 2 cores), or use --model hf:<file.gguf> (transformers, slower)")
+
+
+def llama_model(path: Path, options: dict[str, Any]) -> BaseChatModel:
+    """The GGUF model at ``path`` on llama.cpp (``UserError`` when the runtime is not installed)."""
+    try:
+        from gauntlet.agents.llm.llama_chat import LlamaChatModel
+    except ImportError:
+        raise UserError(LLAMA_MISSING) from None
+    return LlamaChatModel(model_path=str(path), **options)
+
+
+def local_model(path: str | Path, **options: Any) -> BaseChatModel:
+    """A local model for reading states (the latent monitor's reader): a ``.gguf`` file on llama.cpp,
+    the runtime the offline agent decodes on, so a monitor and the agent share one loaded model and
+    its kept states; a transformers model folder on transformers."""
+    path = Path(path)
+    if path.suffix == ".gguf":
+        return llama_model(path, options)
+    from gauntlet.agents.llm.local_chat import LocalChatModel
+
+    return LocalChatModel(model_path=str(path), **options)
+
+
+_BUILDERS = {"openai": _openai, "anthropic": _anthropic, "llama": _llama, "hf": _hf, "scripted": _scripted,
+             "offline": _offline}

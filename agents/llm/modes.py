@@ -1,4 +1,4 @@
-"""Modes: how a task is put to the model and how its final reply is read as an answer.
+"""Modes: how a task is put to the model and what type its answer has.
 
 A mode is data: a system prompt, whether the task's gold tool plan is shown, and the form of the
 answer. The modes come from the benchmarks our servers re-implement:
@@ -14,26 +14,22 @@ answer. The modes come from the benchmarks our servers re-implement:
     ChemCost: the reaction to price (the chem task's question and inputs), the tools, and one
     number as the answer, US dollars per gram of product.
 
-The model ends a task by replying without a tool call; ``final_answer`` reads that reply: JSON
-when it is JSON (whole, or in a fenced block, or after an ``Answer:`` label; an object whose one
-key is ``answer``, ``result`` or ``value`` stands for that value), else the text; a ``number``
-mode takes the last number in it (no number: no answer).
+The model ends a task with a typed call of the answer tool (``answer_spec``): an answer is never
+read out of prose.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-_FENCED = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL)
-_LABEL = re.compile(r"(?i)\banswer\s*[:=]\s*")
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?|-?\.\d+")
+from gauntlet.agents.llm.calls import ToolSpec
 
-_FINISH = ("When you have the answer, reply with the answer alone and no tool call; that reply ends the task. "
-           "Call one tool at a time unless the calls do not depend on each other.")
+
+_FINISH = ("Reply with exactly one tool call at a time and read its result before the next. When you have the "
+           "answer, call submit_answer with it; that call ends the task.")
 
 
 @dataclass(frozen=True)
@@ -74,6 +70,20 @@ CHEMCOST = Mode(
     answer="number")
 
 MODES: dict[str, Mode] = {mode.name: mode for mode in (AUTONOMOUS, INSTRUCTION, CHEMCOST)}
+
+
+def answer_spec(mode: Mode, answer_tool: str) -> ToolSpec:
+    """The answer tool as the model is shown it in ``mode``: one typed ``answer`` argument (a number,
+    US dollars per gram, in a number mode; any JSON value in the format the question asks for
+    otherwise). Calling it ends the task; its arguments are checked like any call's."""
+    if mode.answer == "number":
+        answer: dict[str, Any] = {"type": "number", "description": "the price in US dollars per gram of product"}
+        what = "Submit the final price; this ends the task."
+    else:
+        answer = {"description": "your final answer as JSON (a number, a string, a list or an object), in the "
+                                 "format the question asks for"}
+        what = "Submit your final answer; this ends the task."
+    return ToolSpec(answer_tool, what, {"type": "object", "properties": {"answer": answer}, "required": ["answer"]})
 
 
 def get_mode(name: str) -> Mode:
@@ -118,43 +128,3 @@ def _argument(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_argument(item) for item in value) + "]"
     return json.dumps(value)
-
-
-def final_answer(mode: Mode, text: str) -> Any:
-    """The answer a final reply gives (see the module docstring)."""
-    if mode.answer == "number":
-        value = _json(text.strip())
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return value
-        numbers = _NUMBER.findall(text)
-        return float(numbers[-1].replace(",", "")) if numbers else None
-    for candidate in (text.strip(), *reversed(_FENCED.findall(text)), *_after_label(text)):
-        value = _json(candidate.strip())
-        if value is not _NOT_JSON:
-            return _unwrapped(value)
-    labelled = _after_label(text)
-    return labelled[0].strip() if labelled else text.strip()
-
-
-_NOT_JSON = object()
-# Tool results of plain values come wrapped ({"result": 5.0}), and small models echo them as the answer.
-_WRAPPERS = ("answer", "result", "value")
-
-
-def _unwrapped(value: Any) -> Any:
-    while isinstance(value, dict) and len(value) == 1 and next(iter(value)) in _WRAPPERS:
-        value = next(iter(value.values()))
-    return value
-
-
-def _json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return _NOT_JSON
-
-
-def _after_label(text: str) -> list[str]:
-    """The text after the last ``Answer:`` label, if there is one."""
-    matches = list(_LABEL.finditer(text))
-    return [text[matches[-1].end():]] if matches else []

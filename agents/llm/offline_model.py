@@ -12,7 +12,6 @@ The pins are a curated input of the cache entry, so changing ``models.json`` ass
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import shutil
 from dataclasses import dataclass
@@ -20,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from gauntlet.curated import curated_path
-from gauntlet.datacache import MANIFEST, ensure_built, sha256_of
+from gauntlet.datacache import MANIFEST, ensure_built
 from gauntlet.errors import UserError
+from gauntlet.pinned_wheels import check_file, pinned_distribution
 
 PINS = "llm/models.json"
 DATA_NAME = "llm-offline-model"
@@ -82,29 +82,6 @@ def model_pin(name: str | None = None) -> ModelPin:
     entry = pins["models"][name]
     return ModelPin(name=name, upstream=entry["upstream"], licence=entry["licence"], file=entry["file"],
                     bytes=entry["bytes"], sha256=entry["sha256"], parts=tuple(Part(**part) for part in entry["parts"]))
-
-
-def check_file(path: Path, size: int, sha256: str, what: str, fix: str) -> None:
-    """Refuse ``path`` unless it has ``size`` bytes and this SHA-256."""
-    if not path.is_file():
-        raise UserError(f"{what} is missing ({path}); {fix}")
-    actual = path.stat().st_size
-    if actual != size:
-        raise UserError(f"{what} has {actual} bytes, the pin says {size} ({path}); {fix}")
-    digest = sha256_of(path)
-    if digest != sha256:
-        raise UserError(f"{what} has SHA-256 {digest}, the pin says {sha256} ({path}); {fix}")
-
-
-def pinned_distribution(package: str, version: str, fix: str) -> importlib.metadata.Distribution:
-    """The installed distribution ``package``, refused unless it is the pinned ``version``."""
-    try:
-        distribution = importlib.metadata.distribution(package)
-    except importlib.metadata.PackageNotFoundError:
-        raise UserError(f"{package} is not installed; {fix}") from None
-    if distribution.version != version:
-        raise UserError(f"{package} {distribution.version} is installed, the pin is {version}; {fix}")
-    return distribution
 
 
 def installed_part(part: Part, fix: str) -> Path:

@@ -58,10 +58,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gauntlet.agents.llm.offline_model import check_file, pinned_distribution
 from gauntlet.curated import curated_path
 from gauntlet.datacache import ensure_built
 from gauntlet.fileio import write_atomically
+from gauntlet.pinned_wheels import check_file, pinned_distribution
 
 PINS = "latent/corpora.json"
 DATA_NAME = "latent-injection-corpora"

@@ -8,10 +8,11 @@ divergence from the compliant manifold) and ``flagged`` (1 above the file's thre
 the conversation's turns but not the agent's tool schemas (episode records keep the tools' names,
 not their schemas), as the suite the score is fitted on has none.
 
-When the agent's model is the reader itself (the ``offline`` default, or ``hf:`` the same file, in
-the same process), the monitor does not read the reply again: it asks the loaded weights to keep the
-score's layer while they decode (``LoadedWeights.watch``) and takes the states the agent's own
-decoding wrote the reply from (``reused`` 1). Those states saw the agent's prompt as it was, tool
+The reader of a ``.gguf`` file runs on llama.cpp, as the offline agent does. When the agent's model
+is the reader itself (the ``offline`` default, or ``llama:`` the same file, in the same process:
+one loaded runtime per file), the monitor does not read the reply again: it asks the loaded model to
+keep the score's layer while it decodes (``watch``) and takes the states the agent's own decoding
+wrote the reply from (``reused`` 1). Those states saw the agent's prompt as it was, tool
 schemas included; a reply decoded elsewhere (another model, a replayed episode) is read by the
 reader as above (``reused`` 0). A reply with tool calls is read as the bare JSON the offline model
 writes them in (``{"name": ..., "arguments": ...}``, one per line), so its states are those of the call
@@ -87,7 +88,7 @@ class LatentMonitor:
     name = "latent"
 
     def __init__(self, model: str | None = None, reader: str | None = None, threads: int = 1):
-        from gauntlet.agents.llm.local_chat import LocalChatModel
+        from gauntlet.agents.llm.models import local_model
 
         self.score, self.threshold, fitted_on = load_chaos_score(model if model is not None else shipped_score())
         if reader is None:
@@ -97,8 +98,9 @@ class LatentMonitor:
         if Path(reader).name != fitted_on:
             raise UserError(f"monitor latent: {model} was fitted on {fitted_on}'s states, not {Path(reader).name}'s; "
                             "give the reader it was fitted on")
-        self.reader = LocalChatModel(model_path=reader, threads=threads, max_new_tokens=1)
-        self.reader.weights.watch((self.score.layer,))
+        reader_model: Any = local_model(reader, threads=threads, max_new_tokens=1)
+        reader_model.weights.watch((self.score.layer,))
+        self.reader = reader_model
         self._conversation: list[Any] = []
 
     def observe(self, step: Step) -> dict[str, float]:
@@ -118,7 +120,7 @@ class LatentMonitor:
 
     def reply_scores(self, conversation: list[Any], reply: Any) -> dict[str, float]:
         """``chaos``, ``flagged`` and ``reused`` of the model's ``reply`` to ``conversation``."""
-        from gauntlet.agents.llm.local_chat import reply_key
+        from gauntlet.agents.llm.kept_states import reply_key
 
         kept = self.reader.weights.kept_states(reply_key(reply), self.score.layer)
         if kept is not None and len(kept):

@@ -26,6 +26,8 @@ from gauntlet.tasks import NO_ANSWER, Scorer, ToolTask, load_suite
 CHARSET = "".join(chr(code) for code in range(32, 127)) + "\t\n\r"
 _CHARSET_SET = frozenset(CHARSET)
 ACTION_FORMAT = '{"name": "<tool>", "arguments": {...}} or {"answer": <final answer>}'
+# The tool that submits the final answer, unless a task env is given another name.
+DEFAULT_ANSWER_TOOL = "submit_answer"
 # The answer tool is handled by the env itself, never sent to the server; this is its ToolCall.server.
 ENV_SERVER = "gauntlet"
 # The ToolCall.name of a stop action; not a valid MCP tool name, so no server tool can take it.
@@ -65,6 +67,13 @@ def parse_action(action: str, answer_tool: str) -> tuple[str, dict[str, Any]]:
     if not isinstance(arguments, dict):
         raise ActionFormatError(f"'arguments' must be a JSON object; expected {ACTION_FORMAT}")
     return data["name"], arguments
+
+
+def task_text(task: ToolTask) -> str:
+    """The task as an agent reads it (before ``fit_text``): the question, then its inputs as JSON."""
+    if not task.inputs:
+        return task.question
+    return task.question + "\n\nInputs: " + json.dumps(task.inputs, ensure_ascii=True)
 
 
 def fit_text(text: str, max_length: int) -> str:
@@ -180,7 +189,7 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
     metadata = {"render_modes": []}
 
     def __init__(self, tasks: str | os.PathLike[str] | Sequence[ToolTask | dict[str, Any]] | ToolTask | None = None,
-                 server: ServerSpec | None = None, *, answer_tool: str = "submit_answer", max_steps: int = 32,
+                 server: ServerSpec | None = None, *, answer_tool: str = DEFAULT_ANSWER_TOOL, max_steps: int = 32,
                  max_text_length: int = 4096, invalid_action_penalty: float = 0.0, call_timeout_s: float = 60.0,
                  scorer: Scorer | str | None = None):
         self._init_kwargs: dict[str, Any] = dict(
@@ -253,18 +262,15 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
             self._client = BlockingMCPClient(target, timeout_s=self.call_timeout_s,
                                              sampling_callback=self._client_model)
         self._client.open()
-        self._tools = [{"name": tool.name, "description": tool.description or "", "input_schema": tool.inputSchema}
+        self._tools = [{"name": tool.name, "description": tool.description or "", "input_schema": tool.inputSchema,
+                        "annotations": tool.annotations.model_dump(exclude_none=True) if tool.annotations else {}}
                        for tool in self._client.list_tools() if tool.name != self.answer_tool]
         self.task, self._next_task = task, (index + 1) % len(self.tasks)
         self._clear_episode()
 
     def _observation(self) -> dict[str, str]:
-        task = self._current_task()
-        question = task.question
-        if task.inputs:
-            question += "\n\nInputs: " + json.dumps(task.inputs, ensure_ascii=True)
         last = self._results[-1] if self._results else ""
-        return {"task": fit_text(question, self.max_text_length), "result": last}
+        return {"task": fit_text(task_text(self._current_task()), self.max_text_length), "result": last}
 
     def _tool_list(self) -> list[dict[str, Any]]:
         answer = {"name": self.answer_tool, "description": "Submit your final answer; this ends the task.",

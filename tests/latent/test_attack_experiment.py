@@ -54,7 +54,7 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
                              threshold=-1e9, model=tiny_model_folder.name)  # every reply is flagged
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"text": 'I will reset. {"name": "reset", "arguments": {"seed": 0}}'},
-                                  {"text": "4"}]))
+                                  {"text": 'Done. {"name": "submit_answer", "arguments": {"answer": 4}}'}]))
     experiment = load_experiment("latent_attacks")
     results = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--score", str(score),
                                "--reader", str(tiny_model_folder), "--out", str(tmp_path / "out"),

@@ -50,7 +50,8 @@ class HeedsReminders(ScriptedChatModel):
     def _generate(self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
         reminded = isinstance(messages[-1], SystemMessage) and messages[-1].text.startswith("Reminder from the system")
         if reminded and any(isinstance(message, ToolMessage) for message in messages):
-            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="0.0"))])
+            answer = {"name": "submit_answer", "args": {"answer": 0.0}, "id": "call_answer"}
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="", tool_calls=[answer]))])
         return super()._generate(messages, stop, run_manager, **kwargs)
 
 
@@ -80,12 +81,14 @@ def test_a_flagged_reply_is_written_again_with_the_hierarchy_restated_and_the_re
         tmp_path, tiny_model_folder, write_script):
     episode, _ = run(tmp_path, tiny_model_folder, write_script, threshold=-1e9)  # every reply flagged
     actions = [json.loads(step.action) for step in episode.steps]
-    assert actions == [{"name": "reset", "arguments": {"seed": 0}}, {"answer": 0.0}]
+    assert actions == [{"name": "reset", "arguments": {"seed": 0}},
+                       {"name": "submit_answer", "arguments": {"answer": 0.0}}]
     second = episode.steps[1]
     [intervention] = [event.data for event in second.events if event.kind == "intervention"]
     assert json.loads(intervention["original_action"]) == {"name": "step", "arguments": {"action": 1}}
     assert [record.role for record in second.messages] == ["tool", "assistant", "system", "assistant"]
-    assert second.messages[2].content.startswith("Reminder from the system") and second.messages[3].content == "0.0"
+    assert second.messages[2].content.startswith("Reminder from the system")
+    assert second.messages[3].tool_calls[0]["arguments"] == {"answer": 0.0}
     assert all(data["scores"]["corrected"] == 1.0 and "chaos_after" in data["scores"] for data in decisions(episode))
     # Both model calls of the corrected step are on record; the whole conversation rebuilds in order.
     assert sum(event.kind == "model_call" for event in second.events) == 2
@@ -97,7 +100,7 @@ def test_a_flagged_reply_is_written_again_with_the_hierarchy_restated_and_the_re
 
 def test_below_the_threshold_the_episode_is_the_agents_own(tmp_path, tiny_model_folder, write_script):
     episode, _ = run(tmp_path, tiny_model_folder, write_script, threshold=1e9)
-    assert [json.loads(step.action).get("name", "answer") for step in episode.steps] == ["reset", "step", "answer"]
+    assert [json.loads(step.action)["name"] for step in episode.steps] == ["reset", "step", "submit_answer"]
     assert not any(event.kind == "intervention" for step in episode.steps for event in step.events)
     assert all(data["kind"] == "continue" and data["scores"]["flagged"] == 0.0 and data["scores"]["reused"] == 0.0
                for data in decisions(episode))

@@ -35,6 +35,29 @@ def offline_home(shared_data_home) -> Path:
     return home
 
 
+@pytest.fixture(scope="session")
+def offline_gguf(offline_home) -> Path:
+    from gauntlet.agents.llm.offline_model import model_path
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GAUNTLET_HOME", str(offline_home))
+        return model_path()
+
+
+@pytest.fixture(scope="session")
+def local_model(offline_gguf, offline_home) -> Any:
+    """The offline default on transformers (the reference runtime), its GGUF dequantised once per run."""
+    from gauntlet.agents.llm.local_chat import LocalChatModel
+
+    model = LocalChatModel(model_path=str(offline_gguf), max_new_tokens=64)
+    with pytest.MonkeyPatch.context() as patch:
+        # Loading converts the GGUF into the data cache once: into the run's shared cache, where the demo
+        # and conversion tests find it, not into the user's (a second two-minute conversion in CI).
+        patch.setenv("GAUNTLET_HOME", str(offline_home))
+        model.weights  # noqa: B018 - load once here, so the tests time only themselves
+    return model
+
+
 @dataclass(frozen=True)
 class ChemData:
     database: Path

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from mcp.server.fastmcp import FastMCP
+from mcp.types import ToolAnnotations
 
 from gauntlet.hooks import Decision, Prefix
 from gauntlet.tasks import EvalSpec, ToolTask
@@ -23,7 +24,8 @@ def gold_turns(task: ToolTask) -> list[dict[str, Any]]:
 
 
 def answer_turn(answer: Any) -> dict[str, str]:
-    return {"text": json.dumps(answer)}
+    """A turn that ends the task: a call of the env's answer tool, as the agent's harness asks."""
+    return text_call("submit_answer", {"answer": answer})
 
 
 class ReplaceWhen:
@@ -63,7 +65,7 @@ def small_server() -> FastMCP:
     arrivals: list[str] = []
     together = asyncio.Event()
 
-    @server.tool()
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True))
     def add(a: float, b: float) -> float:
         """a + b."""
         return a + b

@@ -25,7 +25,7 @@ def test_the_agent_prices_a_reaction_through_an_openai_compatible_endpoint(chem_
     # Structured calls as a hosted API returns them, one written as text as llama.cpp does, then the answer.
     replies = [{"content": "", "tool_calls": [{"name": call.call, "arguments": call.args}]} for call in gold[:-1]]
     replies.append({"content": json.dumps({"name": gold[-1].call, "arguments": gold[-1].args})})
-    replies.append({"content": f"The reaction costs {task.answer} US dollars per gram."})
+    replies.append({"content": "", "tool_calls": [{"name": "submit_answer", "arguments": {"answer": task.answer}}]})
     env = ToolTaskEnv(chem_data.suite, server=serve_command("chem", "--server-kwargs", chem_data.server_kwargs()))
     path = tmp_path / "episode.jsonl"
     with running_server(replies, tmp_path) as server:
@@ -41,11 +41,13 @@ def test_the_agent_prices_a_reaction_through_an_openai_compatible_endpoint(chem_
     assert episode.steps[-1].terminated and episode.steps[-1].info["score"] == pytest.approx(1.0)
     assert [step.tool_call.name for step in episode.steps[:-1]] == [call.call for call in gold]
     assert episode.agent.config["model"] == spec and SECRET not in path.read_text()
-    # The endpoint saw every server tool (the answer tool is the env's, not the model's) and the
+    # The endpoint saw every server tool and the answer tool, typed for the mode, and the
     # conversation the episode records, turn for turn.
     assert len(requests) == len(replies)
     assert {tool["function"]["name"] for tool in requests[0]["tools"]} == {tool["name"] for tool in
-                                                                          episode.reset_info["tools"][:-1]}
+                                                                          episode.reset_info["tools"]}
+    answer_tool = next(tool for tool in requests[0]["tools"] if tool["function"]["name"] == "submit_answer")
+    assert answer_tool["function"]["parameters"]["properties"]["answer"]["type"] == "number"
     last = requests[-1]["messages"]
     recorded = conversation(episode)[:-1]
     assert [m["role"] for m in last] == [{"human": "user", "ai": "assistant"}.get(m.type, m.type) for m in recorded]

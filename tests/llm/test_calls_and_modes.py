@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import gauntlet
 from gauntlet.agents.llm.agent import LLMAgent
-from gauntlet.agents.llm.calls import ToolResult, ToolSpec, check_calls, rejection
-from gauntlet.agents.llm.modes import AUTONOMOUS, CHEMCOST, INSTRUCTION, final_answer, plan_steps, user_prompt
+from gauntlet.agents.llm.calls import (
+    ONE_CALL,
+    CheckedCall,
+    ToolResult,
+    ToolSpec,
+    check_calls,
+    earlier_result,
+    rejection,
+)
+from gauntlet.agents.llm.modes import AUTONOMOUS, CHEMCOST, INSTRUCTION, answer_spec, plan_steps, user_prompt
 from gauntlet.agents.llm.records import message_of, message_record
 from gauntlet.errors import UserError
 
@@ -83,19 +93,36 @@ def test_the_instruction_mode_shows_the_plan_as_numbered_steps_with_earlier_resu
         user_prompt(INSTRUCTION, "How wet?", {})
 
 
-@pytest.mark.parametrize(("mode", "text", "answer"), [
-    (AUTONOMOUS, "143400.0", 143400.0),
-    (AUTONOMOUS, 'The schools are:\n```json\n["A", "B"]\n```', ["A", "B"]),
-    (AUTONOMOUS, "Answer: 3", 3),
-    (AUTONOMOUS, '{"result": 5.0}', 5.0),
-    (AUTONOMOUS, '{"type": "Point", "coordinates": [1, 2]}', {"type": "Point", "coordinates": [1, 2]}),
-    (AUTONOMOUS, "Bad Neuenahr Shelter A", "Bad Neuenahr Shelter A"),
-    (CHEMCOST, "It costs $1,234.5 per gram.", 1234.5),
-    (CHEMCOST, "12.5", 12.5),
-    (CHEMCOST, "I cannot price it.", None),
+@pytest.mark.parametrize(("mode", "answer", "valid"), [
+    (CHEMCOST, 12.5, True), (CHEMCOST, "It costs $12.5 per gram.", False), (CHEMCOST, None, False),
+    (AUTONOMOUS, ["A", "B"], True), (AUTONOMOUS, "Bad Neuenahr Shelter A", True), (AUTONOMOUS, 3, True),
 ])
-def test_a_final_reply_is_read_as_the_modes_answer(mode, text, answer):
-    assert final_answer(mode, text) == answer
+def test_the_answer_tool_is_typed_by_the_mode(mode, answer, valid):
+    spec = answer_spec(mode, "submit_answer")
+    assert spec.name == "submit_answer"
+    assert (spec.argument_problem({"answer": answer}) is None) == valid
+    assert spec.argument_problem({}) is not None  # the answer is required
+
+
+def test_only_the_first_call_of_a_reply_runs_without_parallel_calls():
+    both = reply(("price", {"chemical_id": 4}), ("price", {"chemical_id": 5}))
+    first, second = check_calls(both, TOOLS, parallel_calls=False)
+    assert first.problem is None and second.problem == ONE_CALL
+    assert [call.problem for call in check_calls(both, TOOLS)] == [None, None]
+
+
+def test_an_identical_earlier_call_of_an_idempotent_tool_is_found_with_its_result():
+    tools = {"price": replace(PRICE, idempotent=True), "buy": ToolSpec("buy", "", {"type": "object"})}
+    conversation = [reply(("price", {"chemical_id": 4})),
+                    ToolMessage(content="12.0", tool_call_id="c0", name="price")]
+    same = CheckedCall("call_9", "price", {"chemical_id": 4})
+    found = earlier_result(conversation, same, tools)
+    assert found is not None and found.content == "12.0"
+    assert earlier_result(conversation, CheckedCall("call_9", "price", {"chemical_id": 5}), tools) is None
+    assert earlier_result(conversation, same, TOOLS) is None  # not idempotent: a repeat may differ
+    bought = [*conversation, AIMessage(content="", tool_calls=[{"name": "buy", "args": {}, "id": "c1"}]),
+              ToolMessage(content="ok", tool_call_id="c1", name="buy")]
+    assert earlier_result(bought, same, tools) is None  # a call that may change the price came between
 
 
 def test_the_agent_config_records_model_mode_prompt_and_budgets_and_rebuilds_the_agent():
@@ -122,17 +149,19 @@ def test_a_bad_agent_config_is_the_users_error(config, problem):
 def test_a_tool_list_shows_the_model_only_those_tools_and_a_name_the_server_lacks_is_one_line():
     from gauntlet.agents.llm.scripted import ScriptedChatModel
     from gauntlet.bridges.tool_task_env import ToolTaskEnv
-    from tests.llm.helpers import small_server, small_task, text_call
+    from tests.llm.helpers import answer_turn, small_server, small_task, text_call
 
-    turns = [text_call("wait", {"seconds": 0}), text_call("add", {"a": 2, "b": 3}), {"text": "5"}]
+    turns = [text_call("wait", {"seconds": 0}), text_call("add", {"a": 2, "b": 3}), answer_turn(5)]
     env = ToolTaskEnv([small_task()], small_server)
     try:
         agent = LLMAgent(model=ScriptedChatModel.model_validate({"turns": turns}), tools=["add"])
         episode = gauntlet.rollout(env, agent, seed=0)
         assert episode.agent.config["tools"] == ["add"]
-        notes = [e.data for s in episode.steps for e in s.events if e.kind == "note"]
+        notes = [e.data for s in episode.steps for e in s.events if e.kind == "note" and "malformed_calls" in e.data]
+        offered = [e.data for s in episode.steps for e in s.events if e.kind == "note" and "tools_offered" in e.data]
+        assert offered == [{"tools_offered": ["add", "submit_answer"]}]
         assert [[call["problem"] for call in note["malformed_calls"]] for note in notes] == [
-            ["unknown tool 'wait'; the tools are add"]]
+            ["unknown tool 'wait'; the tools are add, submit_answer"]]
         assert [s.action for s in episode.steps][0] == '{"name": "add", "arguments": {"a": 2, "b": 3}}'
         assert episode.outcome.score == 1.0
         with pytest.raises(UserError, match="tools names nope, which the server does not have; its tools are add"):
@@ -167,7 +196,8 @@ def test_every_model_call_of_an_episode_gets_the_episode_seed_and_a_fork_keeps_i
 
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):
             seen.append(run_manager.metadata.get("sampling_seed"))
-            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="5"))])
+            answer = {"name": "submit_answer", "args": {"answer": 5}, "id": "call_0"}
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="", tool_calls=[answer]))])
 
     env = ToolTaskEnv([small_task()], small_server)
     try:
@@ -208,7 +238,8 @@ def test_a_local_models_load_is_a_note_of_the_first_step_and_not_part_of_a_calls
 
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):
             loaded_when_called.append(self.loaded)
-            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="5"))])
+            answer = {"name": "submit_answer", "args": {"answer": 5}, "id": "call_0"}
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="", tool_calls=[answer]))])
 
     loaded_when_called = []
     env = ToolTaskEnv([small_task()], small_server)
@@ -217,7 +248,7 @@ def test_a_local_models_load_is_a_note_of_the_first_step_and_not_part_of_a_calls
         first, second = (gauntlet.rollout(env, agent, seed=seed) for seed in (0, 1))
     finally:
         env.close()
-    (load,) = [e.data for s in first.steps for e in s.events if e.kind == "note"]
+    (load,) = [e.data for s in first.steps for e in s.events if "model_load_s" in e.data]
     assert load["model_load_s"] >= 0.7
     assert loaded_when_called == [True, True]  # loaded before the first call, so not timed as part of it
-    assert not [e for s in second.steps for e in s.events if e.kind == "note"]  # loaded once
+    assert not [e for s in second.steps for e in s.events if "model_load_s" in e.data]  # loaded once

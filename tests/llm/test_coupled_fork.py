@@ -15,7 +15,7 @@ from gauntlet.agents.llm.scripted import ScriptedChatModel
 from gauntlet.bridges.tool_task_env import ToolTaskEnv, tool_call_action
 from gauntlet.hooks import Decision, Prefix
 from gauntlet.tasks import EvalSpec, ToolTask
-from tests.llm.helpers import text_call
+from tests.llm.helpers import answer_turn, text_call
 
 TASK = ToolTask(id="cartpole-push", server="env:CartPole-v1", answer=0.0, eval_spec=EvalSpec(kind="numeric", abs_tol=1),
                 question="Reset with seed 0, push the cart a few times, and report its position.")
@@ -25,11 +25,13 @@ SCRIPT = [text_call("reset", {"seed": 0}),
                                                     {"name": "step", "args": {"action": 0}}]},
           text_call("step", {"action": 1}),
           text_call("step", {"action": 1}),
-          {"text": "0.05"}]
+          answer_turn(0.05)]
 
 
 def new_episode(script_path) -> AgentEpisode:
-    episode = AgentEpisode(LLMAgent(model=ScriptedChatModel.from_file(script_path)), ToolTaskEnv([TASK]))
+    # parallel_calls: the script's third reply makes two calls, and a fork can stand between them.
+    episode = AgentEpisode(LLMAgent(model=ScriptedChatModel.from_file(script_path), parallel_calls=True),
+                           ToolTaskEnv([TASK]))
     episode.reset(seed=0)
     return episode
 
@@ -92,8 +94,8 @@ class LookAhead:
 def test_a_controller_can_play_a_fork_out_before_each_step_and_foresees_the_episode(write_script):
     look_ahead = LookAhead()
     env = ToolTaskEnv([TASK])
-    episode = gauntlet.rollout(env, LLMAgent(model=ScriptedChatModel.from_file(write_script(SCRIPT))), seed=0,
-                               hooks=[look_ahead])
+    episode = gauntlet.rollout(env, LLMAgent(model=ScriptedChatModel.from_file(write_script(SCRIPT)),
+                                             parallel_calls=True), seed=0, hooks=[look_ahead])
     env.close()
     actual = [(s.action, s.observation, s.reward, s.terminated, s.truncated) for s in episode.steps]
     assert len(look_ahead.futures) == len(actual) == 7
@@ -113,7 +115,7 @@ def test_a_restored_agent_replays_its_messages_from_the_snapshot_on(write_script
 
 def test_a_chem_agent_episode_honours_the_coupled_branching_contract(chem_data, write_script):
     from gauntlet.tasks import load_suite
-    from tests.llm.helpers import answer_turn, gold_turns
+    from tests.llm.helpers import gold_turns
 
     task = load_suite(chem_data.suite)[0]
     script = write_script([*gold_turns(task), answer_turn(task.answer)])

@@ -15,7 +15,6 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from gauntlet.agents.llm.local_chat import LocalChatModel, render_messages, torch_threads
-from gauntlet.agents.llm.offline_model import model_path
 from gauntlet.agents.llm.text_calls import openai_tool_schemas
 
 TOOLS = [
@@ -33,24 +32,6 @@ CONVERSATION = [SystemMessage("You price chemicals."), *QUESTION, earlier_call,
                 ToolMessage('[{"id": 42, "name": "HATU"}]', tool_call_id="call_0")]
 
 model_tests = pytest.mark.xdist_group("offline-model")  # one load, when the run groups tests
-
-
-@pytest.fixture(scope="session")
-def offline_gguf(offline_home):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GAUNTLET_HOME", str(offline_home))
-        return model_path()
-
-
-@pytest.fixture(scope="session")
-def local_model(offline_gguf, offline_home) -> LocalChatModel:
-    model = LocalChatModel(model_path=str(offline_gguf), max_new_tokens=64)
-    with pytest.MonkeyPatch.context() as patch:
-        # Loading converts the GGUF into the data cache once: into the run's shared cache, where the demo
-        # and conversion tests find it, not into the user's (a second two-minute conversion in CI).
-        patch.setenv("GAUNTLET_HOME", str(offline_home))
-        model.weights  # noqa: B018 - load once here, so the tests time only themselves
-    return model
 
 
 @pytest.fixture(scope="session")

@@ -38,7 +38,7 @@ def small_suites(tmp_path, monkeypatch):
 def test_the_smoke_size_scores_pass_k_dora_accuracy_and_malformed_calls(tmp_path, small_suites, capsys):
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"text": 'Let me check. {"name": "no_such_tool", "arguments": {}}'},
-                                  {"text": "4"}]))
+                                  {"text": 'Done. {"name": "submit_answer", "arguments": {"answer": 4}}'}]))
     experiment = load_experiment("llm_offline")
     results = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--out", str(tmp_path / "out"),
                                "--chem-suite", "small-chem", "--disaster-suite", "small-disaster"])

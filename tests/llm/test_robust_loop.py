@@ -23,7 +23,7 @@ from gauntlet.agents.llm.graph import Budget, LoopSettings, build_graph, initial
 from gauntlet.agents.llm.records import conversation
 from gauntlet.agents.llm.scripted import ScriptedChatModel
 from gauntlet.bridges.tool_task_env import ToolTaskEnv, stop_action
-from tests.llm.helpers import small_server, small_task, text_call
+from tests.llm.helpers import answer_turn, small_server, small_task, text_call
 
 FIRST = [SystemMessage("Use the tools."), HumanMessage("Add 2 and 3.")]
 ADD_FOREVER = [text_call("add", {"a": 2, "b": k}) for k in range(20)]
@@ -71,14 +71,44 @@ def test_the_plain_graph_stops_on_the_same_budget_and_names_it():
     assert [m.type for m in state["messages"]][-2:] == ["ai", "tool"]
 
 
-def test_an_answer_longer_than_one_action_stops_the_episode():
-    long_answer = {"text": json.dumps("x" * 200)}
-    episode = run(LLMAgent(model=scripted([long_answer])), max_text_length=128)
-    assert episode.steps[-1].action == stop_action("action_length") and episode.steps[-1].truncated
+def test_an_answer_longer_than_one_action_is_sent_back_and_a_short_one_ends_the_episode():
+    episode = run(LLMAgent(model=scripted([answer_turn("x" * 200), answer_turn("x")])), max_text_length=128)
+    (answered,) = episode.steps
+    assert answered.terminated and json.loads(answered.action)["arguments"] == {"answer": "x"}
+    notes = [event.data for event in answered.events if event.kind == "note" and "malformed_calls" in event.data]
+    assert notes[0]["malformed_calls"][0]["problem"] == "the call is longer than 128 characters; pass shorter arguments"
+
+
+def test_a_reply_without_a_call_is_told_to_call_a_tool_and_never_read_as_an_answer():
+    episode = run(LLMAgent(model=scripted([{"text": "5"}, answer_turn(5)])))
+    (answered,) = episode.steps
+    assert answered.terminated and answered.info["score"] == 1.0
+    assert [event.data for event in answered.events if event.data.get("no_call")] == [{"no_call": True}]
+    assert "Reply with exactly one tool call" in conversation(episode)[3].content
+
+
+def test_a_repeated_call_is_answered_with_its_earlier_result_and_not_run_again():
+    turns = [text_call("add", {"a": 2, "b": 3}), text_call("add", {"a": 2, "b": 3}), answer_turn(5)]
+    episode = run(LLMAgent(model=scripted(turns)))
+    added, answered = episode.steps  # the repeat ran no step
+    assert added.tool_call.result == {"result": 5.0} and answered.terminated
+    assert [event.data for event in answered.events if "repeated_call" in event.data] == [{"repeated_call": "add"}]
+    repeat = conversation(episode)[5]
+    assert repeat.type == "tool" and repeat.content.startswith("You made this exact call before") and \
+        repeat.content.endswith('{"result": 5.0}')
+
+
+def test_only_the_first_call_of_a_reply_runs_unless_parallel_calls_are_on():
+    both = {"text": json.dumps({"name": "add", "arguments": {"a": 2, "b": 3}}) + "\n" +
+            json.dumps({"name": "add", "arguments": {"a": 1, "b": 1}})}
+    one = run(LLMAgent(model=scripted([both, answer_turn(5)])))
+    assert [step.tool_call.arguments for step in one.steps[:-1]] == [{"a": 2, "b": 3}]
+    parallel = run(LLMAgent(model=scripted([both, answer_turn(5)]), parallel_calls=True))
+    assert [step.tool_call.arguments for step in parallel.steps[:-1]] == [{"a": 2, "b": 3}, {"a": 1, "b": 1}]
 
 
 def test_a_hung_tool_call_comes_back_to_the_model_as_a_tool_error_and_the_episode_goes_on():
-    turns = [text_call("wait", {"seconds": 600}), text_call("add", {"a": 2, "b": 3}), {"text": "5"}]
+    turns = [text_call("wait", {"seconds": 600}), text_call("add", {"a": 2, "b": 3}), answer_turn(5)]
     episode = run(LLMAgent(model=scripted(turns)), call_timeout_s=2)
     hung, added, answered = episode.steps
     assert hung.tool_call.is_error and hung.tool_call.result == {"error": "the call did not finish within 2 s"}
@@ -88,6 +118,7 @@ def test_a_hung_tool_call_comes_back_to_the_model_as_a_tool_error_and_the_episod
 
 
 def test_the_plain_graph_times_a_hung_call_out_the_same_way():
+    # The plain LangGraph loop has no answer tool: its last reply, without a call, is the answer.
     turns = [text_call("wait", {"seconds": 600}), text_call("add", {"a": 2, "b": 3}), {"text": "5"}]
     state = plain(scripted(turns), LoopSettings(tool_timeout_s=2))
     assert state["messages"][3].content == 'Error: {"error": "the call did not finish within 2 s"}'
@@ -117,7 +148,7 @@ class FlakyModel(BaseChatModel):
 
 
 def test_model_timeouts_are_retried_and_each_failed_call_is_recorded():
-    model = FlakyModel(inner=scripted([text_call("add", {"a": 2, "b": 3}), {"text": "5"}]), failures=2)
+    model = FlakyModel(inner=scripted([text_call("add", {"a": 2, "b": 3}), answer_turn(5)]), failures=2)
     episode = run(LLMAgent(model=model, model_retries=2, retry_backoff_s=0.0))
     calls = [e.data for e in episode.steps[0].events if e.kind == "model_call"]
     assert [call.get("error") for call in calls] == ["TimeoutError", "TimeoutError", None]
@@ -126,7 +157,7 @@ def test_model_timeouts_are_retried_and_each_failed_call_is_recorded():
 
 @pytest.mark.parametrize(("failures", "error"), [(3, TimeoutError), (1, ValueError)])
 def test_retries_are_bounded_and_only_for_transient_errors(failures, error):
-    model = FlakyModel(inner=scripted([{"text": "5"}]), failures=failures, error=error)
+    model = FlakyModel(inner=scripted([answer_turn(5)]), failures=failures, error=error)
     settings = LoopSettings(model_retries=2, retry_initial_s=0.0, retry_max_s=0.0)
     graph = build_graph(model, [ToolSpec("add", "a + b", {"type": "object"})], settings)
     with pytest.raises(error):

@@ -1,0 +1,108 @@
+"""The grammar of one tool call: a reply that can only be a well-formed call of a tool it was shown.
+
+A small model writes its calls as JSON text, and a call that does not parse, names no tool or breaks
+the tool's input schema costs a whole model call to be told so. Decoded under this grammar, a reply
+is exactly ``<tool_call>\\n{"name": "<tool>", "arguments": {...}}\\n</tool_call>`` (the form Qwen2.5's
+chat template shows earlier calls in, so the conversation reads back as it was written), with the
+arguments valid under that tool's JSON schema: malformed calls go to zero by construction.
+
+The schemas become GBNF through llama-cpp-python's JSON-schema converter (the port of llama.cpp's
+``json_schema_to_grammar``). Two things are decided here, not there:
+
+* every object that does not say otherwise gets ``additionalProperties: false``: the converter
+  would otherwise let a model add keys no tool reads, which is where small models wander;
+* each tool's ``$defs`` are renamed under the tool's name first, because the converter names a
+  rule after the last segment of its ``$ref`` and would give two tools' same-named models one rule.
+
+``grammar_problem`` tells which tool's schema the converter cannot read, for a one-line error.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gauntlet.agents.llm.calls import ToolSpec
+
+OPEN, CLOSE = "<tool_call>\n", "\n</tool_call>"
+_RULE_CHARS = re.compile(r"[^a-zA-Z0-9-]+")
+
+
+class CallGrammarError(ValueError):
+    """A tool's input schema cannot be turned into a grammar; the message names the tool."""
+
+
+def call_grammar(tools: Sequence[ToolSpec]) -> str:
+    """The GBNF grammar (start rule ``root``) of one call of one of ``tools``, in tags."""
+    return _grammar(json.dumps([[tool.name, tool.input_schema] for tool in tools], sort_keys=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _grammar(tools_json: str) -> str:
+    from llama_cpp.llama_grammar import SchemaConverter
+
+    converter = SchemaConverter(prop_order={"name": 0, "arguments": 1}, allow_fetch=False, dotall=False,
+                                raw_pattern=False)
+    alternatives = []
+    for name, schema in json.loads(tools_json):
+        prefix = _RULE_CHARS.sub("-", name)
+        try:
+            # A tool's refs point into its own schema: resolved against it, before it is wrapped in the call.
+            arguments = converter.resolve_refs(_closed(_prefixed_defs(schema, prefix)), f"tool-{prefix}")
+            call = {"type": "object", "required": ["name", "arguments"], "additionalProperties": False,
+                    "properties": {"name": {"const": name}, "arguments": arguments}}
+            alternatives.append(converter.visit(call, f"call-{prefix}"))
+        except (AssertionError, KeyError, ValueError, TypeError, RecursionError) as exc:
+            raise CallGrammarError(f"the input schema of tool {name!r} cannot be made into a call grammar ({exc})") \
+                from None
+    if not alternatives:
+        raise CallGrammarError("a call grammar needs at least one tool")
+    converter._add_rule("call", " | ".join(alternatives))
+    root = f"{converter._format_literal(OPEN)} call {converter._format_literal(CLOSE)}"
+    converter._add_rule("root", root)
+    return str(converter.format_grammar())
+
+
+def _prefixed_defs(schema: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """``schema`` with its ``$defs`` (and ``definitions``) renamed ``<prefix>-<name>``, refs too."""
+    renamed: dict[str, Any] = copy.deepcopy(dict(schema))
+    renames: dict[str, str] = {}
+    for key in ("$defs", "definitions"):
+        if isinstance(renamed.get(key), dict):
+            renamed[key] = {f"{prefix}-{name}": value for name, value in renamed[key].items()}
+            renames.update({f"#/{key}/{name[len(prefix) + 1:]}": f"#/{key}/{name}" for name in renamed[key]})
+
+    def visit(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {key: renames.get(value, value) if key == "$ref" and isinstance(value, str) else visit(value)
+                    for key, value in node.items()}
+        if isinstance(node, list):
+            return [visit(value) for value in node]
+        return node
+
+    return dict(visit(renamed))
+
+
+def _closed(schema: Any) -> Any:
+    """Every object schema with properties and no ``additionalProperties`` gets it set to false."""
+    if isinstance(schema, dict):
+        closed = {key: _closed(value) for key, value in schema.items()}
+        if "properties" in closed and "additionalProperties" not in closed:
+            closed["additionalProperties"] = False
+        return closed
+    if isinstance(schema, list):
+        return [_closed(value) for value in schema]
+    return schema
+
+
+def grammar_problem(tools: Sequence[ToolSpec]) -> str | None:
+    """Why ``tools`` have no call grammar (naming the tool), or None when they have one."""
+    try:
+        call_grammar(tools)
+    except CallGrammarError as exc:
+        return str(exc)
+    return None

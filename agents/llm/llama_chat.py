@@ -1,0 +1,160 @@
+"""A GGUF model decoded by llama.cpp as a LangChain chat model that calls tools: the offline default.
+
+``LlamaChatModel`` renders the conversation with the chat template inside the GGUF file
+(``gauntlet.agents.llm.chat_template``, as transformers renders it), decodes on
+``gauntlet.agents.llm.llama_runtime`` (the quantised weights as they are, both cores, the key-value
+cache of the longest prefix this prompt shares with a recent one, within and across episodes), and
+parses the reply with ``parse_tool_calls`` like the transformers backend (``hf:``), so the two are
+interchangeable and the transformers one stays the reference.
+
+With ``constrain_calls`` (the default) and tools bound, every token is sampled under the grammar of
+one call of one of the bound tools (``gauntlet.agents.llm.call_grammar``): the reply is a single
+well-formed call, never prose, never a malformed call. An agent that ends its task by calling an
+answer tool (the LLM agent does) loses nothing by it; a caller that wants free text binds no tools
+or sets ``constrain_calls=False``.
+
+States for the latent monitor: the runtime keeps the states of watched layers (``weights.watch``)
+and of ``keep_hidden_layers`` at the positions that wrote each reply token, filed under the reply's
+``reply_key`` (``gauntlet.agents.llm.kept_states``), read in the same decoding pass; and
+``hidden_states`` reads a prompt and a response afresh, as ``LocalChatModel.hidden_states`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from pydantic import ConfigDict, Field
+
+from gauntlet.agents.llm.calls import ToolSpec
+from gauntlet.agents.llm.chat_template import render_messages, render_prompt
+from gauntlet.agents.llm.kept_states import reply_key
+from gauntlet.agents.llm.llama_runtime import LlamaRuntime, RuntimeLoadError, Sampling, load_runtime
+from gauntlet.agents.llm.local_chat import HiddenStates, sampling_seed
+from gauntlet.errors import UserError
+from gauntlet.agents.llm.text_calls import calls_so_far, message_from_text, openai_tool_schemas, tool_names
+
+# A reply is one call: the longest call the chem and disaster tools take is well under this.
+DEFAULT_MAX_NEW_TOKENS = 256
+
+
+class LlamaChatModel(BaseChatModel):
+    """A GGUF model on llama.cpp that answers in text and calls tools (see the module docstring).
+
+    Args:
+        model_path: a ``.gguf`` file on this machine.
+        max_new_tokens: most tokens one reply may have (a reply cut there has finish_reason "length").
+        threads: CPU threads for decoding; default this worker's share of the CPUs (both cores of a
+            2-core machine when one episode runs at a time).
+        reuse_prefix: start from the cached prefix this prompt shares with a recent one (see
+            ``llama_runtime``); reused tokens are reported as ``input_token_details["cache_read"]``.
+        constrain_calls: decode under the grammar of one call of the bound tools.
+        keep_hidden_layers: layers whose states to keep while decoding each reply, beside any a
+            monitor asked the runtime to ``watch``.
+        temperature, top_p, top_k: 0 (the default) decodes greedily; above 0 samples with llama.cpp's
+            generator seeded from the call's ``sampling_seed`` (run metadata) and the prompt, so the
+            same episode seed and conversation give the same reply.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_path: str
+    max_new_tokens: int = Field(default=DEFAULT_MAX_NEW_TOKENS, ge=1)
+    threads: int | None = Field(default=None, ge=1)
+    reuse_prefix: bool = True
+    constrain_calls: bool = True
+    keep_hidden_layers: tuple[int, ...] = ()
+    temperature: float = Field(default=0.0, ge=0.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    top_k: int | None = Field(default=None, ge=1)
+
+    @property
+    def _llm_type(self) -> str:
+        return "gauntlet-llama"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_path": self.model_path, "max_new_tokens": self.max_new_tokens, "threads": self.threads,
+                "reuse_prefix": self.reuse_prefix, "constrain_calls": self.constrain_calls,
+                "keep_hidden_layers": self.keep_hidden_layers, "temperature": self.temperature,
+                "top_p": self.top_p, "top_k": self.top_k}
+
+    @property
+    def weights(self) -> LlamaRuntime:
+        """The loaded runtime (loaded on first use, once per process and file)."""
+        try:
+            return load_runtime(self.model_path, self.threads)
+        except RuntimeLoadError as exc:
+            raise UserError(f"{exc}; check the file (the offline models: gauntlet data build llm-offline-model "
+                            "--force)") from None
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: str | None = None,
+                   **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
+        """This model with ``tools`` shown to it on every call (LangChain tools, OpenAI function schemas
+        or MCP tools). Under ``constrain_calls`` every reply calls one of them; ``tool_choice`` may
+        only be None or "auto"."""
+        if tool_choice not in (None, "auto"):
+            raise ValueError(f"tool_choice={tool_choice!r} is not supported by the llama.cpp backend; leave it unset")
+        return self.bind(tools=openai_tool_schemas(tools), **kwargs)
+
+    def prompt_ids(self, messages: Sequence[BaseMessage],
+                   tools: Sequence[Mapping[str, Any]] | None = None) -> list[int]:
+        """The token ids the model reads before it replies (the assistant's turn opened)."""
+        runtime = self.weights
+        return runtime.tokenize(render_prompt(runtime.template, render_messages(messages, tools, runtime.template),
+                                              tools))
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None,
+                  tools: Sequence[Mapping[str, Any]] | None = None, **kwargs: Any) -> ChatResult:
+        from gauntlet.agents.llm.call_grammar import call_grammar
+
+        runtime = self.weights
+        prompt = self.prompt_ids(messages, tools)
+        grammar = None
+        if self.constrain_calls and tools:
+            grammar = call_grammar([ToolSpec(schema["function"]["name"], schema["function"].get("description", ""),
+                                             schema["function"].get("parameters") or {"type": "object"})
+                                    for schema in tools])
+        seed = (run_manager.metadata if run_manager else {}).get("sampling_seed", 0)
+        sampling = Sampling(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
+                            seed=sampling_seed(seed, prompt))
+        layers = sorted(runtime.watched | {runtime.layer_number(layer) for layer in self.keep_hidden_layers})
+        generation = runtime.generate(prompt, max_new_tokens=self.max_new_tokens, sampling=sampling, grammar=grammar,
+                                      layers=layers, reuse_prefix=self.reuse_prefix)
+        written = generation.tokens[:-1] if generation.finished else generation.tokens
+        text = runtime.detokenize(written)
+        for sequence in stop or ():
+            text = text.split(sequence)[0]
+        usage = UsageMetadata(input_tokens=len(prompt), output_tokens=len(generation.tokens),
+                              total_tokens=len(prompt) + len(generation.tokens),
+                              input_token_details={"cache_read": generation.reused})
+        metadata = {"model_name": Path(self.model_path).name,
+                    "latency_ms": round((generation.prompt_s + generation.decode_s) * 1000, 1),
+                    "prompt_ms": round(generation.prompt_s * 1000, 1),
+                    "finish_reason": "stop" if generation.finished else "length", "text": text,
+                    "constrained": grammar is not None}
+        message = message_from_text(text, tool_names(tools or []), calls_so_far(messages), usage_metadata=usage,
+                                    response_metadata=metadata)
+        if layers:
+            runtime.file_states(reply_key(message), generation.states)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def hidden_states(self, messages: Sequence[BaseMessage], response: str = "", *,
+                      tools: Sequence[Any] | None = None, layers: Sequence[int] = (-1,)) -> HiddenStates:
+        """The hidden states of ``layers`` over the prompt the model reads for ``messages`` (and
+        ``tools``) followed by the tokens of ``response``."""
+        runtime = self.weights
+        prompt = self.prompt_ids(messages, openai_tool_schemas(tools) if tools else None)
+        token_ids = prompt + runtime.tokenize(response)
+        states = runtime.hidden_states(token_ids, layers)
+        return HiddenStates(token_ids=token_ids, prompt_length=len(prompt),
+                            layers={layer: states[runtime.layer_number(layer)] for layer in layers})
+

@@ -1,0 +1,183 @@
+"""The llama.cpp backend: the prompt transformers renders, states that match a transformers forward,
+replies that are one valid call under the grammar, and a prefix cache that changes no reply.
+
+These run the offline default (Qwen2.5-Coder-0.5B-Instruct Q4_K_M) on llama.cpp, one load per test
+process; the transformers reference is the same file dequantised (the ``local_model`` fixture).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from gauntlet.agents.llm.call_grammar import CallGrammarError, call_grammar
+from gauntlet.agents.llm.calls import ToolSpec
+from gauntlet.agents.llm.chat_template import render_messages
+from gauntlet.agents.llm.kept_states import reply_key
+from gauntlet.agents.llm.llama_chat import LlamaChatModel
+from gauntlet.agents.llm.llama_runtime import ContextFullError, LlamaRuntime
+from gauntlet.agents.llm.models import make_chat_model
+from gauntlet.agents.llm.text_calls import openai_tool_schemas
+from gauntlet.errors import UserError
+
+pytestmark = pytest.mark.xdist_group("offline-model")
+
+TOOLS = [
+    {"name": "search_chemical", "description": "Find catalogue chemicals matching a name, abbreviation or CAS number.",
+     "inputSchema": {"type": "object", "required": ["query"],
+                     "properties": {"query": {"type": "string", "description": "a name or CAS"}}}},
+    {"name": "buy", "description": "The cost of buying an amount of a catalogue chemical.",
+     "inputSchema": {"type": "object", "required": ["chemical_id", "amount"],
+                     "properties": {"chemical_id": {"type": "integer"},
+                                    "amount": {"$ref": "#/$defs/Amount"}},
+                     "$defs": {"Amount": {"type": "object", "required": ["value", "unit"],
+                                          "properties": {"value": {"type": "number"},
+                                                         "unit": {"enum": ["g", "mg", "mmol"]}}}}}},
+    {"name": "calculate", "description": "Evaluate arithmetic exactly as written.",
+     "inputSchema": {"type": "object", "required": ["expression"],
+                     "properties": {"expression": {"type": "string", "description": "e.g. '(12.5 + 3.2) / 0.85'"}}}},
+]
+SPECS = {spec.name: spec for spec in (ToolSpec(t["name"], t["description"], t["inputSchema"]) for t in TOOLS)}
+CONVERSATION = [
+    SystemMessage("You price chemicals with the tools. Reply with exactly one tool call."),
+    HumanMessage("Find HATU, then buy 250 mg of it."),
+    AIMessage(content="", tool_calls=[{"name": "search_chemical", "args": {"query": "HATU"}, "id": "call_0"}]),
+    ToolMessage('[{"id": 42, "name": "HATU"}]', tool_call_id="call_0"),
+]
+LAYERS = (1, 12, -1)
+TOLERANCE_COSINE = 0.999
+
+
+@pytest.fixture(scope="session")
+def llama_model(offline_gguf) -> LlamaChatModel:
+    model = LlamaChatModel(model_path=str(offline_gguf), max_new_tokens=64)
+    model.weights  # noqa: B018 - load once here
+    return model
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.asarray((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1))
+
+
+def test_the_prompt_is_the_text_and_tokens_transformers_makes_of_the_conversation(llama_model, local_model):
+    schemas = openai_tool_schemas(TOOLS)
+    assert llama_model.prompt_ids(CONVERSATION, schemas) == local_model.prompt_ids(CONVERSATION, schemas)
+    assert render_messages(CONVERSATION, schemas, llama_model.weights.template)[2]["tool_calls"]
+
+
+def test_states_kept_while_decoding_and_read_afresh_match_a_transformers_forward(llama_model, local_model):
+    import torch
+
+    runtime = llama_model.weights
+    prompt = llama_model.prompt_ids(CONVERSATION, openai_tool_schemas(TOOLS))
+    generation = runtime.generate(prompt, max_new_tokens=24, layers=LAYERS)
+    sequence = prompt + generation.tokens
+    with torch.no_grad():
+        reference = local_model.weights.model(torch.tensor([sequence]), output_hidden_states=True).hidden_states
+    fresh = runtime.hidden_states(sequence, LAYERS)
+    for layer in LAYERS:
+        number = runtime.layer_number(layer)
+        expected = reference[layer][0].numpy()
+        kept = generation.states[number]
+        # The passes that wrote each token: the prompt's last position, then each token's but the end's.
+        assert len(kept) == len(generation.tokens) - int(generation.finished)
+        assert cosines(kept, expected[len(prompt) - 1:len(prompt) - 1 + len(kept)]).min() >= TOLERANCE_COSINE
+        assert cosines(fresh[number], expected).min() >= TOLERANCE_COSINE
+
+
+def test_the_monitor_gets_a_replys_states_from_its_own_decoding_pass(llama_model):
+    runtime = llama_model.weights
+    runtime.watch((12,))
+    reply = llama_model.bind_tools(TOOLS).invoke(CONVERSATION)
+    kept = runtime.kept_states(reply_key(reply), 12)
+    assert kept is not None and kept.shape == (reply.usage_metadata["output_tokens"] - 1, 896)
+    read = llama_model.hidden_states(CONVERSATION, reply.response_metadata["text"], tools=TOOLS, layers=(12,))
+    assert read.layers[12].shape[0] == len(read.token_ids)
+
+
+def test_a_constrained_reply_is_exactly_one_call_valid_under_its_tools_schema(llama_model):
+    bound = llama_model.bind_tools(TOOLS)
+    for question in ("Buy 250 mg of chemical 42.", "What is 12.5 times 3? Use the calculator.",
+                     "Say hello in prose, do not call any tool."):
+        reply = bound.invoke([SystemMessage("You use tools."), HumanMessage(question)])
+        assert reply.invalid_tool_calls == [] and len(reply.tool_calls) == 1, reply
+        call = reply.tool_calls[0]
+        assert SPECS[call["name"]].argument_problem(call["args"]) is None
+        assert reply.response_metadata["constrained"] is True
+
+
+def test_an_unconstrained_model_may_reply_in_prose(offline_gguf):
+    free = LlamaChatModel(model_path=str(offline_gguf), max_new_tokens=16, constrain_calls=False)
+    reply = free.invoke([HumanMessage("Say the word hello and nothing else.")])
+    assert reply.tool_calls == [] and "hello" in reply.text.lower()
+
+
+def test_a_prompt_that_extends_an_earlier_one_reads_only_what_is_new_and_gets_the_same_reply(offline_gguf,
+                                                                                              llama_model):
+    runtime = llama_model.weights
+    prompt = llama_model.prompt_ids(CONVERSATION, openai_tool_schemas(TOOLS))
+    fresh = runtime.generate(prompt, max_new_tokens=24, reuse_prefix=False)
+    first = runtime.generate(prompt[:-40], max_new_tokens=4)
+    extended = runtime.generate(prompt, max_new_tokens=24)
+    assert extended.reused >= len(prompt) - 40 - 1 and extended.tokens == fresh.tokens
+    assert first.tokens  # the shorter prompt was read and answered
+
+
+def test_a_kept_sequence_serves_a_prompt_after_another_one_came_between(llama_model):
+    runtime = llama_model.weights
+    a = llama_model.prompt_ids([HumanMessage("Name a colour.")])
+    b = llama_model.prompt_ids([SystemMessage("You count."), HumanMessage("Count to three.")])
+    runtime.generate(a, max_new_tokens=4)
+    runtime.generate(b, max_new_tokens=4)
+    again = runtime.generate(a, max_new_tokens=4)
+    assert again.reused == len(a) - 1
+
+
+def test_a_full_cache_drops_kept_sequences_and_changes_no_reply(offline_gguf):
+    small = LlamaRuntime(offline_gguf, context=768, threads=1, kept_prefixes=3)
+    prompts = [small.tokenize(f"<|im_start|>user\nStory {index}: " + "the cat sat on the mat. " * 30 +
+                              "<|im_end|>\n<|im_start|>assistant\n") for index in range(5)]
+    for prompt in prompts:
+        assert small.generate(prompt, max_new_tokens=8).tokens == \
+            small.generate(prompt, max_new_tokens=8, reuse_prefix=False).tokens
+    with pytest.raises(ContextFullError, match="do not fit"):
+        small.generate(prompts[0] * 4, max_new_tokens=8)
+
+
+def test_sampling_draws_from_the_episode_seed(offline_gguf):
+    # Without the prefix cache: a prompt read in one batch and one read a token at a time after a cached
+    # prefix give logits equal only up to float rounding, which a sample at temperature 1.2 can tell apart.
+    sampler = LlamaChatModel(model_path=str(offline_gguf), max_new_tokens=12, temperature=1.2, constrain_calls=False,
+                             reuse_prefix=False)
+    question = [HumanMessage("Write one word about the sea.")]
+
+    def reply(seed: int) -> str:
+        return sampler.invoke(question, config={"metadata": {"sampling_seed": seed}}).text
+
+    assert reply(1) == reply(1)
+    assert len({reply(seed) for seed in range(2, 7)}) > 1
+
+
+def test_two_tools_with_same_named_definitions_keep_their_own_rules():
+    other = ToolSpec("sell", "sell", {"type": "object", "required": ["amount"],
+                                      "properties": {"amount": {"$ref": "#/$defs/Amount"}},
+                                      "$defs": {"Amount": {"type": "string"}}})
+    rules = dict(line.split(" ::= ", 1) for line in call_grammar([SPECS["buy"], other]).splitlines())
+    assert rules["call-sell-arguments-amount"] == "string"  # sell's own Amount, not buy's object
+    assert rules[rules["call-buy-arguments-amount"]].startswith('"{"')
+
+
+def test_a_schema_that_has_no_grammar_names_its_tool():
+    remote = ToolSpec("fetch", "", {"type": "object", "properties": {"x": {"$ref": "https://example.org/s.json"}}})
+    with pytest.raises(CallGrammarError, match="'fetch'"):
+        call_grammar([remote])
+
+
+def test_a_file_llama_cpp_cannot_load_is_one_user_error(tmp_path):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)
+    with pytest.raises(UserError, match="could not load broken.gguf"):
+        make_chat_model(f"llama:{broken}").weights  # type: ignore[attr-defined]  # noqa: B018 - loads
+    with pytest.raises(UserError, match="is not a .gguf file"):
+        make_chat_model(f"llama:{tmp_path / 'missing.gguf'}")
