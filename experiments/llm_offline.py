@@ -1,28 +1,35 @@
-"""Task results of an LLM agent on the chem and disaster suites: by default the offline model.
+"""Task results of the offline LLM agent on the chem and disaster suites, and the harness's ablations.
 
-    python experiments/llm_offline.py [--size smoke|full] [--model SPEC] [--only chem|disaster]
-                                      [--out experiments/results/llm/offline]
+    python experiments/llm_offline.py [--size smoke|slice|full] [--model SPEC] [--only PART[,PART...]]
+                                      [--workers N] [--out experiments/results/llm/offline]
 
-What it runs (each part is a ``gauntlet eval`` run folder under ``--out``, so a rerun resumes it):
+Parts (each a ``gauntlet eval`` run folder under ``--out``, so a rerun resumes it where it stopped):
 
-* **chem**, ChemCost setting (``mode: chemcost``): the first ``tasks`` tasks of the clean view, each
-  attempted ``repeats`` times; success is CTA@25 (the $/g answer within 25 % of the truth); pass@k and
-  pass^k with bootstrap CIs over tasks (the tau-bench convention). The attempts of one task must be
-  able to differ, so a local model samples (temperature 0.7, top-p 0.8, top-k 20: Qwen2.5's own
-  generation settings), seeded by the attempt's recorded seed: a rerun gives the same replies.
-* **disaster**, DORA T1-T3, in both modes: autonomous planning (question and all 132 tools) and
-  instruction following (the same plus the gold tool plan as numbered steps); ``per_dimension`` tasks
-  of each dimension, drawn with a seeded shuffle; greedy decoding, one attempt. Reported as DORA
-  does: answer accuracy per dimension and their macro average (the DORA score), and the trajectory
-  metrics (tool in-order, tool exact match, parameter accuracy).
+* ``chem``: ChemCost setting (``mode: chemcost``), clean view: the first ``chem_tasks`` tasks of the
+  suite's *evaluation split* (``gauntlet.agents.llm.demonstrations``: demonstrations come from the
+  training split, never from a task evaluated here), each attempted ``repeats`` times; success is
+  CTA@25 (the $/g answer within 25 % of the truth); pass@k and pass^k with bootstrap CIs over tasks
+  (the tau-bench convention). Attempts of one task must be able to differ, so the local model samples
+  (temperature 0.7, top-p 0.8, top-k 20: Qwen2.5's own generation settings), seeded by the attempt's
+  recorded seed.
+* ``disaster``: DORA T1-T3 in both modes, autonomous planning and instruction following (the
+  question, the tools, and in instruction mode the gold tool plan); ``per_dimension`` tasks of each
+  dimension drawn with a seeded shuffle from the evaluation split; greedy, one attempt. Reported as
+  DORA does: answer accuracy per dimension and their macro average (the DORA score), and the
+  trajectory metrics.
+* ``ablations``: one setting changed at a time against the default harness, greedy, one attempt, on
+  a slice of ``slice`` tasks: on chem, constrained decoding off, demonstrations on, and the other
+  pinned model; on disaster (autonomous), the tool scope k = 8, 16, 32 and all 132 tools.
 
-For every part: the share of the model's calls that were malformed (unparseable, unknown tool,
-arguments that break the schema), model calls, tokens and seconds per episode. Budgets: chem 16
-model calls (its gold trajectories have 10-12 calls), disaster 10 (gold 2-5).
+For every run: malformed calls (unparseable, unknown tool, arguments that break the schema), repeated
+calls answered from memory, replies without a call, model calls, tokens, seconds per episode and per
+step, and the peak resident memory of the processes that ran it. Budgets: chem 25 model calls (its
+gold trajectories have 10-12 calls), disaster 12 (gold 2-5).
 
-``--model`` takes any agent model spec (``openai:<model>@<url>`` for an OpenAI-compatible endpoint,
-``hf:<path>`` with ``--device cuda:0`` for a GPU). The smoke size (tested) runs one or two attempts of
-two model calls each, so with ``scripted:<file>`` it checks the plumbing in seconds.
+``--model`` takes any agent model spec (``offline`` is the default model on llama.cpp,
+``offline:qwen2.5-coder-1.5b-instruct`` the 1.5B, ``openai:<model>@<url>`` an OpenAI-compatible
+endpoint). The smoke size (tested) runs one or two attempts of two model calls each, so with
+``scripted:<file>`` it checks the plumbing in seconds.
 
 Writes ``<out>/llm_offline.json`` and ``<out>/llm_offline.md``, and prints the tables.
 """
@@ -32,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,68 +47,105 @@ from statistics import fmean
 from typing import Any
 
 SIZES: dict[str, dict[str, Any]] = {
-    "smoke": {"chem": {"tasks": 1, "repeats": 2, "max_steps": 2},
-              "disaster": {"per_dimension": 1, "max_steps": 2}},
-    # Sized for about two hours on 2 cores with the offline model on CPU: its chem calls took 35-170 s
-    # each (3,400-4,500-token prompts, one thread, the machine shared), one chem attempt 9-32 minutes,
-    # disaster's first prompt 19-24 minutes.
-    "full": {"chem": {"tasks": 1, "repeats": 3, "max_steps": 16},
-             "disaster": {"per_dimension": 2, "max_steps": 10}},
+    "smoke": {"chem_tasks": 1, "repeats": 2, "chem_steps": 2, "per_dimension": 1, "disaster_steps": 2, "slice": 1},
+    # The ablations alone, on 10 tasks each.
+    "slice": {"chem_tasks": 0, "repeats": 0, "chem_steps": 25, "per_dimension": 0, "disaster_steps": 12,
+              "slice": 10},
+    "full": {"chem_tasks": 40, "repeats": 3, "chem_steps": 25, "per_dimension": 30, "disaster_steps": 12,
+             "slice": 10},
 }
+PARTS = ("chem", "disaster", "ablations")
 DIMENSIONS = ("T1", "T2", "T3")
 DISASTER_MODES = ("autonomous", "instruction")
 # Qwen2.5's generation_config: what its authors sample with.
 SAMPLING = {"temperature": 0.7, "top_p": 0.8, "top_k": 20}
 MAX_NEW_TOKENS = 256
-LOCAL_BACKENDS = ("offline", "hf")
+LOCAL_BACKENDS = ("offline", "llama", "hf")
+OTHER_MODEL = {"offline": "offline:qwen2.5-coder-1.5b-instruct",
+               "offline:qwen2.5-coder-1.5b-instruct": "offline"}
+CHEM_ABLATIONS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "unconstrained": {"model_options": {"constrain_calls": False}},
+    "demonstrations": {"demonstrations": True},
+    "other model": {"model": "other"},
+}
+DISASTER_ABLATIONS: dict[str, dict[str, Any]] = {
+    "scope 8": {"tool_scope": 8}, "scope 16": {"tool_scope": 16}, "scope 32": {"tool_scope": 32},
+    "scope all": {"tool_scope": "all"},
+}
 
 
 def model_options(model: str, *, sample: bool, device: str | None) -> dict[str, Any]:
-    """Options for a local model (sampling for repeated attempts, a reply cap, the device); none for
-    other backends, whose own defaults apply."""
+    """Options for a local model (sampling for repeated attempts, a reply cap, the device of a
+    transformers model); none for other backends, whose own defaults apply."""
     from gauntlet.agents.llm.models import parse_spec
 
-    if parse_spec(model).backend not in LOCAL_BACKENDS:
+    backend = parse_spec(model).backend
+    if backend not in LOCAL_BACKENDS:
         return {}
     options: dict[str, Any] = {"max_new_tokens": MAX_NEW_TOKENS, **(SAMPLING if sample else {})}
-    if device:
+    if device and backend == "hf":
         options["device"] = device
     return options
 
 
-def disaster_sample(per_dimension: int, suite: str = "disaster", seed: int = 0) -> list[str]:
-    """``per_dimension`` task ids of each of T1-T3, a seeded draw from the registered ``suite``."""
+def eval_split(suite: str) -> list[Any]:
+    """The registered ``suite``'s tasks in its evaluation split, in suite order."""
+    from gauntlet.agents.llm.demonstrations import eval_tasks
     from gauntlet.evaluation import suite_tasks
 
-    tasks = suite_tasks(suite)
+    return eval_tasks(suite_tasks(suite))
+
+
+def disaster_sample(per_dimension: int, suite: str = "disaster", seed: int = 0) -> list[str]:
+    """``per_dimension`` task ids of each of T1-T3 of the evaluation split, a seeded draw."""
+    tasks = eval_split(suite)
     rng = random.Random(seed)
     chosen: list[str] = []
     for dimension in DIMENSIONS:
         ids = sorted(task.id for task in tasks if task.metadata.get("dimension") == dimension)
-        chosen += rng.sample(ids, per_dimension)
+        chosen += rng.sample(ids, min(per_dimension, len(ids)))
     return chosen
 
 
+def chem_sample(count: int, suite: str = "chem") -> list[str]:
+    """The first ``count`` task ids of the evaluation split."""
+    return [task.id for task in eval_split(suite)[:count]]
+
+
 def usage(evaluation: Any, folder: Path) -> dict[str, Any]:
-    """Model calls, tokens and seconds per attempt (the evaluation's own figures), and the calls the
-    model proposed and how many were malformed (read from the episodes: a malformed call never runs, so
-    it is a ``note`` event, and every call that ran on the server is a step's ``tool_call``; answers
-    and stops are the env's own calls)."""
+    """Model calls, tokens and seconds per attempt and per step (the evaluation's own figures), and
+    what the harness caught, read from the episodes: malformed calls (a ``note`` event: such a call
+    never runs), repeated calls answered from memory and replies without a call (``note`` events too),
+    against the calls that ran on the server (each a step's ``tool_call``; answers and stops are the
+    env's own calls)."""
     from gauntlet import load_episodes
     from gauntlet.bridges.tool_task_env import ENV_SERVER
 
     results = evaluation.results
-    steps = [step for episode in load_episodes(folder) for step in episode.steps]
+    episodes = load_episodes(folder)
+    steps = [step for episode in episodes for step in episode.steps]
+    notes = [event.data for step in steps for event in step.events if event.kind == "note"]
     ran = sum(step.tool_call is not None and step.tool_call.server != ENV_SERVER for step in steps)
-    malformed = sum(len(event.data["malformed_calls"]) for step in steps for event in step.events
-                    if event.kind == "note" and "malformed_calls" in event.data)
+    malformed = sum(len(note["malformed_calls"]) for note in notes if "malformed_calls" in note)
+    repeated = sum("repeated_call" in note for note in notes)
     seconds = [result.wall_s for result in results if result.wall_s is not None]
     return {"episodes": len(results), "model_calls": sum(result.model_calls for result in results),
             "calls_proposed": ran + malformed, "malformed_calls": malformed,
             "malformed_share": malformed / (ran + malformed) if ran + malformed else None,
+            "repeated_calls": repeated, "replies_without_call": sum("no_call" in note for note in notes),
             "tokens_per_episode": fmean(r.input_tokens + r.output_tokens for r in results) if results else None,
             "seconds_per_episode": fmean(seconds) if seconds else None,
-            "model_calls_per_episode": fmean(r.model_calls for r in results) if results else None}
+            "seconds_per_step": sum(seconds) / len(steps) if steps and seconds else None,
+            "model_calls_per_episode": fmean(r.model_calls for r in results) if results else None,
+            "peak_rss_gb": peak_rss_gb()}
+
+
+def peak_rss_gb() -> float:
+    """The largest resident set of this process and of any worker it waited for, in GB (Linux: kB)."""
+    peak_kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return round(peak_kb / 1e6, 2)
 
 
 def dora_reports(folder: Path, suite: str) -> list[dict[str, Any]]:
@@ -139,45 +184,104 @@ def dora_summary(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "attempts": len(reports)}
 
 
-def run_chem(out: Path, model: str, plan: dict[str, Any], device: str | None, suite: str) -> dict[str, Any]:
+def agent_config(model: str, mode: str, max_steps: int, *, sample: bool, device: str | None,
+                 **changes: Any) -> dict[str, Any]:
+    """The LLM agent's config for one run: the default harness, with ``changes`` (an ablation's)."""
+    options = {**model_options(model, sample=sample, device=device), **changes.pop("model_options", {})}
+    return {"model": model, "mode": mode, "max_steps": max_steps, "model_options": options, **changes}
+
+
+def evaluate(folder: Path, suite: str, config: dict[str, Any], task_ids: Sequence[str], repeats: int,
+             workers: int) -> tuple[Any, dict[str, Any]]:
     from gauntlet.evaluation import evaluate_suite
 
-    folder = out / "chem"
-    config = {"model": model, "mode": "chemcost", "max_steps": plan["max_steps"],
-              "model_options": model_options(model, sample=plan["repeats"] > 1, device=device)}
-    evaluation = evaluate_suite(suite, "llm", folder, agent_config=config, limit=plan["tasks"],
-                                repeats=plan["repeats"], workers=1)
-    return {"config": config, "tasks": plan["tasks"], "repeats": plan["repeats"],
-            "mean_score": evaluation.mean_score, "success_rate": evaluation.success_rate,
+    evaluation = evaluate_suite(suite, "llm", folder, agent_config=config, task_ids=list(task_ids), repeats=repeats,
+                                workers=workers)
+    return evaluation, {"config": config, "mean_score": evaluation.mean_score,
+                        "success_rate": evaluation.success_rate, **usage(evaluation, folder)}
+
+
+def run_chem(out: Path, model: str, plan: dict[str, Any], device: str | None, suite: str,
+             workers: int) -> dict[str, Any]:
+    config = agent_config(model, "chemcost", plan["chem_steps"], sample=plan["repeats"] > 1, device=device)
+    evaluation, summary = evaluate(out / "chem", suite, config, chem_sample(plan["chem_tasks"], suite),
+                                   plan["repeats"], workers)
+    return {**summary, "tasks": plan["chem_tasks"], "repeats": plan["repeats"],
             "per_task": [{"task": tally.task_id, "successes": tally.successes, "attempts": tally.attempts}
                          for tally in evaluation.tallies()],
             "pass_k": [{"k": row.k, "pass_at_k": row.pass_at_k, "pass_at_k_ci": row.pass_at_k_ci,
                         "pass_hat_k": row.pass_hat_k, "pass_hat_k_ci": row.pass_hat_k_ci}
-                       for row in evaluation.pass_k()],
-            **usage(evaluation, folder)}
+                       for row in evaluation.pass_k()]}
 
 
-def run_disaster(out: Path, model: str, plan: dict[str, Any], device: str | None, suite: str) -> dict[str, Any]:
-    from gauntlet.evaluation import evaluate_suite
-
+def run_disaster(out: Path, model: str, plan: dict[str, Any], device: str | None, suite: str,
+                 workers: int) -> dict[str, Any]:
     ids = disaster_sample(plan["per_dimension"], suite)
     result: dict[str, Any] = {"tasks": ids}
     for mode in DISASTER_MODES:
         folder = out / f"disaster-{mode}"
-        config = {"model": model, "mode": mode, "max_steps": plan["max_steps"],
-                  "model_options": model_options(model, sample=False, device=device)}
-        evaluation = evaluate_suite(suite, "llm", folder, agent_config=config, task_ids=ids, workers=1)
-        result[mode] = {"config": config, "mean_score": evaluation.mean_score,
-                        **dora_summary(dora_reports(folder, suite)), **usage(evaluation, folder)}
+        config = agent_config(model, mode, plan["disaster_steps"], sample=False, device=device)
+        _, summary = evaluate(folder, suite, config, ids, 1, workers)
+        result[mode] = {**summary, **dora_summary(dora_reports(folder, suite))}
     return result
+
+
+def run_ablations(out: Path, model: str, plan: dict[str, Any], device: str | None, suites: tuple[str, str],
+                  workers: int, settings: Sequence[str] | None = None) -> dict[str, Any]:
+    """Each ablation changes one setting of the default harness; greedy, one attempt, ``slice`` tasks.
+    ``settings`` (names of ``CHEM_ABLATIONS`` and ``DISASTER_ABLATIONS``) picks some; default all."""
+    chem_suite, disaster_suite = suites
+    wanted = set(settings) if settings is not None else set(CHEM_ABLATIONS) | set(DISASTER_ABLATIONS)
+    chem_ids = chem_sample(plan["slice"], chem_suite)
+    disaster_ids = disaster_sample(max(1, plan["slice"] // len(DIMENSIONS)), disaster_suite)
+    result: dict[str, Any] = {"chem": {"tasks": chem_ids}, "disaster": {"tasks": disaster_ids}}
+    for name, change in CHEM_ABLATIONS.items():
+        if name not in wanted:
+            continue
+        change = dict(change)
+        run_model = OTHER_MODEL.get(model) if change.pop("model", None) == "other" else model
+        if run_model is None:
+            continue  # no other pinned model to compare a non-offline model with
+        if "model_options" in change and not constrained_backend(run_model):
+            continue  # only the llama.cpp backends decode under a call grammar
+        config = agent_config(run_model, "chemcost", plan["chem_steps"], sample=False, device=device, **change)
+        _, result["chem"][name] = evaluate(out / "ablations" / f"chem-{name.replace(' ', '-')}", chem_suite, config,
+                                           chem_ids, 1, workers)
+    for name, change in DISASTER_ABLATIONS.items():
+        if name not in wanted:
+            continue
+        folder = out / "ablations" / f"disaster-{name.replace(' ', '-')}"
+        config = agent_config(model, "autonomous", plan["disaster_steps"], sample=False, device=device, **change)
+        _, summary = evaluate(folder, disaster_suite, config, disaster_ids, 1, workers)
+        result["disaster"][name] = {**summary, **dora_summary(dora_reports(folder, disaster_suite)),
+                                    "prompt_tokens_first_call": first_prompt_tokens(folder)}
+    return result
+
+
+def constrained_backend(model: str) -> bool:
+    from gauntlet.agents.llm.models import parse_spec
+
+    return parse_spec(model).backend in ("offline", "llama")
+
+
+def first_prompt_tokens(folder: Path) -> float | None:
+    """The mean prompt size of each episode's first model call (the system prompt, tools and task)."""
+    from gauntlet import load_episodes
+
+    sizes = []
+    for episode in load_episodes(folder):
+        calls = [event.data for step in episode.steps for event in step.events if event.kind == "model_call"]
+        if calls:
+            sizes.append(calls[0].get("input_tokens") or 0)
+    return fmean(sizes) if sizes else None
 
 
 def tables(results: dict[str, Any]) -> str:
     lines = [f"# LLM agent task results: {results['model']} ({results['size']} size)", ""]
     chem = results.get("chem")
     if chem:
-        lines += [f"## chem, ChemCost, clean view: first {chem['tasks']} tasks x {chem['repeats']} attempts", "",
-                  "| k | pass@k [95% CI] | pass^k [95% CI] |", "|---|---|---|"]
+        lines += [f"## chem, ChemCost, clean view: {chem['tasks']} tasks of the evaluation split x {chem['repeats']} "
+                  "attempts (CTA@25)", "", "| k | pass@k [95% CI] | pass^k [95% CI] |", "|---|---|---|"]
         for row in chem["pass_k"]:
             lines.append(f"| {row['k']} | {row['pass_at_k']:.3f} [{row['pass_at_k_ci'][0]:.3f}, "
                          f"{row['pass_at_k_ci'][1]:.3f}] | {row['pass_hat_k']:.3f} [{row['pass_hat_k_ci'][0]:.3f}, "
@@ -186,18 +290,38 @@ def tables(results: dict[str, Any]) -> str:
     disaster = results.get("disaster")
     if disaster:
         lines += [f"## disaster, DORA T1-T3: {len(disaster['tasks'])} tasks, one attempt each", "",
-                  "| mode | T1 | T2 | T3 | DORA score | tool in-order | tool exact | parameter accuracy | "
-                  "malformed calls | s / episode |", "|---|---|---|---|---|---|---|---|---|---|"]
-        for mode in DISASTER_MODES:
-            row = disaster[mode]
-            acc = row["accuracy"]
-            trajectory = row["trajectory"]
-            lines.append(f"| {mode} | " + " | ".join(f"{acc.get(d, float('nan')):.2f}" for d in DIMENSIONS) +
-                         f" | {_num(row['dora_score'])} | {_num(trajectory.get('tool_in_order'))} | "
-                         f"{_num(trajectory.get('exact_match'))} | {_num(trajectory.get('parameter_accuracy'))} | "
-                         f"{row['malformed_calls']}/{row['calls_proposed']} | {_num(row['seconds_per_episode'], 0)} |")
-        lines.append("")
+                  *_dora_table({mode: disaster[mode] for mode in DISASTER_MODES}), ""]
+    ablations = results.get("ablations")
+    if ablations:
+        lines += [f"## ablations: chem ChemCost, {len(ablations['chem']['tasks'])} tasks, greedy", "",
+                  "| setting | CTA@25 | mean score | malformed | repeated | no call | model calls / ep | s / step | "
+                  "s / episode |", "|---|---|---|---|---|---|---|---|---|"]
+        for name, row in ablations["chem"].items():
+            if name != "tasks":
+                lines.append(f"| {name} ({row['config']['model']}) | {_num(row['success_rate'])} | "
+                             f"{_num(row['mean_score'])} | {row['malformed_calls']}/{row['calls_proposed']} | "
+                             f"{row['repeated_calls']} | {row['replies_without_call']} | "
+                             f"{_num(row['model_calls_per_episode'], 1)} | {_num(row['seconds_per_step'], 1)} | "
+                             f"{_num(row['seconds_per_episode'], 0)} |")
+        lines += ["", f"## ablations: disaster autonomous, {len(ablations['disaster']['tasks'])} tasks, tool scope", "",
+                  *_dora_table({name: row for name, row in ablations["disaster"].items() if name != "tasks"},
+                               prompt=True), ""]
     return "\n".join(lines)
+
+
+def _dora_table(rows: dict[str, dict[str, Any]], prompt: bool = False) -> list[str]:
+    lines = ["| run | T1 | T2 | T3 | DORA score | tool in-order | tool exact | parameter accuracy | malformed | "
+             "repeated | " + ("first prompt tokens | " if prompt else "") + "s / step | s / episode |",
+             "|---" * (12 + int(prompt)) + "|"]
+    for name, row in rows.items():
+        acc, trajectory = row["accuracy"], row["trajectory"]
+        lines.append(f"| {name} | " + " | ".join(_num(acc.get(d)) for d in DIMENSIONS) +
+                     f" | {_num(row['dora_score'])} | {_num(trajectory.get('tool_in_order'))} | "
+                     f"{_num(trajectory.get('exact_match'))} | {_num(trajectory.get('parameter_accuracy'))} | "
+                     f"{row['malformed_calls']}/{row['calls_proposed']} | {row['repeated_calls']} | " +
+                     (f"{_num(row.get('prompt_tokens_first_call'), 0)} | " if prompt else "") +
+                     f"{_num(row['seconds_per_step'], 1)} | {_num(row['seconds_per_episode'], 0)} |")
+    return lines
 
 
 def _num(value: float | None, digits: int = 2) -> str:
@@ -206,33 +330,53 @@ def _num(value: float | None, digits: int = 2) -> str:
 
 def _usage_line(part: dict[str, Any]) -> str:
     return (f"{part['episodes']} episodes; malformed calls {part['malformed_calls']} of {part['calls_proposed']}; "
-            f"{_num(part['model_calls_per_episode'], 1)} model calls, {_num(part['tokens_per_episode'], 0)} tokens "
-            f"and {_num(part['seconds_per_episode'], 0)} s per episode.")
+            f"{part['repeated_calls']} repeated calls answered from memory; {part['replies_without_call']} replies "
+            f"without a call; {_num(part['model_calls_per_episode'], 1)} model calls, "
+            f"{_num(part['tokens_per_episode'], 0)} tokens, {_num(part['seconds_per_step'], 1)} s per step and "
+            f"{_num(part['seconds_per_episode'], 0)} s per episode; peak memory {part['peak_rss_gb']} GB.")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--size", choices=sorted(SIZES), default="full")
     parser.add_argument("--model", default="offline", help="agent model spec (default: the offline model)")
-    parser.add_argument("--device", default=None, help="torch device of a local model, e.g. cuda:0")
-    parser.add_argument("--only", choices=("chem", "disaster"), default=None)
+    parser.add_argument("--device", default=None, help="torch device of an hf: model, e.g. cuda:0")
+    parser.add_argument("--only", default=None, help=f"comma-separated parts to run, of {', '.join(PARTS)}")
+    parser.add_argument("--workers", type=int, default=2, help="episodes at once (2: one per core)")
+    parser.add_argument("--slice", type=int, default=None, help="tasks in each ablation's slice (default: the size's)")
+    parser.add_argument("--settings", default=None,
+                        help="comma-separated ablation settings to run (default all): "
+                             + ", ".join([*CHEM_ABLATIONS, *DISASTER_ABLATIONS]))
     parser.add_argument("--out", type=Path, default=Path("experiments/results/llm/offline"))
-    parser.add_argument("--chem-suite", default="chem", help="registered suite for the chem part")
-    parser.add_argument("--disaster-suite", default="disaster", help="registered suite for the DORA part")
+    parser.add_argument("--chem-suite", default="chem", help="registered suite for the chem parts")
+    parser.add_argument("--disaster-suite", default="disaster", help="registered suite for the DORA parts")
     args = parser.parse_args(argv)
+    parts = PARTS if args.only is None else tuple(part.strip() for part in args.only.split(","))
+    settings = None if args.settings is None else [name.strip() for name in args.settings.split(",")]
+    unknown = sorted(set(parts) - set(PARTS))
+    unknown_settings = sorted(set(settings or ()) - set(CHEM_ABLATIONS) - set(DISASTER_ABLATIONS))
+    if unknown or unknown_settings or args.workers < 1:
+        what = (f"unknown part {unknown[0]!r}" if unknown else f"unknown setting {unknown_settings[0]!r}"
+                if unknown_settings else f"--workers {args.workers}")
+        print(f"error: {what}; --only takes parts of {', '.join(PARTS)}, --settings names of "
+              f"{', '.join([*CHEM_ABLATIONS, *DISASTER_ABLATIONS])}, --workers a number >= 1", file=sys.stderr)
+        raise SystemExit(2)
     import gauntlet  # noqa: F401 - registers the suites and the agent
     from gauntlet.errors import UserError
 
-    plan = SIZES[args.size]
-    out = args.out if args.size == "full" else args.out / "smoke"
+    plan = {**SIZES[args.size], **({"slice": args.slice} if args.slice else {})}
+    out = args.out / args.size if args.size != "full" else args.out
     out.mkdir(parents=True, exist_ok=True)
     path = out / "llm_offline.json"
     ran: dict[str, Any] = {}
     try:
-        for part, runner, suite in (("chem", run_chem, args.chem_suite),
-                                    ("disaster", run_disaster, args.disaster_suite)):
-            if args.only in (None, part):
-                ran[part] = runner(out, args.model, plan[part], args.device, suite)
+        if "chem" in parts and plan["chem_tasks"]:
+            ran["chem"] = run_chem(out, args.model, plan, args.device, args.chem_suite, args.workers)
+        if "disaster" in parts and plan["per_dimension"]:
+            ran["disaster"] = run_disaster(out, args.model, plan, args.device, args.disaster_suite, args.workers)
+        if "ablations" in parts and plan["slice"]:
+            ran["ablations"] = run_ablations(out, args.model, plan, args.device, (args.chem_suite, args.disaster_suite),
+                                             args.workers, settings)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -242,6 +386,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     if results.get("model") not in (None, args.model):
         results = {}
+    if "ablations" in ran and "ablations" in results:  # settings run one at a time add to the others
+        for suite_part in ("chem", "disaster"):
+            ran["ablations"][suite_part] = {**results["ablations"].get(suite_part, {}), **ran["ablations"][suite_part]}
     results.update({"model": args.model, "size": args.size, "plan": plan, **ran})
     write_atomically(path, json.dumps(results, indent=2, default=str))
     text = tables(results)

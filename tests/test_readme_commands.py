@@ -88,13 +88,19 @@ NOT_RUN: dict[str, str] = {
     "[--workers N] [--backend local|ray] [--ray-address ADDR] [--agent-config JSON] [--out DIR]": SYNOPSIS,
     "gauntlet demo --only oversight": "about a minute of branching and training; tests/oversight/test_experiment.py "
                                       "runs this demo",
-    "gauntlet demo --only llm": "one episode of the offline LLM (minutes, about 4 GB of memory on 2 cores); "
-                                "tests/llm/test_demo.py runs this demo",
+    "gauntlet demo --only llm": "one chem episode of the 1.5B offline LLM (minutes of CPU); tests/llm/test_demo.py "
+                                "runs this demo with one model call",
     "gauntlet demo --only latent": "two episodes of the offline LLM (about a minute); tests/llm/test_demo.py runs "
                                    "this demo on one short episode",
-    "gauntlet eval chem --agent llm --agent-config '{\"model\": \"offline\", \"mode\": \"chemcost\", "
-    "\"max_steps\": 4}' --limit 1":
-        "needs the full chem data and the offline LLM; tests/llm runs the LLM agent on the chem server",
+    "gauntlet eval chem --agent llm --limit 3 --workers 1":
+        "minutes of the offline LLM on the full chem data; tests/llm runs the LLM agent on the chem server",
+    "gauntlet eval chem --agent llm --agent-config '{\"model\": \"offline:qwen2.5-coder-1.5b-instruct\", "
+    "\"mode\": \"chemcost\"}' --limit 1":
+        "minutes of the 1.5B offline LLM on the full chem data; tests/llm/test_llama_chat.py runs the llama.cpp "
+        "backend",
+    "gauntlet eval disaster --agent llm --agent-config '{\"tool_scope\": 8, \"mode\": \"instruction\"}' --limit 1":
+        "needs the full disaster data and the offline LLM; tests/llm/test_tool_scope.py and test_robust_loop.py "
+        "test the tool scope",
 }
 
 

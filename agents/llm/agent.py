@@ -141,6 +141,8 @@ class LLMAgentSnapshot:
     emitted: int
     elapsed_s: float
     seed: int | None = None
+    server_tools: tuple[dict[str, Any], ...] = ()
+    answer_tool: str = DEFAULT_ANSWER_TOOL
 
 
 class LLMAgent(Agent):
@@ -380,8 +382,9 @@ class LLMAgent(Agent):
 
     def _advance(self, start: AgentState | None, run_tools: Sequence[AnyMessage] | None = None) -> str:
         """Run the graph to its next pause (a reply with calls) or its end; the action that follows."""
-        graph, config = self._graph(), self._config()
+        config = self._config()
         while True:
+            graph = self._graph()  # a find_tools answer may have widened the tools since the last reply
             if run_tools is not None:
                 graph.update_state(config, {"messages": list(run_tools)}, as_node="run_tools")
                 self._reply_calls, self._pending, self._results, self._proposed = [], [], {}, None
@@ -491,7 +494,8 @@ class LLMAgent(Agent):
             metadata=copy.deepcopy(found.metadata) if found else None, tools=self._tools,
             max_call_chars=self._max_call_chars, reply_calls=tuple(self._reply_calls), pending=tuple(self._pending),
             proposed=self._proposed, results=tuple(copy.deepcopy(self._results).items()), emitted=self._emitted,
-            elapsed_s=time.monotonic() - self._started_at, seed=self._seed)
+            elapsed_s=time.monotonic() - self._started_at, seed=self._seed,
+            server_tools=copy.deepcopy(self._server_tools), answer_tool=self._answer_tool)
 
     def restore(self, snapshot: LLMAgentSnapshot) -> None:
         """Stand at ``snapshot``: its checkpoint copied into a fresh thread of this agent's checkpointer."""
@@ -501,6 +505,7 @@ class LLMAgent(Agent):
         self._proposed, self._results = snapshot.proposed, copy.deepcopy(dict(snapshot.results))
         self._emitted, self._started_at = snapshot.emitted, time.monotonic() - snapshot.elapsed_s
         self._seed = snapshot.seed
+        self._server_tools, self._answer_tool = copy.deepcopy(snapshot.server_tools), snapshot.answer_tool
         if snapshot.checkpoint is not None and snapshot.metadata is not None:
             self._thread = uuid.uuid4().hex
             checkpoint = copy.deepcopy(snapshot.checkpoint)

@@ -12,7 +12,13 @@ The schemas become GBNF through llama-cpp-python's JSON-schema converter (the po
 * every object that does not say otherwise gets ``additionalProperties: false``: the converter
   would otherwise let a model add keys no tool reads, which is where small models wander;
 * each tool's ``$defs`` are renamed under the tool's name first, because the converter names a
-  rule after the last segment of its ``$ref`` and would give two tools' same-named models one rule.
+  rule after the last segment of its ``$ref`` and would give two tools' same-named models one rule;
+* a string ``pattern`` the converter cannot read (it takes only whole-string ``^...$`` patterns, and
+  a subset of regular expressions) is left out of the grammar, which then admits more strings than
+  the schema: the decoded call is still checked against the full schema (``calls.check_calls``),
+  so a call that breaks the pattern is answered as malformed, as without the grammar; so are
+  length and item-count bounds above ``MAX_GRAMMAR_REPEAT`` (llama.cpp expands a bounded repetition
+  into nested rules and refuses large ones).
 
 ``grammar_problem`` tells which tool's schema the converter cannot read, for a one-line error.
 """
@@ -50,15 +56,19 @@ def _grammar(tools_json: str) -> str:
     alternatives = []
     for name, schema in json.loads(tools_json):
         prefix = _RULE_CHARS.sub("-", name)
-        try:
-            # A tool's refs point into its own schema: resolved against it, before it is wrapped in the call.
-            arguments = converter.resolve_refs(_closed(_prefixed_defs(schema, prefix)), f"tool-{prefix}")
-            call = {"type": "object", "required": ["name", "arguments"], "additionalProperties": False,
-                    "properties": {"name": {"const": name}, "arguments": arguments}}
-            alternatives.append(converter.visit(call, f"call-{prefix}"))
-        except (AssertionError, KeyError, ValueError, TypeError, RecursionError) as exc:
-            raise CallGrammarError(f"the input schema of tool {name!r} cannot be made into a call grammar ({exc})") \
-                from None
+        problem = None
+        for relax in (_unanchored_patterns, _all_patterns):
+            try:
+                # A tool's refs point into its own schema: resolved against it, before it is wrapped in the call.
+                arguments = converter.resolve_refs(_closed(relax(_prefixed_defs(schema, prefix))), f"tool-{prefix}")
+                call = {"type": "object", "required": ["name", "arguments"], "additionalProperties": False,
+                        "properties": {"name": {"const": name}, "arguments": arguments}}
+                alternatives.append(converter.visit(call, f"call-{prefix}"))
+                break
+            except (AssertionError, KeyError, ValueError, TypeError, RecursionError) as exc:
+                problem = exc
+        else:
+            raise CallGrammarError(f"the input schema of tool {name!r} cannot be made into a call grammar ({problem})")
     if not alternatives:
         raise CallGrammarError("a call grammar needs at least one tool")
     converter._add_rule("call", " | ".join(alternatives))
@@ -87,10 +97,53 @@ def _prefixed_defs(schema: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     return dict(visit(renamed))
 
 
-def _closed(schema: Any) -> Any:
-    """Every object schema with properties and no ``additionalProperties`` gets it set to false."""
+def _without_patterns(schema: Any, keep: Any) -> Any:
     if isinstance(schema, dict):
-        closed = {key: _closed(value) for key, value in schema.items()}
+        return {key: _without_patterns(value, keep) for key, value in schema.items()
+                if not (key == "pattern" and isinstance(value, str) and not keep(value))}
+    if isinstance(schema, list):
+        return [_without_patterns(value, keep) for value in schema]
+    return schema
+
+
+def _unanchored_patterns(schema: Any) -> Any:
+    """``schema`` without the string patterns the converter cannot take: it reads only a whole-string
+    pattern (``^...$``), while JSON Schema's ``"\\S"`` means "contains a non-space"."""
+    return _without_patterns(schema, lambda pattern: pattern.startswith("^") and pattern.endswith("$"))
+
+
+def _all_patterns(schema: Any) -> Any:
+    """``schema`` without any string pattern (one the converter's regex reader cannot parse)."""
+    return _without_patterns(schema, lambda pattern: False)
+
+
+_NOTES = frozenset({"description", "title", "default", "examples", "deprecated", "readOnly", "writeOnly"})
+
+
+# llama.cpp's grammar parser expands a bounded repetition into nested rules and refuses large ones
+# (a 2,000-character string limit is one); bounds above this are left to the schema check.
+MAX_GRAMMAR_REPEAT = 16
+_BOUNDS = frozenset({"minLength", "maxLength", "minItems", "maxItems"})
+
+
+_MAPS = frozenset({"properties", "$defs", "definitions"})  # keyed by names, not by schema keywords
+
+
+def _loose_bound(key: str, value: Any) -> bool:
+    return key in _BOUNDS and isinstance(value, int) and value > MAX_GRAMMAR_REPEAT
+
+
+def _closed_map(schemas: dict[str, Any]) -> dict[str, Any]:
+    return {name: _closed(value) for name, value in schemas.items()}
+
+
+def _closed(schema: Any) -> Any:
+    """Every object schema with properties and no ``additionalProperties`` gets it set to false; words
+    for readers (``description``, ``title``...) go, as the converter reads a schema of only those as
+    one it does not know, where JSON Schema reads it as "any value"."""
+    if isinstance(schema, dict):
+        closed = {key: _closed_map(value) if key in _MAPS and isinstance(value, dict) else _closed(value)
+                  for key, value in schema.items() if key not in _NOTES and not _loose_bound(key, value)}
         if "properties" in closed and "additionalProperties" not in closed:
             closed["additionalProperties"] = False
         return closed

@@ -1,68 +1,70 @@
-"""A short LLM-agent episode: the offline default model prices nothing yet, but looks a chemical up.
+"""`make demo`'s LLM part: the offline agent prices a reaction end to end on the chem server.
 
-``run_demo(out_dir)`` starts the chem server on the demo-size catalogue, asks the offline model
-(``gauntlet.agents.llm.offline_model``, pinned and checked by SHA-256) one question that takes a tool
-call and an answer, records the episode through the runner and writes its trace
-(``out_dir/llm_episode.jsonl``, ``out_dir/llm_trace.html``). The model runs on the CPU, so it is shown
-only the tool the question needs and its replies are capped; the episode takes a few minutes; what
-it answers is scored honestly, right or wrong.
+``run_demo(out_dir)`` builds the demo-size catalogue, reactions and clean suite (cached after the
+first run), starts the chem server, and lets the offline agent (``DEMO_MODEL`` on llama.cpp, pinned
+and checked by SHA-256) price the demo task (``DEMO_TASK``, of the suite's evaluation split) in the
+ChemCost setting: it reads the reaction, grounds and buys each component, adds the costs with the
+calculator and submits one number, every reply one call decoded under the tools' grammar. The
+episode is recorded through the runner, scored honestly (CTA@25: within 25 % of the gold price), and
+traced
+(``out_dir/llm_episode.jsonl``, ``out_dir/llm_trace.html``).
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from pathlib import Path
 
-QUESTION = ("What is the catalogue id (chemical_id) of {name}? Look it up with search_chemical, then answer "
-            "with the id alone.")
-CHEMICAL = "ethanol"
-MAX_MODEL_CALLS = 4
-# The model is shown the one tool the question needs: with all of the chem server's tools its first
-# prompt is 3,299 tokens and the episode took 451 s on one CPU thread; with one tool, 522 and 209 s.
-TOOLS = ("search_chemical",)
-# A call or the id fits in this; a reply that rambles past it is cut (8 tokens/s on one core).
-MAX_NEW_TOKENS = 96
+DEMO_MODEL = "offline:qwen2.5-coder-1.5b-instruct"
+DEMO_TASK = "clean-RXN-0007"
+# Its gold trajectory has 6 calls; the budget leaves room for a few wrong turns.
+MAX_MODEL_CALLS = 14
 
 
-def run_demo(out_dir: Path, max_model_calls: int = MAX_MODEL_CALLS) -> None:
+def run_demo(out_dir: Path, max_model_calls: int = MAX_MODEL_CALLS, model: str = DEMO_MODEL) -> None:
     from gauntlet import load_episodes, rollout
     from gauntlet.agents.llm.agent import LLMAgent
     from gauntlet.agents.llm.records import conversation
     from gauntlet.bridges.tool_task_env import ToolTaskEnv
     from gauntlet.mcp_servers.chem.build import catalogue_path
-    from gauntlet.mcp_servers.chem.demo import DEMO_CATALOGUE
-    from gauntlet.mcp_servers.chem.server import build_server, open_catalogue
+    from gauntlet.mcp_servers.chem.demo import DEMO_CATALOGUE, DEMO_REACTIONS
+    from gauntlet.mcp_servers.chem.reaction_data import reactions_dir
+    from gauntlet.mcp_servers.chem.scoring import ChemScorer
+    from gauntlet.mcp_servers.chem.server import build_server
+    from gauntlet.mcp_servers.chem.suite import suite_path
     from gauntlet.report import write_report
-    from gauntlet.tasks import EvalSpec, ToolTask
+    from gauntlet.tasks import load_suite
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    database = catalogue_path(**DEMO_CATALOGUE)
-    catalogue, grounder, _ = open_catalogue(Path(database).resolve())
-    expected = grounder.search(CHEMICAL, limit=1)[0].chemical_id
-    task = ToolTask(id="demo/lookup-ethanol", question=QUESTION.format(name=CHEMICAL), answer=expected,
-                    eval_spec=EvalSpec(kind="numeric"))
-    env = ToolTaskEnv([task], server=functools.partial(build_server, database))
-    print(f"LLM agent demo: the offline model looks up {CHEMICAL!r} on the chem server "
-          f"(at most {max_model_calls} model calls on the CPU; the first run converts the model once, about two "
-          "minutes; later runs load it in seconds)")
-    agent = LLMAgent(model="offline", model_options={"max_new_tokens": MAX_NEW_TOKENS}, max_steps=max_model_calls,
-                     tools=TOOLS)
+    database, folder = catalogue_path(**DEMO_CATALOGUE), reactions_dir(**DEMO_REACTIONS)
+    suite = suite_path("clean", **DEMO_REACTIONS)
+    task = next(task for task in load_suite(suite) if task.id == DEMO_TASK)
+    env = ToolTaskEnv([task], server=functools.partial(build_server, database, folder), scorer=ChemScorer())
+    print(f"LLM agent demo: {model} prices {task.id} on the chem server (llama.cpp on the CPU, every reply one "
+          f"call under the tools' grammar; at most {max_model_calls} model calls)")
+    agent = LLMAgent(model=model, mode="chemcost", max_steps=max_model_calls)
     path = out / "llm_episode.jsonl"
     path.unlink(missing_ok=True)
+    start = time.perf_counter()
     try:
         episode = rollout(env, agent, seed=0, record=path)
     finally:
         env.close()
+    seconds = time.perf_counter() - start
     recorded = load_episodes(path)[0]
-    for message in conversation(recorded):
-        text = str(message.content or "")
+    task_messages = conversation(recorded)
+    first = next(index for index, message in enumerate(task_messages)
+                 if message.type == "human" and DEMO_TASK.split("-", 1)[1] in str(message.content))
+    for message in task_messages[first:]:
         calls = getattr(message, "tool_calls", None) or []
-        shown = "; ".join(f"{call['name']}({call.get('args', call.get('arguments'))})" for call in calls) or text
-        print(f"  {message.type:>9}: {shown[:160]}")
+        shown = "; ".join(f"{call['name']}({call.get('args', call.get('arguments'))})" for call in calls) or \
+            str(message.content or "")
+        print(f"  {message.type:>9}: {shown[:150]}")
     outcome = episode.outcome
     assert outcome is not None
-    print(f"answer scored {outcome.score:.1f} (expected chemical_id {expected}); "
-          f"{len(recorded.steps)} steps, {outcome.metrics.get('wall_s', 0.0):.0f} s")
+    print(f"answer scored {outcome.score:.2f} (gold {task.answer:.2f} $/g; CTA@25 "
+          f"{'met' if outcome.success else 'missed'}); {len(recorded.steps)} steps in {seconds:.0f} s")
     report = write_report([path], out / "llm_trace.html")
     print(f"trace of the episode (conversation, tool calls, model calls): {report}")

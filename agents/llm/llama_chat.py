@@ -36,7 +36,14 @@ from pydantic import ConfigDict, Field
 from gauntlet.agents.llm.calls import ToolSpec
 from gauntlet.agents.llm.chat_template import render_messages, render_prompt
 from gauntlet.agents.llm.kept_states import reply_key
-from gauntlet.agents.llm.llama_runtime import LlamaRuntime, RuntimeLoadError, Sampling, load_runtime
+from gauntlet.agents.llm.llama_runtime import (
+    ContextFullError,
+    GrammarError,
+    LlamaRuntime,
+    RuntimeLoadError,
+    Sampling,
+    load_runtime,
+)
 from gauntlet.agents.llm.local_chat import HiddenStates, sampling_seed
 from gauntlet.errors import UserError
 from gauntlet.agents.llm.text_calls import calls_so_far, message_from_text, openai_tool_schemas, tool_names
@@ -114,21 +121,30 @@ class LlamaChatModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None,
                   tools: Sequence[Mapping[str, Any]] | None = None, **kwargs: Any) -> ChatResult:
-        from gauntlet.agents.llm.call_grammar import call_grammar
+        from gauntlet.agents.llm.call_grammar import CallGrammarError, call_grammar
 
         runtime = self.weights
         prompt = self.prompt_ids(messages, tools)
         grammar = None
         if self.constrain_calls and tools:
-            grammar = call_grammar([ToolSpec(schema["function"]["name"], schema["function"].get("description", ""),
-                                             schema["function"].get("parameters") or {"type": "object"})
-                                    for schema in tools])
+            try:
+                grammar = call_grammar([ToolSpec(schema["function"]["name"], schema["function"].get("description", ""),
+                                                 schema["function"].get("parameters") or {"type": "object"})
+                                        for schema in tools])
+            except CallGrammarError as exc:
+                raise UserError(f"{exc}; run the model with the option constrain_calls=false") from None
         seed = (run_manager.metadata if run_manager else {}).get("sampling_seed", 0)
         sampling = Sampling(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
                             seed=sampling_seed(seed, prompt))
         layers = sorted(runtime.watched | {runtime.layer_number(layer) for layer in self.keep_hidden_layers})
-        generation = runtime.generate(prompt, max_new_tokens=self.max_new_tokens, sampling=sampling, grammar=grammar,
-                                      layers=layers, reuse_prefix=self.reuse_prefix)
+        try:
+            generation = runtime.generate(prompt, max_new_tokens=self.max_new_tokens, sampling=sampling,
+                                          grammar=grammar, layers=layers, reuse_prefix=self.reuse_prefix)
+        except GrammarError as exc:
+            raise UserError(f"{exc} for tools {', '.join(tool_names(tools or []))}; run the model with the option "
+                            "constrain_calls=false") from None
+        except ContextFullError as exc:
+            raise UserError(f"{exc}; shorten the conversation or offer fewer tools (tool_scope)") from None
         written = generation.tokens[:-1] if generation.finished else generation.tokens
         text = runtime.detokenize(written)
         for sequence in stop or ():

@@ -72,6 +72,12 @@ def pinned_models() -> list[str]:
     return sorted(_pins()["models"])
 
 
+def pinned_model_of_file(file: str) -> str | None:
+    """The name of the pinned model whose GGUF file is called ``file`` (None: none is, so the default)."""
+    models = _pins()["models"]
+    return next((name for name, entry in models.items() if entry["file"] == file), None)
+
+
 def model_pin(name: str | None = None) -> ModelPin:
     """The pin of the offline model ``name`` (default: the default model)."""
     pins = _pins()

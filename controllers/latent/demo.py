@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 CASES = ("secret-user-conflict-000", "language-user-conflict-000")
-MAX_NEW_TOKENS = 64
+MAX_NEW_TOKENS = 96  # a call with a sentence-long answer: a reply cut inside a call is malformed
 TOOLS = ("reset",)
 SERVER = "env:CartPole-v1"
 
@@ -27,6 +27,7 @@ SERVER = "env:CartPole-v1"
 def run_demo(out_dir: Path, cases: tuple[str, ...] = CASES, max_new_tokens: int = MAX_NEW_TOKENS) -> None:
     from gauntlet import load_episodes, rollout
     from gauntlet.agents.llm.agent import LLMAgent
+    from gauntlet.agents.llm.offline_model import pinned_model_of_file
     from gauntlet.bridges.tool_task_env import ToolTaskEnv
     from gauntlet.controllers.latent.correction import LatentCorrection
     from gauntlet.controllers.latent.hierarchy import complied, hierarchy_suite
@@ -38,6 +39,9 @@ def run_demo(out_dir: Path, cases: tuple[str, ...] = CASES, max_new_tokens: int 
     out.mkdir(parents=True, exist_ok=True)
     suite = {case.id: case for case in hierarchy_suite(per_cell=1)}
     monitor, controller = LatentMonitor(), LatentCorrection()
+    # The agent runs the model the score was fitted on, so the monitor reads the agent's own decoding states.
+    fitted = pinned_model_of_file(Path(monitor.reader.model_path).name)
+    reader_spec = f"offline:{fitted}" if fitted else "offline"
     print(f"chaos score: layer {monitor.score.layer} of the offline model, threshold {monitor.threshold:.1f} "
           "(the 95th percentile of compliant replies in the instruction-hierarchy study)")
     paths = []
@@ -47,7 +51,7 @@ def run_demo(out_dir: Path, cases: tuple[str, ...] = CASES, max_new_tokens: int 
         task = ToolTask(id=f"demo/{case_id}", server=SERVER, question=user, answer="(judged by the rule checker)",
                         eval_spec=EvalSpec(kind="exact"))
         env = ToolTaskEnv([task])
-        agent = LLMAgent(model="offline", model_options={"max_new_tokens": max_new_tokens}, system_prompt=system,
+        agent = LLMAgent(model=reader_spec, model_options={"max_new_tokens": max_new_tokens}, system_prompt=system,
                          max_steps=2, tools=TOOLS)
         path = out / f"{case_id}.jsonl"
         path.unlink(missing_ok=True)

@@ -91,10 +91,10 @@ class LatentMonitor:
         from gauntlet.agents.llm.models import local_model
 
         self.score, self.threshold, fitted_on = load_chaos_score(model if model is not None else shipped_score())
-        if reader is None:
-            from gauntlet.agents.llm.offline_model import model_path
+        if reader is None:  # the pinned offline model the score was fitted on
+            from gauntlet.agents.llm.offline_model import model_path, pinned_model_of_file
 
-            reader = str(model_path())
+            reader = str(model_path(pinned_model_of_file(fitted_on)))
         if Path(reader).name != fitted_on:
             raise UserError(f"monitor latent: {model} was fitted on {fitted_on}'s states, not {Path(reader).name}'s; "
                             "give the reader it was fitted on")

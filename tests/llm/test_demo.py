@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gauntlet import load_episodes
-from gauntlet.agents.llm.demo import MAX_MODEL_CALLS, TOOLS, run_demo
+from gauntlet.agents.llm.demo import DEMO_TASK, MAX_MODEL_CALLS, run_demo
 
 
 @pytest.mark.xdist_group("offline-model")
@@ -13,19 +13,20 @@ from gauntlet.agents.llm.demo import MAX_MODEL_CALLS, TOOLS, run_demo
 def test_the_llm_demo_records_a_scored_episode_of_the_offline_model_and_its_trace(tmp_path, capsys, offline_home,
                                                                                 monkeypatch):
     monkeypatch.setenv("GAUNTLET_HOME", str(offline_home))  # the model the model tests loaded
-    # The demo's four calls cost minutes of CPU; one (the prompt with the tool, a reply, the budget's stop)
-    # goes down the same path.
-    run_demo(tmp_path, max_model_calls=1)
+    # The demo's episode costs minutes of CPU; one model call of the 0.5B model (the prompt with the tools,
+    # a call under the grammar, the budget's stop) goes down the same path.
+    run_demo(tmp_path, max_model_calls=1, model="offline")
     (episode,) = load_episodes(tmp_path / "llm_episode.jsonl")
-    assert episode.complete and episode.agent.name == "llm"
-    assert episode.agent.config["model"] == "offline"
-    assert episode.agent.config["tools"] == list(TOOLS)
+    assert episode.complete and episode.agent.name == "llm" and episode.task_id == DEMO_TASK
+    assert (episode.agent.config["model"], episode.agent.config["mode"]) == ("offline", "chemcost")
     model_calls = [event for step in episode.steps for event in step.events if event.kind == "model_call"]
     assert len(model_calls) == 1 < MAX_MODEL_CALLS
     assert all(event.data["input_tokens"] > 0 for event in model_calls)
-    assert episode.outcome is not None and episode.outcome.score in (0.0, 1.0)
+    # The one reply is one well-formed call: the grammar leaves no malformed call to send back.
+    assert not [e for step in episode.steps for e in step.events if "malformed_calls" in e.data]
+    assert episode.outcome is not None and episode.outcome.score == 0.0  # stopped by the budget, unanswered
     page = (tmp_path / "llm_trace.html").read_text()
-    assert "search_chemical" in page and "ethanol" in page
+    assert "get_reaction" in page and DEMO_TASK in page
     assert "answer scored" in capsys.readouterr().out
 
 
@@ -37,7 +38,7 @@ def test_the_latent_demo_gates_the_offline_models_replies_on_its_own_decoding_st
     from gauntlet.controllers.latent.demo import run_demo as run_latent_demo
 
     monkeypatch.setenv("GAUNTLET_HOME", str(offline_home))
-    run_latent_demo(tmp_path, cases=CASES[:1], max_new_tokens=12)  # one short episode shows the whole path
+    run_latent_demo(tmp_path, cases=CASES[:1], max_new_tokens=48)  # one short episode shows the whole path
     assert sorted(path.name for path in tmp_path.glob("*.jsonl")) == [f"{CASES[0]}.jsonl"]
     (episode,) = load_episodes(tmp_path / f"{CASES[0]}.jsonl")
     gate = [event.data["scores"] for step in episode.steps for event in step.events

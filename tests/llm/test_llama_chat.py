@@ -174,6 +174,16 @@ def test_a_schema_that_has_no_grammar_names_its_tool():
         call_grammar([remote])
 
 
+def test_a_pattern_the_converter_cannot_read_is_left_to_the_schema_check():
+    smiles = ToolSpec("mass", "", {"type": "object", "required": ["smiles"],
+                                   "properties": {"smiles": {"type": "string", "pattern": "\\S"},
+                                                  "title": {"type": "string", "description": "a note"}}})
+    rules = dict(line.split(" ::= ", 1) for line in call_grammar([smiles]).splitlines())
+    assert rules["call-mass-arguments-smiles-kv"].endswith(" string")
+    assert rules["call-mass-arguments-title-kv"].endswith(" string")  # an argument named like a keyword stays
+    assert smiles.argument_problem({"smiles": "  "}) is not None  # the decoded call is still checked
+
+
 def test_a_file_llama_cpp_cannot_load_is_one_user_error(tmp_path):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + b"\0" * 64)

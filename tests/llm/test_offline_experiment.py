@@ -35,32 +35,49 @@ def small_suites(tmp_path, monkeypatch):
                         Entry("suite", "small-disaster", "small_suites_module:DISASTER", metadata=scorer))
 
 
-def test_the_smoke_size_scores_pass_k_dora_accuracy_and_malformed_calls(tmp_path, small_suites, capsys):
+def test_the_smoke_size_scores_pass_k_dora_accuracy_ablations_and_what_the_harness_caught(tmp_path, small_suites,
+                                                                                         capsys):
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"text": 'Let me check. {"name": "no_such_tool", "arguments": {}}'},
                                   {"text": 'Done. {"name": "submit_answer", "arguments": {"answer": 4}}'}]))
     experiment = load_experiment("llm_offline")
     results = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--out", str(tmp_path / "out"),
-                               "--chem-suite", "small-chem", "--disaster-suite", "small-disaster"])
+                               "--chem-suite", "small-chem", "--disaster-suite", "small-disaster", "--workers", "1"])
     chem = results["chem"]
     assert (chem["tasks"], chem["repeats"], chem["episodes"]) == (1, 2, 2)
     assert [(row["k"], row["pass_hat_k"]) for row in chem["pass_k"]] == [(1, 1.0), (2, 1.0)]
     assert (chem["malformed_calls"], chem["calls_proposed"], chem["malformed_share"]) == (2, 2, 1.0)
-    assert chem["model_calls_per_episode"] == 2.0
+    assert (chem["repeated_calls"], chem["replies_without_call"]) == (0, 0)
+    assert chem["model_calls_per_episode"] == 2.0 and chem["peak_rss_gb"] > 0
     assert chem["config"]["model_options"] == {}  # a scripted model takes no sampling options
     disaster = results["disaster"]
     assert [task.split("-")[1] for task in disaster["tasks"]] == ["T1", "T2", "T3"]
     for mode in ("autonomous", "instruction"):
         assert disaster[mode]["accuracy"] == {"T1": 1.0, "T2": 1.0, "T3": 1.0}
         assert disaster[mode]["dora_score"] == 1.0 and disaster[mode]["trajectory"]["tool_in_order"] == 0.0
+    ablations = results["ablations"]
+    # A scripted model has no other pinned model to compare with and no grammar to turn off; the rest
+    # ran, one change each.
+    assert sorted(ablations["chem"]) == ["default", "demonstrations", "tasks"]
+    assert ablations["chem"]["demonstrations"]["config"]["demonstrations"] is True
+    assert [ablations["disaster"][f"scope {k}"]["config"]["tool_scope"] for k in ("8", "16", "32", "all")] == \
+        [8, 16, 32, "all"]
     written = json.loads((tmp_path / "out" / "smoke" / "llm_offline.json").read_text())
     assert written["chem"]["pass_k"] == json.loads(json.dumps(chem["pass_k"]))
-    assert "| autonomous | 1.00 | 1.00 | 1.00 | 1.00 |" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| autonomous | 1.00 | 1.00 | 1.00 | 1.00 |" in printed and "| scope all | 1.00 |" in printed
+
+
+def test_a_part_the_experiment_does_not_have_is_one_line(capsys):
+    with pytest.raises(SystemExit) as stop:
+        load_experiment("llm_offline").main(["--size", "smoke", "--only", "chem,nope"])
+    assert stop.value.code == 2 and "unknown part 'nope'" in capsys.readouterr().err
 
 
 def test_a_local_model_samples_only_for_repeated_attempts_and_an_api_model_keeps_its_defaults():
     module = load_experiment("llm_offline")
     assert module.model_options("offline", sample=True, device=None) == {"max_new_tokens": 256, **module.SAMPLING}
-    assert module.model_options("offline", sample=False, device="cuda:0") == {"max_new_tokens": 256,
-                                                                               "device": "cuda:0"}
+    assert module.model_options("offline", sample=False, device="cuda:0") == {"max_new_tokens": 256}
+    assert module.model_options("hf:/models/qwen", sample=False, device="cuda:0") == {"max_new_tokens": 256,
+                                                                                       "device": "cuda:0"}
     assert module.model_options("openai:gpt-4o-mini", sample=True, device=None) == {}

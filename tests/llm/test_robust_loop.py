@@ -23,6 +23,7 @@ from gauntlet.agents.llm.graph import Budget, LoopSettings, build_graph, initial
 from gauntlet.agents.llm.records import conversation
 from gauntlet.agents.llm.scripted import ScriptedChatModel
 from gauntlet.bridges.tool_task_env import ToolTaskEnv, stop_action
+from gauntlet.errors import UserError
 from tests.llm.helpers import answer_turn, small_server, small_task, text_call
 
 FIRST = [SystemMessage("Use the tools."), HumanMessage("Add 2 and 3.")]
@@ -172,3 +173,37 @@ def test_calls_of_one_reply_run_concurrently_only_when_the_server_allows_it():
     assert [m.content for m in together["messages"][3:5]] == ['{"result": "a met b"}', '{"result": "b met a"}']
     one_by_one = plain(scripted([meet, {"text": "done"}]), LoopSettings(tool_timeout_s=1))
     assert one_by_one["messages"][3].status == "error"
+
+
+def test_find_tools_widens_a_scoped_tool_set_inside_the_agent_and_a_fork_keeps_it():
+    from gauntlet.agents.llm.branching import AgentEpisode
+
+    turns = [text_call("find_tools", {"query": "sleep for some seconds", "k": 1}),
+             text_call("wait", {"seconds": 0}), answer_turn(5)]
+    agent = LLMAgent(model=scripted(turns), tool_scope=1)
+    episode = run(agent)
+    waited, answered = episode.steps  # the search ran no step
+    assert waited.tool_call.name == "wait" and answered.terminated
+    offered = [event.data["tools_offered"] for step in episode.steps for event in step.events
+               if "tools_offered" in event.data]
+    assert len(offered) == 2 and "wait" not in offered[0] and "find_tools" in offered[0]
+    assert "wait" in offered[1] and set(offered[0]) - {"find_tools"} <= set(offered[1])
+    found = conversation(episode)[3]
+    assert found.type == "tool" and '"name": "wait"' in found.content
+
+    pair = AgentEpisode(LLMAgent(model=scripted(turns), tool_scope=1), ToolTaskEnv([small_task()], small_server))
+    try:
+        pair.reset(seed=0)
+        proposal = pair.propose().action  # the search was answered inside the agent: the first proposal is wait
+        twin = gauntlet.fork(pair, pair.snapshot())
+        assert twin.propose().action == proposal and '"wait"' in proposal
+        twin.close()
+    finally:
+        pair.close()
+
+
+def test_a_bad_tool_scope_is_one_line_before_any_episode():
+    with pytest.raises(UserError, match='tool_scope is "all"'):
+        LLMAgent(model=scripted([answer_turn(5)]), tool_scope="some")
+    with pytest.raises(UserError, match="demonstrations come from the training split"):
+        LLMAgent(model=scripted([answer_turn(5)]), demonstrations=True)
