@@ -4,9 +4,9 @@
 first run), starts the chem server, and lets the offline agent (``DEMO_MODEL`` on llama.cpp, pinned
 and checked by SHA-256) price the demo task (``DEMO_TASK``, of the suite's evaluation split) in the
 ChemCost setting: it reads the reaction, grounds and buys each component, adds the costs with the
-calculator and submits one number, every reply one call decoded under the tools' grammar. The
-episode is recorded through the runner, scored honestly (CTA@25: within 25 % of the gold price), and
-traced
+calculator and submits one number, every reply one call decoded under the tools' grammar, after one
+worked example of a reaction of the suite's training split. The episode is recorded through the
+runner, scored honestly (CTA@25: within 25 % of the gold price), and traced
 (``out_dir/llm_episode.jsonl``, ``out_dir/llm_trace.html``).
 """
 
@@ -16,8 +16,14 @@ import functools
 import time
 from pathlib import Path
 
+from gauntlet.mcp_servers.chem.demo import DEMO_CATALOGUE
+
 DEMO_MODEL = "offline:qwen2.5-coder-1.5b-instruct"
-DEMO_TASK = "clean-RXN-0007"
+# 20 reactions on the demo catalogue: enough that the suite's training split holds one (RXN-0019), whose
+# worked trajectory is the demonstration. The task's gold price ($141.92/g) is more than 25 % from the
+# demonstration's ($445.19/g), so copying the example's arithmetic cannot pass: only pricing this reaction can.
+DEMO_LLM_REACTIONS = {"n_reactions": 20, "n_routes": 0, "catalogue": DEMO_CATALOGUE}
+DEMO_TASK = "clean-RXN-0008"
 # Its gold trajectory has 6 calls; the budget leaves room for a few wrong turns.
 MAX_MODEL_CALLS = 14
 
@@ -28,7 +34,6 @@ def run_demo(out_dir: Path, max_model_calls: int = MAX_MODEL_CALLS, model: str =
     from gauntlet.agents.llm.records import conversation
     from gauntlet.bridges.tool_task_env import ToolTaskEnv
     from gauntlet.mcp_servers.chem.build import catalogue_path
-    from gauntlet.mcp_servers.chem.demo import DEMO_CATALOGUE, DEMO_REACTIONS
     from gauntlet.mcp_servers.chem.reaction_data import reactions_dir
     from gauntlet.mcp_servers.chem.scoring import ChemScorer
     from gauntlet.mcp_servers.chem.server import build_server
@@ -38,13 +43,14 @@ def run_demo(out_dir: Path, max_model_calls: int = MAX_MODEL_CALLS, model: str =
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    database, folder = catalogue_path(**DEMO_CATALOGUE), reactions_dir(**DEMO_REACTIONS)
-    suite = suite_path("clean", **DEMO_REACTIONS)
+    database, folder = catalogue_path(**DEMO_CATALOGUE), reactions_dir(**DEMO_LLM_REACTIONS)
+    suite = suite_path("clean", **DEMO_LLM_REACTIONS)
     task = next(task for task in load_suite(suite) if task.id == DEMO_TASK)
     env = ToolTaskEnv([task], server=functools.partial(build_server, database, folder), scorer=ChemScorer())
     print(f"LLM agent demo: {model} prices {task.id} on the chem server (llama.cpp on the CPU, every reply one "
-          f"call under the tools' grammar; at most {max_model_calls} model calls)")
-    agent = LLMAgent(model=model, mode="chemcost", max_steps=max_model_calls)
+          f"call under the tools' grammar, a worked example of another reaction first; at most {max_model_calls} "
+          "model calls)")
+    agent = LLMAgent(model=model, mode="chemcost", max_steps=max_model_calls, suite=str(suite), demonstrations=True)
     path = out / "llm_episode.jsonl"
     path.unlink(missing_ok=True)
     start = time.perf_counter()
