@@ -4,6 +4,10 @@ Both figures use a scripted model (``ScriptedChatModel``: no model time at all),
 measure is the harness. Prints a table and writes JSON (default ``bench/results/agents.json``).
 
     gauntlet bench agents [--quick] [--out PATH] [--concurrent N] [--server-kwargs JSON]
+    gauntlet bench agents --backends [--quick] [--out PATH]
+
+``--backends`` runs only the third section, the LLM backends' speed (it takes minutes; written under
+"backends", default ``bench/results/agents-backends.json``).
 
 ``--server-kwargs`` goes to ``gauntlet serve chem`` (e.g. ``{"db_path": ...}`` for a catalogue
 already built; the default one is built on first use).
@@ -26,6 +30,11 @@ Figures and targets:
    Step latency is the time between the ends of consecutive env steps (agent, env and recording);
    tool-call latency is the round trip the env records. p50 and p99 of both; the threads share
    one Python process, so on few cores the 16-episode figure includes the wait for the GIL.
+3. LLM backends (``--backends``, ``llm_backends``): the offline model on transformers (today's
+   reference) and on llama.cpp, on the same agent prompts: prefill and decode tokens/s, the latency of
+   a step on a cached prefix and of an episode's first call, the decode limit this machine's memory
+   bandwidth sets, and the targets (llama.cpp 0.5B decode and step >= 3x transformers 0.5B; 1.5B
+   step no slower than transformers 0.5B).
 """
 
 from __future__ import annotations
@@ -61,7 +70,8 @@ from gauntlet.bridges.tool_task_env import ENV_SERVER, ToolTaskEnv
 from gauntlet.episode import Episode, ToolCall
 from gauntlet.runner import rollout
 from gauntlet.tasks import ToolTask
-from _reporting import bench_parser, figures_table, save_report, show
+from _reporting import RESULTS, bench_parser, figures_table, save_report, show
+from llm_backends import measure_backends, print_backends
 
 SYSTEM_PROMPT = "You price chemistry with the tools you are given."
 # Catalogue ids the concurrency episodes read (each episode its own sequence of them).
@@ -75,11 +85,15 @@ def tool_calls(episode: int, n_calls: int) -> list[tuple[str, dict[str, Any]]]:
             ("get_chemical", {"chemical_id": 1 + (7 * episode + i) % CATALOGUE_IDS}) for i in range(n_calls)]
 
 
-def script(episode: int, n_calls: int) -> ScriptedChatModel:
-    """One call per model turn, then the episode's number as the answer."""
+def script(episode: int, n_calls: int, *, answer_tool: bool = True) -> ScriptedChatModel:
+    """One call per model turn, then the episode's number as the answer: a call of the env's answer
+    tool, as the Gauntlet agent answers, or (``answer_tool=False``) a reply without a call, which is how
+    a bare LangGraph loop ends."""
     turns: list[dict[str, Any]] = [{"content": "", "tool_calls": [{"name": name, "args": args}]}
                                    for name, args in tool_calls(episode, n_calls)]
-    return ScriptedChatModel(turns=[*turns, {"content": str(episode)}])
+    answer = {"content": "", "tool_calls": [{"name": "submit_answer", "args": {"answer": episode}}]} \
+        if answer_tool else {"content": str(episode)}
+    return ScriptedChatModel(turns=[*turns, answer])
 
 
 def task(episode: int, url: str) -> ToolTask:
@@ -181,7 +195,8 @@ def overhead(url: str, trials: int, n_calls: int, scratch: Path) -> dict[str, An
             if trial:
                 times["gauntlet"].append(measured)
             start, cpu = time.perf_counter(), time.process_time()
-            messages, loop_s = asyncio.run(bare_episode(url, script(0, n_calls), task(0, url).question))
+            messages, loop_s = asyncio.run(bare_episode(url, script(0, n_calls, answer_tool=False),
+                                                        task(0, url).question))
             measured = (loop_s, time.perf_counter() - start, time.process_time() - cpu)
             results = [message for message in messages if isinstance(message, ToolMessage)]
             if len(results) != n_calls or any(message.status == "error" for message in results):
@@ -295,6 +310,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = bench_parser("agents", __doc__)
     parser.add_argument("--concurrent", type=int, default=16, help="agent episodes at once on one server (16)")
     parser.add_argument("--server-kwargs", default=None, help="JSON options for `gauntlet serve chem`")
+    parser.add_argument("--backends", action="store_true",
+                        help="only the LLM backends section (minutes; default out bench/results/agents-backends.json)")
     args = parser.parse_args(argv)
     if args.concurrent < 1:
         parser.error("--concurrent takes a positive number of episodes")
@@ -302,6 +319,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     report: dict[str, Any] = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                                           "gauntlet": gauntlet.__version__}}
     load_at_start = os.getloadavg()[0]
+    if args.backends:
+        report["backends"] = measure_backends(quick)
+        report["machine"]["load_average_1min"] = {"start": load_at_start, "end": os.getloadavg()[0]}
+        print_backends(report["backends"])
+        # Its own file by default: the harness figures of a default run stay where they are.
+        save_report(report, RESULTS / "agents-backends.json" if args.out == parser.get_default("out") else args.out)
+        return report
     options = ["--server-kwargs", args.server_kwargs] if args.server_kwargs else []
     # Generous: the first serve of the default catalogue builds it.
     with tempfile.TemporaryDirectory() as tmp, spawn_http_server("chem", *options, startup_timeout_s=600) as served:

