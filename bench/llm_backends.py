@@ -50,6 +50,7 @@ import gc
 import json
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -427,9 +428,12 @@ def measure_backends(quick: bool) -> dict[str, Any]:
     prompts = agent_prompts(quick)
     backends = make_backends(prompts, quick)
     runs: dict[str, list[dict[str, Reply]]] = {backend.key: [] for backend in backends}
-    for _ in range(size.trials):
+    for number in range(1, size.trials + 1):
         for backend in backends:
+            start = time.perf_counter()
             runs[backend.key].append(trial(backend, prompts, size))
+            print(f"trial {number}/{size.trials}: {backend.key} in {time.perf_counter() - start:.0f} s "
+                  f"(load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
     read = {backend.key: runs[backend.key][0]["prefill"].prompt_tokens for backend in backends}
     if len(set(read.values())) != 1:
         raise RuntimeError(f"the backends read prompts of different lengths: {read}")
