@@ -34,7 +34,9 @@ Modes: a suite entry may list the ways its tasks can be put to an agent in its m
 {"agent_config": {"mode": "autonomous"}, "env_kwargs": {"scorer": ...}}, ...}``; ``evaluate_suite(...,
 mode="ap")`` (``gauntlet eval disaster --mode ap``) merges the mode's ``env_kwargs`` over the suite's and
 gives an agent the mode's ``agent_config`` keys its constructor takes (an agent that has no such option,
-like ``gold``, runs as it is). ``scores.json`` records the mode.
+like ``gold``, runs as it is). A suite's ``default_mode`` is the mode of a run that names none, for an
+agent that takes the mode's options and whose config sets none of them (``gauntlet eval chem --agent
+llm`` runs the chem suites' ``chemcost`` mode). ``scores.json`` records the mode.
 """
 
 from __future__ import annotations
@@ -226,6 +228,19 @@ def resolve_mode(suite: str, mode: str | None) -> dict[str, Any]:
     return {} if mode is None else dict(_suite_option(suite, "mode", mode))
 
 
+def _default_mode(entry: Any, agent: str, agent_config: dict[str, Any]) -> str | None:
+    """The suite's ``default_mode`` for a run that names no mode, unless the agent takes none of the
+    mode's options or its config already sets one of them (the user's choice stands)."""
+    default = entry.metadata.get("default_mode")
+    if default is None:
+        return None
+    options = entry.metadata["modes"][default].get("agent_config", {})
+    accepted = inspect.signature(registry.get("agent", agent).load()).parameters
+    if not any(key in accepted for key in options) or any(key in agent_config for key in options):
+        return None
+    return str(default)
+
+
 def _mode_agent_config(mode: str | None, settings: dict[str, Any], agent_class: Any, config: dict[str, Any]) -> None:
     """Give ``config`` the mode's agent options that ``agent_class`` takes (an agent config that sets one
     differently is refused: the run would not be the mode it says)."""
@@ -269,6 +284,7 @@ def evaluate_suite(suite: str, agent: str, out_dir: str | os.PathLike[str], *,
     """
     name = resolve_view(suite, view)
     entry = registry.get("suite", name)
+    mode = mode if mode is not None else _default_mode(entry, agent, agent_config or {})
     mode_settings = resolve_mode(name, mode)
     out = Path(out_dir)
     source = _read_suite(entry, out)

@@ -18,11 +18,13 @@ Parts (each a ``gauntlet eval`` run folder under ``--out``, so a rerun resumes i
   DORA does: answer accuracy per dimension and their macro average (the DORA score), and the
   trajectory metrics.
 * ``ablations``: one setting changed at a time against the default harness, greedy, one attempt, on
-  a slice of ``slice`` tasks: on chem, constrained decoding off, demonstrations on, and the other
-  pinned model; on disaster (autonomous), the tool scope k = 8, 16, 32 and all 132 tools.
+  a slice of ``slice`` tasks: on chem, constrained decoding off, demonstrations on, the number check
+  off, redrawing repeated replies off, and the other pinned model; on disaster (autonomous), the tool
+  scope k = 8, 16, 32 and all 132 tools.
 
 For every run: malformed calls (unparseable, unknown tool, arguments that break the schema), repeated
-calls answered from memory, replies without a call, model calls, tokens, seconds per episode and per
+calls answered from memory, replies redrawn because they repeated a call, calls refused for numbers the
+episode never showed, replies without a call, model calls, tokens, seconds per episode and per
 step, and the peak resident memory of the processes that ran it. Budgets: chem 25 model calls (its
 gold trajectories have 10-12 calls), disaster 12 (gold 2-5).
 
@@ -67,6 +69,8 @@ CHEM_ABLATIONS: dict[str, dict[str, Any]] = {
     "default": {},
     "unconstrained": {"model_options": {"constrain_calls": False}},
     "demonstrations": {"demonstrations": True},
+    "numbers unchecked": {"check_numbers": False},
+    "no redraws": {"model_options": {"resample_repeats": 0}},
     "other model": {"model": "other"},
 }
 DISASTER_ABLATIONS: dict[str, dict[str, Any]] = {
@@ -129,11 +133,14 @@ def usage(evaluation: Any, folder: Path) -> dict[str, Any]:
     ran = sum(step.tool_call is not None and step.tool_call.server != ENV_SERVER for step in steps)
     malformed = sum(len(note["malformed_calls"]) for note in notes if "malformed_calls" in note)
     repeated = sum("repeated_call" in note for note in notes)
+    redrawn = sum(int(note["redrawn_repeats"]) for note in notes if "redrawn_repeats" in note)
+    ungrounded = sum("ungrounded_numbers" in note for note in notes)
     seconds = [result.wall_s for result in results if result.wall_s is not None]
     return {"episodes": len(results), "model_calls": sum(result.model_calls for result in results),
             "calls_proposed": ran + malformed, "malformed_calls": malformed,
             "malformed_share": malformed / (ran + malformed) if ran + malformed else None,
             "repeated_calls": repeated, "replies_without_call": sum("no_call" in note for note in notes),
+            "redrawn_replies": redrawn, "ungrounded_calls": ungrounded,
             "tokens_per_episode": fmean(r.input_tokens + r.output_tokens for r in results) if results else None,
             "seconds_per_episode": fmean(seconds) if seconds else None,
             "seconds_per_step": sum(seconds) / len(steps) if steps and seconds else None,
@@ -197,8 +204,12 @@ def evaluate(folder: Path, suite: str, config: dict[str, Any], task_ids: Sequenc
 
     evaluation = evaluate_suite(suite, "llm", folder, agent_config=config, task_ids=list(task_ids), repeats=repeats,
                                 workers=workers)
+    report = json.loads((Path(evaluation.out_dir) / "scores.json").read_text()).get("report") or {}
+    # The chem scorer's diagnosis: how many of the reaction's components the agent bought (recall) and how
+    # many of its purchases were components (precision), which shows progress that CTA@25 alone does not.
+    diagnosis = {key: report[key] for key in ("component_recall", "component_precision") if key in report}
     return evaluation, {"config": config, "mean_score": evaluation.mean_score,
-                        "success_rate": evaluation.success_rate, **usage(evaluation, folder)}
+                        "success_rate": evaluation.success_rate, **diagnosis, **usage(evaluation, folder)}
 
 
 def run_chem(out: Path, model: str, plan: dict[str, Any], device: str | None, suite: str,
@@ -294,13 +305,16 @@ def tables(results: dict[str, Any]) -> str:
     ablations = results.get("ablations")
     if ablations:
         lines += [f"## ablations: chem ChemCost, {len(ablations['chem']['tasks'])} tasks, greedy", "",
-                  "| setting | CTA@25 | mean score | malformed | repeated | no call | model calls / ep | s / step | "
-                  "s / episode |", "|---|---|---|---|---|---|---|---|---|"]
+                  "| setting | CTA@25 | components bought (recall / precision) | malformed | repeated | redrawn | "
+                  "ungrounded | no call | model calls / ep | s / step | s / episode |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for name, row in ablations["chem"].items():
             if name != "tasks":
                 lines.append(f"| {name} ({row['config']['model']}) | {_num(row['success_rate'])} | "
-                             f"{_num(row['mean_score'])} | {row['malformed_calls']}/{row['calls_proposed']} | "
-                             f"{row['repeated_calls']} | {row['replies_without_call']} | "
+                             f"{_num(row.get('component_recall'))} / {_num(row.get('component_precision'))} | "
+                             f"{row['malformed_calls']}/{row['calls_proposed']} | "
+                             f"{row['repeated_calls']} | {row.get('redrawn_replies', '–')} | "
+                             f"{row.get('ungrounded_calls', '–')} | {row['replies_without_call']} | "
                              f"{_num(row['model_calls_per_episode'], 1)} | {_num(row['seconds_per_step'], 1)} | "
                              f"{_num(row['seconds_per_episode'], 0)} |")
         lines += ["", f"## ablations: disaster autonomous, {len(ablations['disaster']['tasks'])} tasks, tool scope", "",

@@ -13,6 +13,13 @@ warnings.filterwarnings("ignore", message=".*settotalmass.*")
 
 
 def pytest_configure(config):
+    # Each test process gets its share of the cores for native threads (llama.cpp, torch, BLAS), as the batch
+    # runner gives each worker: two processes of two threads each on two cores slow each other down several
+    # times over (llama.cpp's decoding threads wait on each other; measured in docs/agents.md).
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if workers.isdigit() and int(workers) > 1:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, cpus // int(workers))))
     config.addinivalue_line("markers", "starts_early: a long test that shares nothing; under `make test` it is "
                                        "handed to a worker before the short ones, so it never ends the run alone")
 

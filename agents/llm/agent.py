@@ -17,6 +17,11 @@ The harness, built so a small model can finish a task:
 * **One call per reply** unless ``parallel_calls``: later calls of a reply are refused unrun.
 * **Repeated calls** (same tool, same arguments as an earlier call) are answered with the earlier
   result and a one-line nudge, without a step (a ``note`` event ``{"repeated_call": <tool>}``).
+* **Numbers from results** (``check_numbers``, on by default): a call whose arguments hold a number
+  the episode never showed (not in the question, not in a result of this task; a worked example's do
+  not count) is answered with an error naming the numbers, unrun (``gauntlet.agents.llm.number_check``;
+  a ``note`` event ``{"ungrounded_numbers": [...]}``). A model that redraws replies (llama.cpp) is
+  asked for another reply instead of a repeat (``redrawn_repeats`` note).
 * **Tool scope** (``tool_scope``): ``"all"``, a number k, or ``"auto"`` (every tool of a server with
   at most 32, else the 8 nearest the task); a scoped agent also gets ``find_tools(query)``, which
   the agent answers itself by adding the tools nearest the query (``gauntlet.agents.llm.tool_scope``).
@@ -90,8 +95,9 @@ from gauntlet.agents.llm.graph import (
     run_config,
     wants_tools,
 )
-from gauntlet.agents.llm.demonstrations import demonstration_messages, demonstration_task
+from gauntlet.agents.llm.demonstrations import CALL_ID, DEMO_OPENING, demonstration_messages, demonstration_task
 from gauntlet.agents.llm.modes import answer_spec, get_mode, user_prompt
+from gauntlet.agents.llm.number_check import UNGROUNDED_PREFIX, ungrounded_message, ungrounded_numbers
 from gauntlet.agents.llm.records import ModelCallRecorder, records
 from gauntlet.agents.llm.tool_scope import (
     FIND_TOOLS,
@@ -112,6 +118,7 @@ from gauntlet.tasks import ToolTask, load_suite
 # The default tool scope: every tool of a server that has few, the nearest AUTO_SCOPE_K of a larger one
 # (and find_tools for the rest). The disaster server's 132 schemas are ~28,500 prompt tokens; chem's 24
 # are ~2,900. The k was chosen by the ablation in docs/agents.md.
+DEMO_CALL_PREFIX = CALL_ID.split("{", 1)[0]
 AUTO_SCOPE = "auto"
 AUTO_SCOPE_MAX_TOOLS = 32
 AUTO_SCOPE_K = 8
@@ -171,7 +178,8 @@ class LLMAgent(Agent):
                  max_tokens: int | None = None, wall_time_s: float | None = None, model_retries: int = 2,
                  retry_backoff_s: float = 1.0, price_usd_per_mtok: Sequence[float] | None = None,
                  checkpointer: str = "memory", suite: str | None = None, tools: Sequence[str] | None = None,
-                 tool_scope: Any = AUTO_SCOPE, demonstrations: bool = False, parallel_calls: bool = False):
+                 tool_scope: Any = AUTO_SCOPE, demonstrations: bool = False, parallel_calls: bool = False,
+                 check_numbers: bool = True):
         if tools is not None and (isinstance(tools, str) or not all(isinstance(name, str) for name in tools)
                                   or not tools):
             raise UserError("agent llm: tools is a non-empty list of tool names; fix the agent config")
@@ -194,11 +202,12 @@ class LLMAgent(Agent):
             max_tokens=max_tokens, wall_time_s=wall_time_s, model_retries=model_retries,
             retry_backoff_s=retry_backoff_s, price_usd_per_mtok=price_usd_per_mtok, checkpointer=checkpointer,
             suite=suite, tools=list(tools) if tools is not None else None, tool_scope=tool_scope,
-            demonstrations=demonstrations, parallel_calls=parallel_calls)
+            demonstrations=demonstrations, parallel_calls=parallel_calls, check_numbers=check_numbers)
         if demonstrations and suite is None:
             raise UserError("agent llm: demonstrations come from the training split of the task suite; "
                             "give the suite too (\"suite\": \"chem\")")
         self._demonstrations, self._parallel_calls = demonstrations, parallel_calls
+        self._check_numbers = check_numbers
         self._shown = tuple(tools) if tools is not None else None
         self._model: BaseChatModel | None = model if isinstance(model, BaseChatModel) else None
         self._lent: Any = None
@@ -257,9 +266,11 @@ class LLMAgent(Agent):
         self._max_call_chars = action_space.max_length if isinstance(action_space, spaces.Text) else None
 
     def _settings(self) -> LoopSettings:
+        # A model that can redraw a reply (the llama.cpp backend) is told which calls would only repeat.
+        redraws = getattr(self._chat_model(), "resample_repeats", 0)
         return LoopSettings(budget=self._budget, model_retries=self._model_retries,
                             retry_initial_s=self._retry_backoff_s, max_call_chars=self._max_call_chars,
-                            parallel_calls=self._parallel_calls)
+                            parallel_calls=self._parallel_calls, avoid_repeats=isinstance(redraws, int) and redraws > 0)
 
     def _graph(self) -> CompiledStateGraph:
         key = json.dumps([[spec.name, spec.description, spec.input_schema] for spec in self._tools]) + \
@@ -353,6 +364,12 @@ class LLMAgent(Agent):
                                int(call.arguments.get("k", FIND_TOOLS_DEFAULT_K)))
             self._offer(found.offered, search=len(found.offered) < len(self._server_tools))
             return tool_message(call, ToolResult(found.result))
+        if self._check_numbers:
+            ungrounded = ungrounded_numbers(call.arguments, _shown_numbers(conversation))
+            if ungrounded:
+                self._events.append(Event(source=self.name, kind="note", data={"ungrounded_numbers": ungrounded}))
+                return ToolMessage(content=ungrounded_message(ungrounded, self._answer_tool), tool_call_id=call.id,
+                                   name=call.name, status="error", artifact={"unrun": "ungrounded_numbers"})
         earlier = earlier_result(conversation, call, self._spec_map())
         if earlier is None:
             return None
@@ -397,6 +414,9 @@ class LLMAgent(Agent):
                 self._events.append(Event(source=self.name, kind="note", data={"no_call": True}))
                 run_tools = [HumanMessage(NO_CALL.format(answer_tool=self._answer_tool))]
                 continue
+            redrawn = last_reply(state).response_metadata.get("redrawn")
+            if redrawn:
+                self._events.append(Event(source=self.name, kind="note", data={"redrawn_repeats": redrawn}))
             self._reply_calls = check_calls(last_reply(state), self._spec_map(), max_call_chars=self._max_call_chars,
                                             parallel_calls=self._parallel_calls)
             malformed = [{"name": call.name, "problem": call.problem} for call in self._reply_calls if call.problem]
@@ -518,6 +538,21 @@ class LLMAgent(Agent):
         twin._kwargs = dict(self._kwargs)
         twin.restore(snapshot)
         return twin
+
+
+def _shown_numbers(conversation: Sequence[AnyMessage]) -> list[str]:
+    """The texts of the episode a call's numbers may come from: the task (every user message but a
+    worked example's) and the results of its own calls (not the example's, not the agent's own
+    rejections of ungrounded numbers)."""
+    texts = []
+    for message in conversation:
+        text = message.content if isinstance(message.content, str) else json.dumps(message.content, default=str)
+        if isinstance(message, HumanMessage) and not text.startswith(DEMO_OPENING):
+            texts.append(text)
+        elif isinstance(message, ToolMessage) and not str(message.tool_call_id).startswith(DEMO_CALL_PREFIX) \
+                and not text.startswith(UNGROUNDED_PREFIX):
+            texts.append(text)
+    return texts
 
 
 def _metadata(task: ToolTask | None) -> dict[str, Any]:

@@ -137,10 +137,30 @@ def _closed_map(schemas: dict[str, Any]) -> dict[str, Any]:
     return {name: _closed(value) for name, value in schemas.items()}
 
 
+# The converter llama-cpp-python ships ignores an integer's minimum and maximum: a bounded integer with at
+# most this many values is written as the enum of them instead, so the grammar keeps a call inside its range.
+MAX_ENUMERATED_INTEGERS = 256
+
+
+def _enumerated(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """A bounded integer schema as the enum of its values (None when it is not one, or has too many)."""
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if schema.get("type") != "integer" or "enum" in schema or not all(
+            isinstance(bound, int) and not isinstance(bound, bool) for bound in (low, high)):
+        return None
+    assert isinstance(low, int) and isinstance(high, int)
+    if not 0 < high - low + 1 <= MAX_ENUMERATED_INTEGERS:
+        return None
+    return {"enum": list(range(low, high + 1))}
+
+
 def _closed(schema: Any) -> Any:
     """Every object schema with properties and no ``additionalProperties`` gets it set to false; words
     for readers (``description``, ``title``...) go, as the converter reads a schema of only those as
-    one it does not know, where JSON Schema reads it as "any value"."""
+    one it does not know, where JSON Schema reads it as "any value"; a small bounded integer becomes the
+    enum of its values."""
+    if isinstance(schema, dict) and (enumerated := _enumerated(schema)) is not None:
+        return enumerated
     if isinstance(schema, dict):
         closed = {key: _closed_map(value) if key in _MAPS and isinstance(value, dict) else _closed(value)
                   for key, value in schema.items() if key not in _NOTES and not _loose_bound(key, value)}

@@ -132,6 +132,33 @@ def earlier_result(conversation: Sequence[BaseMessage], call: CheckedCall,
     return None
 
 
+def repeatable_calls(conversation: Sequence[BaseMessage], tools: Mapping[str, ToolSpec]) -> list[dict[str, Any]]:
+    """The calls of ``conversation`` a model should not make again (``{"name", "arguments"}``, oldest
+    first, each once): those ``earlier_result`` would answer from memory (calls of idempotent tools since
+    the last call of a tool that is not), and those the agent refused unrun (a tool message whose
+    artifact is ``{"unrun": <why>}``) with no call run since, which would be refused again. A model
+    that can redraw a reply avoids these."""
+    answers = {message.tool_call_id: message for message in conversation if isinstance(message, ToolMessage)}
+    found: list[dict[str, Any]] = []
+    changed = ran = False  # a call that may change results / any call that ran, after the one looked at
+    for message in reversed(conversation):
+        if not isinstance(message, AIMessage):
+            continue
+        for tool_call in reversed(message.tool_calls):
+            answer = answers.get(tool_call.get("id") or "")
+            unrun = answer is not None and isinstance(answer.artifact, dict) and "unrun" in answer.artifact
+            spec = tools.get(tool_call["name"])
+            call = {"name": tool_call["name"], "arguments": tool_call["args"]}
+            if unrun:
+                avoid = not ran
+            else:
+                avoid = not changed and spec is not None and spec.idempotent
+                ran, changed = True, changed or spec is None or not spec.idempotent
+            if avoid and call not in found:
+                found.append(call)
+    return list(reversed(found))
+
+
 def call_text(name: str, arguments: dict[str, Any]) -> str:
     """The call as the JSON text of one ``ToolTaskEnv`` action."""
     return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=True)

@@ -13,18 +13,25 @@ the suite grows, and every run agrees on it.
 
 Choice (``demonstration_task``): a training task of the same suite and kind (``metadata['dimension']``
 where tasks have one, DORA's T1..T5; chem tasks carry none, and within one suite they share one flow),
-never the task itself; of those that render within ``DEMO_MAX_CHARS``, the one whose question shares
-most words with the task's (Jaccard similarity of the word sets), ties to the lowest id hash. Word
+never the task itself; of those that render within ``DEMO_MAX_CHARS``, one of the same family first
+where the suite names one (a chem reaction's ``reaction_class``, the label a reaction's first read shows:
+a demonstration of a reaction with as many components to buy as the task's shows a flow of the task's
+length), then the one whose question shares most words with the task's (Jaccard similarity of the word
+sets), ties to the lowest id hash. Word
 overlap costs nothing to compute and finds a task of the same template (the same calls at another event)
 where there is one, which is what a small model can copy. Where every question of a suite is one
-template (a chem suite), all candidates tie and every task gets the same demonstration, so a model that
-keeps the key-value cache of a shared prompt prefix reads the demonstration once.
+template (a chem suite), the tasks of one reaction class get the same demonstration, so a model that keeps
+the key-value cache of a shared prompt prefix reads each class's demonstration once.
 
 Rendering (``demonstration_messages``): the example task as the model would meet it (``user_prompt`` of
 ``ToolTaskEnv``'s task text, its inputs cut to ``INPUTS_MAX_CHARS``) after a note that a worked example
 follows, in one user message; each gold call as an assistant message with one structured tool call (id
-``demo_call_<n>``) answered by a tool message with its recorded result, as the agent shows results, cut
-to ``OBS_MAX_CHARS`` (less, evenly, when the calls are many: down to ``MIN_OBS_CHARS``); then the call
+``demo_call_<n>``) answered by a tool message with its recorded result shown by the fields whose values
+a later call or the answer uses (each with its object's ``name``: the reaction's components and
+equivalents, a search's chemical id, a pack's cost; the whole result where none is used), cut to
+``OBS_MAX_CHARS`` (less, evenly, when the calls are many: down to ``MIN_OBS_CHARS``). Cutting results to
+their first characters instead left the prices out of the example, so its final ``calculate`` held
+numbers the example never showed, and a small model learned to write numbers it never read; then the call
 of the answer tool with the gold answer, and its result; last a user message saying the model's own task
 follows. Qwen2.5's chat template renders this as a ``user`` turn, ``assistant`` turns with ``<tool_call>``
 blocks and ``user`` turns with ``<tool_response>`` blocks, then a ``user`` turn: the turns the model's
@@ -34,16 +41,18 @@ system message only first takes the demonstration as well.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from gauntlet.agents.llm.calls import ToolResult
 from gauntlet.agents.llm.modes import AUTONOMOUS, Mode, user_prompt
+from gauntlet.agents.llm.number_check import numbers_in
 from gauntlet.bridges.tool_task_env import DEFAULT_ANSWER_TOOL, fit_text, task_text
 from gauntlet.tasks import ToolTask
 
@@ -65,7 +74,8 @@ INPUTS_MAX_CHARS = 800
 # first fields (the id a later call uses, a price) are what a later call reads.
 OBS_MAX_CHARS = 300
 MIN_OBS_CHARS = 80
-DEMO_OPENING = "Here is a worked example of another task, solved with the tools:"
+DEMO_OPENING = ("Here is a worked example of another task, solved with the tools (each result shows only the "
+                "fields the later calls use):")
 DEMO_CLOSING = ("That was the example; it is finished. Your own task follows: solve it the same way, reading each "
                 "result before the next call.")
 CALL_ID = "demo_call_{number}"
@@ -99,6 +109,14 @@ def task_kind(task: ToolTask) -> str | None:
     return None if dimension is None else str(dimension)
 
 
+def task_family(task: ToolTask) -> str | None:
+    """What a demonstration had better share with the task, where the suite says: a chem reaction's class
+    (``metadata['reaction_class']``: an amide coupling has five components to buy, a Grignard addition
+    two), or None."""
+    family = task.metadata.get("reaction_class")
+    return None if family is None else str(family)
+
+
 def _words(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(text.lower()))
 
@@ -117,8 +135,9 @@ def demonstration_task(task: ToolTask, suite_tasks: Sequence[ToolTask], answer_t
     kind = task_kind(task)
     candidates = [candidate for candidate in train_tasks(suite_tasks)
                   if candidate.id != task.id and task_kind(candidate) == kind]
-    words = _words(task.question)
-    candidates.sort(key=lambda candidate: (-_similarity(words, _words(candidate.question)),
+    words, family = _words(task.question), task_family(task)
+    candidates.sort(key=lambda candidate: (family is None or task_family(candidate) != family,
+                                           -_similarity(words, _words(candidate.question)),
                                            _hash_fraction(candidate.id)))
     for candidate in candidates:
         if _fitting_results(candidate, answer_tool, mode) is not None:
@@ -154,7 +173,7 @@ def _fitting_results(demo: ToolTask, answer_tool: str, mode: Mode) -> list[str] 
     """The gold results as ``demo``'s demonstration shows them: each cut to ``OBS_MAX_CHARS``, or to an
     even share of the room the rest of the conversation leaves; None when that share is below
     ``MIN_OBS_CHARS``."""
-    results = [ToolResult(gold.obs).text() for gold in demo.gold_trajectory]
+    results = [_shown_result(demo, index) for index in range(len(demo.gold_trajectory))]
     shown = [fit_text(result, OBS_MAX_CHARS) for result in results]
     size = demonstration_chars(_conversation(demo, answer_tool, mode, shown))
     if size <= DEMO_MAX_CHARS:
@@ -162,6 +181,53 @@ def _fitting_results(demo: ToolTask, answer_tool: str, mode: Mode) -> list[str] 
     room = DEMO_MAX_CHARS - (size - sum(map(len, shown)))
     limit = room // len(results) if results else 0
     return [fit_text(result, limit) for result in results] if limit >= MIN_OBS_CHARS else None
+
+
+_DROP = object()
+
+
+def _shown_result(demo: ToolTask, index: int) -> str:
+    """The ``index``-th gold result as the demonstration shows it: the fields of a JSON result whose values
+    a later gold call or the answer uses (the reaction's components by name and equivalents, a search's
+    chemical id, a pack's cost), each with its object's ``name``; the whole result when none is used."""
+    obs = demo.gold_trajectory[index].obs
+    later = [gold.args for gold in demo.gold_trajectory[index + 1:]] + [demo.answer]
+    strings = {leaf for value in later for leaf in _strings_in(value)}
+    used = _used(obs, strings, sorted(numbers_in(later)))
+    return json.dumps(used, ensure_ascii=False) if isinstance(obs, dict) and isinstance(used, dict) \
+        else ToolResult(obs).text()
+
+
+def _strings_in(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _strings_in(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _strings_in(item)]
+    return []
+
+
+def _used(value: Any, strings: set[str], numbers: list[float]) -> Any:
+    """``value`` cut to the leaves a later call uses (``_DROP`` when none)."""
+    if isinstance(value, dict):
+        kept = {key: used for key, item in value.items() if (used := _used(item, strings, numbers)) is not _DROP}
+        if kept and "name" in value and "name" not in kept:
+            kept = {"name": value["name"], **kept}
+        return kept or _DROP
+    if isinstance(value, list):
+        items = [used for item in value if (used := _used(item, strings, numbers)) is not _DROP]
+        return items or _DROP
+    if isinstance(value, bool) or value is None:
+        return _DROP
+    if isinstance(value, str):
+        return value if value in strings else _DROP
+    if isinstance(value, (int, float)):
+        tolerance = 1e-9 if float(value).is_integer() else 1e-3
+        low, high = sorted((value * (1 - tolerance), value * (1 + tolerance)))
+        index = bisect.bisect_left(numbers, low)
+        return value if index < len(numbers) and numbers[index] <= high else _DROP
+    return _DROP
 
 
 def _conversation(demo: ToolTask, answer_tool: str, mode: Mode, results: Sequence[str]) -> list[BaseMessage]:
@@ -190,4 +256,4 @@ def demonstration_chars(messages: Sequence[BaseMessage]) -> int:
 
 __all__ = ["CALL_ID", "DEMO_MAX_CHARS", "INPUTS_MAX_CHARS", "MIN_OBS_CHARS", "OBS_MAX_CHARS", "TRAIN_SHARE", "Split",
            "demonstration", "demonstration_chars", "demonstration_messages", "demonstration_task", "eval_tasks",
-           "split_of", "task_kind", "train_tasks"]
+           "split_of", "task_family", "task_kind", "train_tasks"]

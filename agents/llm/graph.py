@@ -20,6 +20,10 @@ and writes their messages as ``run_tools``'s update. Without the pause the graph
 in one ``ainvoke`` (``run_on_session`` does it over one MCP session). Both give the same messages
 for the same model.
 
+Repeats: with ``LoopSettings.avoid_repeats`` (the LLM agent sets it for a model that can redraw a
+reply, the llama.cpp backend), ``call_model`` passes the model ``avoid_calls``: the calls whose
+repetition would only bring back a result the conversation already holds (``repeatable_calls``).
+
 Budgets (``Budget``): ``max_steps`` model calls, ``max_tokens`` input plus output tokens as the
 model reports them (checked before each call, so the call that crosses the limit completes), and
 ``wall_time_s`` seconds since ``configurable.started_at`` (a ``time.monotonic()`` value; none
@@ -54,6 +58,7 @@ from gauntlet.agents.llm.calls import (
     ToolSpec,
     check_calls,
     rejection,
+    repeatable_calls,
     timeout_result,
     tool_message,
 )
@@ -116,6 +121,7 @@ class LoopSettings:
     retry_max_s: float = 30.0
     max_call_chars: int | None = None
     parallel_calls: bool = True
+    avoid_repeats: bool = False
 
 
 def is_retryable(error: BaseException) -> bool:
@@ -186,6 +192,10 @@ def build_graph(model: BaseChatModel, tools: Sequence[BaseTool | ToolSpec], sett
                 "input_tokens": state["input_tokens"] + usage["input_tokens"],
                 "output_tokens": state["output_tokens"] + usage["output_tokens"]}
 
+    def model_kwargs(state: AgentState) -> dict[str, Any]:
+        # A model that can redraw a reply is told which calls would only repeat an earlier result.
+        return {"avoid_calls": repeatable_calls(state["messages"], specs)} if settings.avoid_repeats else {}
+
     def spent(state: AgentState, config: RunnableConfig) -> str | None:
         started = config.get("configurable", {}).get("started_at")
         return settings.budget.spent(state, None if started is None else time.monotonic() - started)
@@ -195,7 +205,7 @@ def build_graph(model: BaseChatModel, tools: Sequence[BaseTool | ToolSpec], sett
             return {"stop_reason": reason}
         for attempt in Retrying(**retries):
             with attempt:
-                reply = bound.invoke(state["messages"], config)
+                reply = bound.invoke(state["messages"], config, **model_kwargs(state))
         return counted(state, reply)
 
     async def acall_model(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -203,7 +213,7 @@ def build_graph(model: BaseChatModel, tools: Sequence[BaseTool | ToolSpec], sett
             return {"stop_reason": reason}
         async for attempt in AsyncRetrying(**retries):
             with attempt:
-                reply = await bound.ainvoke(state["messages"], config)
+                reply = await bound.ainvoke(state["messages"], config, **model_kwargs(state))
         return counted(state, reply)
 
     async def run_one(call: CheckedCall) -> ToolResult:

@@ -13,6 +13,15 @@ well-formed call, never prose, never a malformed call. An agent that ends its ta
 answer tool (the LLM agent does) loses nothing by it; a caller that wants free text binds no tools
 or sets ``constrain_calls=False``.
 
+Repeats: a reply that only repeats one of the ``avoid_calls`` the caller passes (the LLM agent's graph
+passes the idempotent calls whose results the conversation already holds) is drawn again, up to
+``resample_repeats`` times, each sampled hotter than the last (``REDRAW_TEMPERATURE`` and up; each
+draw seeded from the first's seed and the draw's number; the grammar holds for every draw); the first draw that is not a
+repeat is the reply, else the last draw. A small model that loops on one call (greedy decoding
+finds the same call most likely again after its result) is steered to its next call, at the price of
+a short decode per redraw. The reply's ``response_metadata["redrawn"]`` counts the draws thrown
+away; their tokens count in its usage and its latency.
+
 States for the latent monitor: the runtime keeps the states of watched layers (``weights.watch``)
 and of ``keep_hidden_layers`` at the positions that wrote each reply token, filed under the reply's
 ``reply_key`` (``gauntlet.agents.llm.kept_states``), read in the same decoding pass; and
@@ -29,6 +38,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
+from langchain_core.messages.tool import invalid_tool_call
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, Field
@@ -50,6 +60,10 @@ from gauntlet.agents.llm.text_calls import calls_so_far, message_from_text, open
 
 # A reply is one call: the longest call the chem and disaster tools take is well under this.
 DEFAULT_MAX_NEW_TOKENS = 256
+# Redraw n is sampled at least REDRAW_TEMPERATURE + (n - 1) x REDRAW_STEP hot: a small model's loop can hold
+# most of the probability, so each redraw loosens it more (the grammar keeps every draw a well-formed call).
+REDRAW_TEMPERATURE = 0.7
+REDRAW_STEP = 0.3
 
 
 class LlamaChatModel(BaseChatModel):
@@ -68,6 +82,8 @@ class LlamaChatModel(BaseChatModel):
         temperature, top_p, top_k: 0 (the default) decodes greedily; above 0 samples with llama.cpp's
             generator seeded from the call's ``sampling_seed`` (run metadata) and the prompt, so the
             same episode seed and conversation give the same reply.
+        resample_repeats: how often a reply that repeats one of the call's ``avoid_calls`` is drawn
+            again (0: never).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -81,6 +97,7 @@ class LlamaChatModel(BaseChatModel):
     temperature: float = Field(default=0.0, ge=0.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     top_k: int | None = Field(default=None, ge=1)
+    resample_repeats: int = Field(default=3, ge=0)
 
     @property
     def _llm_type(self) -> str:
@@ -91,7 +108,7 @@ class LlamaChatModel(BaseChatModel):
         return {"model_path": self.model_path, "max_new_tokens": self.max_new_tokens, "threads": self.threads,
                 "reuse_prefix": self.reuse_prefix, "constrain_calls": self.constrain_calls,
                 "keep_hidden_layers": self.keep_hidden_layers, "temperature": self.temperature,
-                "top_p": self.top_p, "top_k": self.top_k}
+                "top_p": self.top_p, "top_k": self.top_k, "resample_repeats": self.resample_repeats}
 
     @property
     def weights(self) -> LlamaRuntime:
@@ -120,7 +137,8 @@ class LlamaChatModel(BaseChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None,
-                  tools: Sequence[Mapping[str, Any]] | None = None, **kwargs: Any) -> ChatResult:
+                  tools: Sequence[Mapping[str, Any]] | None = None,
+                  avoid_calls: Sequence[Mapping[str, Any]] = (), **kwargs: Any) -> ChatResult:
         from gauntlet.agents.llm.call_grammar import CallGrammarError, call_grammar
 
         runtime = self.weights
@@ -133,35 +151,54 @@ class LlamaChatModel(BaseChatModel):
                                         for schema in tools])
             except CallGrammarError as exc:
                 raise UserError(f"{exc}; run the model with the option constrain_calls=false") from None
-        seed = (run_manager.metadata if run_manager else {}).get("sampling_seed", 0)
-        sampling = Sampling(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
-                            seed=sampling_seed(seed, prompt))
+        seed = sampling_seed((run_manager.metadata if run_manager else {}).get("sampling_seed", 0), prompt)
         layers = sorted(runtime.watched | {runtime.layer_number(layer) for layer in self.keep_hidden_layers})
+        avoided = [{"name": call["name"], "arguments": call["arguments"]} for call in avoid_calls]
+        tokens = prompt_s = decode_s = 0.0
+        for draw in range(self.resample_repeats + 1 if avoided else 1):
+            temperature = self.temperature if draw == 0 else \
+                max(self.temperature, REDRAW_TEMPERATURE + (draw - 1) * REDRAW_STEP)
+            sampling = Sampling(temperature=temperature, top_p=self.top_p, top_k=self.top_k,
+                                seed=seed if draw == 0 else sampling_seed([seed, draw], prompt))
+            generation = self._draw(runtime, prompt, sampling, grammar, layers, tools)
+            tokens, prompt_s, decode_s = (tokens + len(generation.tokens), prompt_s + generation.prompt_s,
+                                          decode_s + generation.decode_s)
+            if draw == 0:
+                reused = generation.reused
+            written = generation.tokens[:-1] if generation.finished else generation.tokens
+            text = runtime.detokenize(written)
+            for sequence in stop or ():
+                text = text.split(sequence)[0]
+            if grammar is not None and not generation.finished:
+                # Under the grammar only a cut can leave a call unfinished: one problem, not the objects inside it.
+                message = AIMessage(content=text, invalid_tool_calls=[invalid_tool_call(
+                    name=None, args=None, id=f"call_{calls_so_far(messages)}",
+                    error=f"the call was cut at {self.max_new_tokens} tokens; write a shorter call")])
+            else:
+                message = message_from_text(text, tool_names(tools or []), calls_so_far(messages))
+            if not any({"name": call["name"], "arguments": call["args"]} in avoided for call in message.tool_calls):
+                break
+        usage = UsageMetadata(input_tokens=len(prompt), output_tokens=int(tokens),
+                              total_tokens=len(prompt) + int(tokens), input_token_details={"cache_read": reused})
+        metadata = {"model_name": Path(self.model_path).name, "latency_ms": round((prompt_s + decode_s) * 1000, 1),
+                    "prompt_ms": round(prompt_s * 1000, 1),
+                    "finish_reason": "stop" if generation.finished else "length", "text": text,
+                    "constrained": grammar is not None, "redrawn": draw}
+        message = message.model_copy(update={"usage_metadata": usage, "response_metadata": metadata})
+        if layers:
+            runtime.file_states(reply_key(message), generation.states)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _draw(self, runtime: LlamaRuntime, prompt: list[int], sampling: Sampling, grammar: str | None,
+              layers: list[int], tools: Sequence[Mapping[str, Any]] | None) -> Any:
         try:
-            generation = runtime.generate(prompt, max_new_tokens=self.max_new_tokens, sampling=sampling,
-                                          grammar=grammar, layers=layers, reuse_prefix=self.reuse_prefix)
+            return runtime.generate(prompt, max_new_tokens=self.max_new_tokens, sampling=sampling, grammar=grammar,
+                                    layers=layers, reuse_prefix=self.reuse_prefix)
         except GrammarError as exc:
             raise UserError(f"{exc} for tools {', '.join(tool_names(tools or []))}; run the model with the option "
                             "constrain_calls=false") from None
         except ContextFullError as exc:
             raise UserError(f"{exc}; shorten the conversation or offer fewer tools (tool_scope)") from None
-        written = generation.tokens[:-1] if generation.finished else generation.tokens
-        text = runtime.detokenize(written)
-        for sequence in stop or ():
-            text = text.split(sequence)[0]
-        usage = UsageMetadata(input_tokens=len(prompt), output_tokens=len(generation.tokens),
-                              total_tokens=len(prompt) + len(generation.tokens),
-                              input_token_details={"cache_read": generation.reused})
-        metadata = {"model_name": Path(self.model_path).name,
-                    "latency_ms": round((generation.prompt_s + generation.decode_s) * 1000, 1),
-                    "prompt_ms": round(generation.prompt_s * 1000, 1),
-                    "finish_reason": "stop" if generation.finished else "length", "text": text,
-                    "constrained": grammar is not None}
-        message = message_from_text(text, tool_names(tools or []), calls_so_far(messages), usage_metadata=usage,
-                                    response_metadata=metadata)
-        if layers:
-            runtime.file_states(reply_key(message), generation.states)
-        return ChatResult(generations=[ChatGeneration(message=message)])
 
     def hidden_states(self, messages: Sequence[BaseMessage], response: str = "", *,
                       tools: Sequence[Any] | None = None, layers: Sequence[int] = (-1,)) -> HiddenStates:

@@ -22,6 +22,10 @@ SUITES = {"chem": ("clean", "1,440 reactions, clean"),
 ATTACK_SUITE = "chem-attack"  # the clean tasks with injected instructions in tool results (attack.py)
 VIEWS = {**{view: name for name, (view, _) in SUITES.items()}, "attack": ATTACK_SUITE}
 SCORER = f"{PACKAGE}.scoring:ChemScorer"
+# `gauntlet eval chem --agent llm` puts the tasks as ChemCost does (the LLM agent's `chemcost` mode: its
+# procurement prompt and an answer tool typed as one number), unless --mode or the agent config says otherwise
+MODES = {"chemcost": {"agent_config": {"mode": "chemcost"}}}
+DEFAULT_MODE = "chemcost"
 
 
 def register() -> None:
@@ -36,13 +40,15 @@ def register() -> None:
     for name, (view, tasks) in SUITES.items():
         registry.add("suite", name, f"{PACKAGE}.suite:suite_path",
                      f"price {tasks} ({view} view); gold trajectories from the oracle", params={"view": view},
-                     server="chem", env_kwargs={"scorer": SCORER}, view=view, views=VIEWS)
+                     server="chem", env_kwargs={"scorer": SCORER}, view=view, views=VIEWS, modes=MODES,
+                     default_mode=DEFAULT_MODE)
     registry.add("server", "chem-attack", f"{PACKAGE}.attack:build_attack_server",
                  "the chem server of the attack view: the same tools and results, with an injected instruction "
                  "planted in one result each attack task's gold trajectory reads")
     registry.add("suite", ATTACK_SUITE, f"{PACKAGE}.attack:attack_suite_path",
                  "price 1,440 reactions (clean view) through a server that plants prompt injections; scores "
                  "utility, attack success and injection seen", server="chem-attack",
-                 env_kwargs={"scorer": f"{PACKAGE}.attack:attack_scorer"}, view="attack", views=VIEWS)
+                 env_kwargs={"scorer": f"{PACKAGE}.attack:attack_scorer"}, view="attack", views=VIEWS, modes=MODES,
+                 default_mode=DEFAULT_MODE)
     registry.add("demo", "chem", f"{PACKAGE}.demo:run_demo",
                  "price a few reactions through the chem server over a real MCP client session")

@@ -181,3 +181,27 @@ def test_every_disaster_suite_gives_the_steps_and_text_its_longest_gold_trajecto
     for suite in ("disaster", "disaster-hard", "disaster-attack"):
         kwargs = registry.get("suite", suite).metadata["env_kwargs"]
         assert (kwargs["max_steps"], kwargs["max_text_length"]) == (MAX_STEPS, MAX_TEXT_LENGTH)
+
+
+@pytest.mark.parametrize(("agent", "agent_config", "mode", "given"), [
+    ("mode-gold", {}, "if", "instruction"),  # a run naming no mode runs the suite's default one
+    ("mode-gold", {"mode": "autonomous"}, None, "autonomous"),  # the user's own mode stands
+    ("gold", {}, None, None),  # an agent without the option runs as it is
+])
+def test_a_suites_default_mode_is_the_mode_of_a_run_that_names_none(dora_toy_suite, monkeypatch, tmp_path, agent,
+                                                                    agent_config, mode, given):
+    entry = registry._entries["suite"][dora_toy_suite]
+    monkeypatch.setitem(registry._entries["suite"], dora_toy_suite,
+                        Entry("suite", dora_toy_suite, entry.target, metadata={**entry.metadata, "default_mode": "if"}))
+    evaluation = evaluate_suite(dora_toy_suite, agent, tmp_path / "run", agent_config=agent_config, workers=1)
+    scores = json.loads((Path(evaluation.out_dir) / "scores.json").read_text())
+    assert scores["mode"] == mode and scores["agent"]["config"].get("mode") == given
+
+
+def test_the_chem_suites_put_tasks_to_the_llm_agent_as_chemcost_does():
+    from gauntlet.agents.llm.modes import answer_spec, get_mode
+
+    for name in ("chem", "chem-routes", "chem-attack"):
+        metadata = registry.get("suite", name).metadata
+        assert metadata["modes"][metadata["default_mode"]]["agent_config"] == {"mode": "chemcost"}
+    assert answer_spec(get_mode("chemcost"), "submit_answer").input_schema["properties"]["answer"]["type"] == "number"

@@ -10,7 +10,6 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from gauntlet.agents.llm import demonstrations
 from gauntlet.agents.llm.demonstrations import (
     DEMO_MAX_CHARS,
-    OBS_MAX_CHARS,
     TRAIN_SHARE,
     demonstration,
     demonstration_chars,
@@ -18,11 +17,13 @@ from gauntlet.agents.llm.demonstrations import (
     demonstration_task,
     eval_tasks,
     split_of,
+    task_family,
     task_kind,
     train_tasks,
 )
 from gauntlet.agents.llm.local_chat import render_messages
 from gauntlet.agents.llm.modes import INSTRUCTION
+from gauntlet.agents.llm.number_check import numbers_in
 from gauntlet.tasks import ToolTask, load_suite
 from tests.shared import SMALL_REACTIONS, in_shared_home
 
@@ -92,6 +93,10 @@ def test_every_task_gets_its_most_similar_fitting_training_task_of_its_kind_neve
             assert demo.id != task.id and split_of(demo.id) == "train", (name, task.id, demo.id)
             assert task_kind(demo) == task_kind(task)
             assert demo.metadata.get("dimension") == task.metadata.get("dimension")
+            family = [other for other in fitting if task_family(other) == task_family(task)]
+            if task_family(task) is not None and family:  # a reaction of the task's class first
+                assert task_family(demo) == task_family(task), (name, task.id, demo.id)
+                fitting = family
             best = max(demonstrations._similarity(demonstrations._words(task.question),
                                                   demonstrations._words(other.question)) for other in fitting)
             assert demonstrations._similarity(demonstrations._words(task.question),
@@ -160,14 +165,30 @@ def _has_demonstration(task: ToolTask, tasks: list[ToolTask]) -> bool:
     return True
 
 
-def test_results_are_the_gold_results_cut_with_a_marker(suites):
+def _is_part(shown, full) -> bool:
+    """Whether ``shown`` is ``full`` with some fields and list items left out."""
+    if isinstance(shown, dict):
+        return isinstance(full, dict) and all(key in full and _is_part(value, full[key])
+                                              for key, value in shown.items())
+    if isinstance(shown, list):
+        rest = iter(full) if isinstance(full, list) else iter(())
+        return all(any(_is_part(item, candidate) for candidate in rest) for item in shown)
+    return shown == full
+
+
+def test_results_show_the_fields_later_calls_use_and_nothing_that_is_not_in_the_result(suites):
     demo = train_tasks(suites["chem"])[0]
     results = [m.text for m in demonstration_messages(demo) if isinstance(m, ToolMessage)][:-1]
     assert len(results) == len(demo.gold_trajectory)
-    for gold, shown in zip(demo.gold_trajectory, results):
-        full = json.dumps(gold.obs, ensure_ascii=False)
-        assert shown == full or ("...[truncated" in shown and full.startswith(shown.split("...[truncated")[0]))
-    assert any("...[truncated" in shown for shown in results)
+    shown_numbers = {number for shown in results for number in numbers_in(shown)}
+    for index, (gold, shown) in enumerate(zip(demo.gold_trajectory, results)):
+        assert _is_part(json.loads(shown), gold.obs) and len(shown) < len(json.dumps(gold.obs)), shown
+        # every figure a later call passes that this result holds is shown: where each number comes from
+        later = numbers_in([g.args for g in demo.gold_trajectory[index + 1:]] + [demo.answer])
+        assert {n for n in numbers_in(gold.obs) if n in later and not n.is_integer()} <= shown_numbers
+    reaction = json.loads(results[0])
+    assert [c["name"] for c in reaction["components"]] == \
+        [g.args["query"] for g in demo.gold_trajectory if g.call == "search_chemical"]
 
 
 def test_every_demonstration_fits_the_size_bound(suites):
@@ -178,9 +199,9 @@ def test_every_demonstration_fits_the_size_bound(suites):
 
 def test_a_long_trajectory_is_shown_whole_with_shorter_results(suites):
     shown = {task.id: demonstration_messages(task) for task in suites["chem-routes"] if _fits(task)}
+    # trajectories whose full results alone would overflow a demonstration are still shown call by call
     shortened = [task for task in suites["chem-routes"] if task.id in shown
-                 and max(len(json.dumps(gold.obs)) for gold in task.gold_trajectory) > OBS_MAX_CHARS
-                 and max(len(m.text) for m in shown[task.id] if isinstance(m, ToolMessage)) < OBS_MAX_CHARS]
+                 and sum(len(json.dumps(gold.obs)) for gold in task.gold_trajectory) > DEMO_MAX_CHARS]
     assert shortened
     for task in shortened:
         calls = [m.tool_calls[0]["name"] for m in shown[task.id] if isinstance(m, AIMessage) and m.tool_calls]

@@ -191,3 +191,45 @@ def test_a_file_llama_cpp_cannot_load_is_one_user_error(tmp_path):
         make_chat_model(f"llama:{broken}").weights  # type: ignore[attr-defined]  # noqa: B018 - loads
     with pytest.raises(UserError, match="is not a .gguf file"):
         make_chat_model(f"llama:{tmp_path / 'missing.gguf'}")
+
+
+def test_a_reply_that_repeats_a_call_to_avoid_is_drawn_again_and_counted(llama_model):
+    question = [SystemMessage("You use tools."), HumanMessage("Buy 250 mg of chemical 42.")]
+    greedy = llama_model.bind_tools(TOOLS).invoke(question)
+    (call,) = greedy.tool_calls
+    avoided = [{"name": call["name"], "arguments": call["args"]}]
+    redrawn = llama_model.bind_tools(TOOLS).invoke(question, avoid_calls=avoided)
+    assert redrawn.response_metadata["redrawn"] >= 1
+    assert redrawn.usage_metadata["output_tokens"] > greedy.usage_metadata["output_tokens"]  # every draw counts
+    if redrawn.response_metadata["redrawn"] < llama_model.resample_repeats:
+        assert [redrawn.tool_calls[0]["name"], redrawn.tool_calls[0]["args"]] != [call["name"], call["args"]]
+    never = llama_model.model_copy(update={"resample_repeats": 0}).bind_tools(TOOLS).invoke(question,
+                                                                                        avoid_calls=avoided)
+    assert never.tool_calls[0]["args"] == call["args"] and never.response_metadata["redrawn"] == 0
+
+
+def test_a_call_cut_at_the_token_limit_is_one_malformed_call_not_the_objects_inside_it(offline_gguf):
+    short = LlamaChatModel(model_path=str(offline_gguf), max_new_tokens=6)
+    reply = short.bind_tools(TOOLS).invoke([HumanMessage("Buy 250 mg of chemical 42.")])
+    assert reply.tool_calls == [] and len(reply.invalid_tool_calls) == 1
+    assert reply.invalid_tool_calls[0]["error"] == "the call was cut at 6 tokens; write a shorter call"
+
+
+LIMITED = {"name": "search", "description": "Search the catalogue.",
+           "inputSchema": {"type": "object", "required": ["query", "limit"],
+                           "properties": {"query": {"type": "string"},
+                                          "limit": {"type": "integer", "minimum": 1, "maximum": 20}}}}
+
+
+def test_a_bounded_integer_is_held_to_its_range_by_the_grammar():
+    spec = ToolSpec(LIMITED["name"], LIMITED["description"], LIMITED["inputSchema"])
+    rules = dict(line.split(" ::= ", 1) for line in call_grammar([spec]).splitlines())
+    limit = next(body for name, body in rules.items() if "limit" in name and name.endswith("kv"))
+    allowed = rules[limit.split()[-1]] if limit.split()[-1] in rules else limit
+    assert '"20"' in allowed and '"1"' in allowed and '"21"' not in allowed and '"100"' not in allowed
+
+
+def test_a_model_asked_for_more_than_a_bound_allows_writes_a_call_within_it(llama_model):
+    reply = llama_model.bind_tools([LIMITED]).invoke([HumanMessage("Search the catalogue for HATU, 100 results.")])
+    (call,) = reply.tool_calls
+    assert 1 <= call["args"]["limit"] <= 20

@@ -58,8 +58,11 @@ def test_the_smoke_size_scores_pass_k_dora_accuracy_ablations_and_what_the_harne
     ablations = results["ablations"]
     # A scripted model has no other pinned model to compare with and no grammar to turn off; the rest
     # ran, one change each.
-    assert sorted(ablations["chem"]) == ["default", "demonstrations", "tasks"]
+    assert sorted(ablations["chem"]) == ["default", "demonstrations", "numbers unchecked", "tasks"]
     assert ablations["chem"]["demonstrations"]["config"]["demonstrations"] is True
+    assert ablations["chem"]["numbers unchecked"]["config"]["check_numbers"] is False
+    # the chem scorer's diagnosis (components bought) rides along only where that scorer ran: not on this suite
+    assert "component_recall" not in ablations["chem"]["default"]
     assert [ablations["disaster"][f"scope {k}"]["config"]["tool_scope"] for k in ("8", "16", "32", "all")] == \
         [8, 16, 32, "all"]
     written = json.loads((tmp_path / "out" / "smoke" / "llm_offline.json").read_text())

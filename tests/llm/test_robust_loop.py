@@ -207,3 +207,26 @@ def test_a_bad_tool_scope_is_one_line_before_any_episode():
         LLMAgent(model=scripted([answer_turn(5)]), tool_scope="some")
     with pytest.raises(UserError, match="demonstrations come from the training split"):
         LLMAgent(model=scripted([answer_turn(5)]), demonstrations=True)
+
+
+class Redrawing(ScriptedChatModel):
+    """A scripted model that says it can redraw a reply, and keeps the calls each reply was told to avoid."""
+
+    resample_repeats: int = 1
+    _avoided: list[list[dict[str, Any]]] = PrivateAttr(default_factory=list)
+
+    def _generate(self, messages, stop=None, run_manager=None, avoid_calls=(), **kwargs) -> ChatResult:
+        self._avoided.append(list(avoid_calls))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def test_a_model_that_can_redraw_is_told_which_calls_would_only_repeat_a_result():
+    model = Redrawing.model_validate({"turns": [text_call("add", {"a": 2, "b": 3}), text_call("add", {"a": 2, "b": 3}),
+                                                answer_turn(5)]})
+    episode = run(LLMAgent(model=model))
+    assert model._avoided == [[], [{"name": "add", "arguments": {"a": 2, "b": 3}}],
+                              [{"name": "add", "arguments": {"a": 2, "b": 3}}]]
+    assert episode.steps[-1].info["score"] == 1.0
+    # a model without the option is never passed one (an API model would send it to its server)
+    plain_run = run(LLMAgent(model=scripted([text_call("add", {"a": 2, "b": 3}), answer_turn(5)])))
+    assert plain_run.steps[-1].info["score"] == 1.0

@@ -44,8 +44,10 @@ def test_runner_and_plain_graph_give_the_same_conversation(chem_data, write_scri
 
     env = ToolTaskEnv(chem_data.suite, server=command)
     try:
+        # The number check is the runner path's harness (docs/architecture.md): off, both paths see one boundary.
         gauntlet.rollout(env, LLMAgent(model=ScriptedChatModel.from_file(script), mode="chemcost",
-                                       parallel_calls=True), seed=0, record=tmp_path / "runner.jsonl")
+                                       parallel_calls=True, check_numbers=False),
+                         seed=0, record=tmp_path / "runner.jsonl")
     finally:
         env.close()
     (episode,) = gauntlet.load_episodes(tmp_path / "runner.jsonl")
@@ -81,7 +83,8 @@ def test_a_sqlite_checkpointer_gives_the_same_conversation_and_keeps_the_checkpo
     for checkpointer in ("memory", f"sqlite:{tmp_path / 'checkpoints.db'}"):
         env = ToolTaskEnv(chem_data.suite, server=command)
         try:
-            agent = LLMAgent(model=ScriptedChatModel.from_file(script), mode="chemcost", checkpointer=checkpointer)
+            agent = LLMAgent(model=ScriptedChatModel.from_file(script), mode="chemcost", checkpointer=checkpointer,
+                             check_numbers=False)  # the script's call the server refuses names an unshown id
             gauntlet.rollout(env, agent, seed=0, record=tmp_path / f"{checkpointer[:6]}.jsonl")
         finally:
             env.close()
