@@ -194,6 +194,10 @@ class LLMAgent(Agent):
             self._scope = None if tool_scope == AUTO_SCOPE else parse_tool_scope(tool_scope)
         except ValueError as exc:
             raise UserError(f"agent llm: {exc}; fix the agent config") from None
+        for option, value in (("demonstrations", demonstrations), ("parallel_calls", parallel_calls),
+                              ("check_numbers", check_numbers)):
+            if not isinstance(value, bool):
+                raise UserError(f"agent llm: {option} is true or false, not {value!r}; fix the agent config")
         if price_usd_per_mtok is not None and len(price_usd_per_mtok) != 2:
             raise UserError("agent llm: price_usd_per_mtok is [input, output] US dollars per million tokens; "
                             "fix the agent config")

@@ -87,3 +87,10 @@ def test_a_number_a_result_showed_may_be_passed_and_the_check_can_be_turned_off(
     unchecked = run([text_call("add", {"a": 2.5, "b": 3}), answer_turn(5)], check_numbers=False)
     assert unchecked.steps[0].tool_call.arguments == {"a": 2.5, "b": 3}
     assert unchecked.agent.config["check_numbers"] is False
+
+
+def test_a_check_numbers_that_is_not_true_or_false_is_one_line():
+    from gauntlet.errors import UserError
+
+    with pytest.raises(UserError, match="check_numbers is true or false, not 'yes'"):
+        LLMAgent(model=ScriptedChatModel.model_validate({"turns": []}), check_numbers="yes")
