@@ -41,7 +41,6 @@ system message only first takes the demonstration as well.
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import json
 import re
@@ -52,7 +51,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from gauntlet.agents.llm.calls import ToolResult
 from gauntlet.agents.llm.modes import AUTONOMOUS, Mode, user_prompt
-from gauntlet.agents.llm.number_check import numbers_in
+from gauntlet.agents.llm.number_check import EXACT, REL_TOL, matches, numbers_in
 from gauntlet.bridges.tool_task_env import DEFAULT_ANSWER_TOOL, fit_text, task_text
 from gauntlet.tasks import ToolTask
 
@@ -193,7 +192,7 @@ def _shown_result(demo: ToolTask, index: int) -> str:
     obs = demo.gold_trajectory[index].obs
     later = [gold.args for gold in demo.gold_trajectory[index + 1:]] + [demo.answer]
     strings = {leaf for value in later for leaf in _strings_in(value)}
-    used = _used(obs, strings, sorted(numbers_in(later)))
+    used = _used(obs, strings, sorted({abs(number) for number in numbers_in(later)}))
     return json.dumps(used, ensure_ascii=False) if isinstance(obs, dict) and isinstance(used, dict) \
         else ToolResult(obs).text()
 
@@ -223,10 +222,7 @@ def _used(value: Any, strings: set[str], numbers: list[float]) -> Any:
     if isinstance(value, str):
         return value if value in strings else _DROP
     if isinstance(value, (int, float)):
-        tolerance = 1e-9 if float(value).is_integer() else 1e-3
-        low, high = sorted((value * (1 - tolerance), value * (1 + tolerance)))
-        index = bisect.bisect_left(numbers, low)
-        return value if index < len(numbers) and numbers[index] <= high else _DROP
+        return value if matches(abs(value), numbers, EXACT if float(value).is_integer() else REL_TOL) else _DROP
     return _DROP
 
 

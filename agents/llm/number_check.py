@@ -89,7 +89,7 @@ def ungrounded_numbers(arguments: dict[str, Any], sources: Iterable[str]) -> lis
     missing: list[float | int | str] = [identifier for identifier in identifiers
                                         if not any(_shows_id(text, identifier) for text in texts)]
     return missing + [number for number in wanted
-                      if not any(_matches(abs(number) * scale, known, EXACT if number.is_integer() else REL_TOL)
+                      if not any(matches(abs(number) * scale, known, EXACT if number.is_integer() else REL_TOL)
                                  for scale in SCALES)]
 
 
@@ -101,7 +101,7 @@ def _shows_id(text: str, identifier: int | str) -> bool:
     return re.search(rf"id\"?\s*[:=]?\s*\"?{identifier}(?![\w.])", text, re.IGNORECASE) is not None
 
 
-def _matches(value: float, known: list[float], tolerance: float) -> bool:
+def matches(value: float, known: list[float], tolerance: float) -> bool:
     """Whether ``value`` is within ``tolerance`` (relative) of a number of the sorted list ``known``."""
     index = bisect.bisect_left(known, value * (1 - tolerance))
     return index < len(known) and known[index] <= value * (1 + tolerance)
@@ -119,5 +119,5 @@ def ungrounded_message(values: list[float | int | str], answer_tool: str) -> str
             f"{answer_tool} with a number you computed).")
 
 
-__all__ = ["FREE_INTEGER", "ID_NAME", "REL_TOL", "SCALES", "UNGROUNDED_PREFIX", "identifiers_in", "numbers_in",
-           "ungrounded_message", "ungrounded_numbers"]
+__all__ = ["EXACT", "FREE_INTEGER", "ID_NAME", "REL_TOL", "SCALES", "UNGROUNDED_PREFIX", "identifiers_in", "matches",
+           "numbers_in", "ungrounded_message", "ungrounded_numbers"]
