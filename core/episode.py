@@ -154,6 +154,9 @@ class Episode(EpisodeHeader):
         return EpisodeHeader.model_validate(self.model_dump(include=set(EpisodeHeader.model_fields)))
 
 
+_EPISODE_ONLY_FIELDS = tuple(name for name in Episode.model_fields if name not in EpisodeHeader.model_fields)
+
+
 def _default(value: Any) -> Any:
     """orjson fallback for values it does not know: numpy scalars of odd kinds, sets, objects."""
     if isinstance(value, np.generic):
@@ -206,6 +209,7 @@ class EpisodeWriter:
         self._file: io.FileIO | None = None
         self._arrays: dict[str, np.ndarray] = {}
         self._episode_id: str | None = None
+        self._sidecar_exists: bool | None = None  # asked of the disk once, then kept by this writer
 
     # Large arrays -----------------------------------------------------------------------------
     def _externalise(self, value: Any, key: str) -> Any:
@@ -240,11 +244,15 @@ class EpisodeWriter:
 
     # Public API --------------------------------------------------------------------------------
     def begin(self, header: EpisodeHeader) -> None:
+        """Record an episode's header (an ``Episode`` may stand for its header: its steps and outcome are
+        recorded by ``step`` and ``end``)."""
         self._episode_id = header.episode_id
         # The fields as they are (orjson serialises them; ``_default`` handles nested models), which
         # costs a fraction of ``model_dump`` on the per-episode path.
         record = {"kind": "header", **header.__dict__,
                   "initial_observation": self._externalise(header.initial_observation, "obs.0")}
+        for name in _EPISODE_ONLY_FIELDS:
+            record.pop(name, None)
         self._write(record)
 
     def step(self, index: int, observation: Any, action: Any, reward: float,
@@ -269,21 +277,29 @@ class EpisodeWriter:
         self._write({"kind": "outcome", "episode_id": self._episode_id, **outcome.__dict__})
         self._episode_id = None
 
+    @property
+    def has_sidecar(self) -> bool:
+        """Whether the file has a sidecar ``.npz`` (written by this writer or an earlier one)."""
+        if self._sidecar_exists is None:
+            self._sidecar_exists = self.sidecar_path.exists()
+        return self._sidecar_exists
+
     def _flush_sidecar(self) -> None:
         # Rewrite the sidecar with the arrays already there plus the new ones, atomically.
         # Any: savez_compressed's stub types ``**arrays`` so that a key could be its ``allow_pickle`` flag.
         existing: dict[str, Any] = {}
-        if self.sidecar_path.exists():
+        if self.has_sidecar:
             with np.load(self.sidecar_path) as old:
                 existing = {k: old[k] for k in old.files}
         existing.update(self._arrays)
         buffer = io.BytesIO()
         np.savez_compressed(buffer, **existing)
         write_atomically(self.sidecar_path, buffer.getvalue())
+        self._sidecar_exists = True
         self._arrays = {}
 
     def write_episode(self, episode: Episode) -> None:
-        self.begin(episode.header())
+        self.begin(episode)
         for step in episode.steps:
             self.step(step.index, step.observation, step.action, step.reward, step.terminated,
                       step.truncated, step.info, **step_extra(step))

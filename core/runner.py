@@ -29,7 +29,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Literal, NamedTuple, SupportsFloat, TypeAlias
+from typing import Any, Literal, NamedTuple, SupportsFloat, TypeAlias, TypeGuard
 
 import gymnasium as gym
 import numpy as np
@@ -39,7 +39,6 @@ from gauntlet.branching import branchable
 from gauntlet.episode import (
     SCHEMA_VERSION,
     Episode,
-    EpisodeHeader,
     EpisodeWriter,
     Event,
     Outcome,
@@ -64,15 +63,25 @@ _process_tag = uuid.uuid4().hex[:8]
 _episode_counter = itertools.count()
 
 
-def _env_id(env: gym.Env) -> str | None:
-    spec = getattr(env.unwrapped, "spec", None)
-    return spec.id if spec is not None else None
+_client_model_users: dict[type, bool] = {}
 
 
-def _env_kwargs(env: gym.Env) -> dict[str, Any]:
-    """The kwargs the env was made with (from its spec), as JSON: replay re-creates the env from them."""
-    spec = getattr(env.unwrapped, "spec", None)
-    return to_plain(spec.kwargs) if spec is not None and spec.kwargs else {}
+def _is_client_model_user(env: gym.Env) -> TypeGuard[ClientModelUser]:
+    """Whether ``env`` takes the agent's model, asked once per class: a runtime protocol check walks the
+    protocol's attributes on every call."""
+    kind = type(env)
+    known = _client_model_users.get(kind)
+    if known is None:
+        known = _client_model_users[kind] = issubclass(kind, ClientModelUser)
+    return known
+
+
+def _made_as(env: gym.Env) -> tuple[str | None, dict[str, Any]]:
+    """The id the (unwrapped) env was made from and its kwargs as JSON: replay re-creates the env from them."""
+    spec = getattr(env, "spec", None)
+    if spec is None:
+        return None, {}
+    return spec.id, to_plain(spec.kwargs) if spec.kwargs else {}
 
 
 def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: int | None = None,
@@ -99,22 +108,28 @@ def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: i
     keep = bool(hooks) or (keep_steps if keep_steps is not None else record == "memory")
 
     started = time.perf_counter()
-    if isinstance(env.unwrapped, ClientModelUser):  # its tools may ask for the agent's model (MCP sampling)
+    unwrapped = env.unwrapped
+    if _is_client_model_user(unwrapped):  # its tools may ask for the agent's model (MCP sampling)
         lend = getattr(agent, "client_model", None)  # an agent written to the protocol, not the base class, lends none
-        env.unwrapped.use_client_model(lend() if lend is not None else None)
+        unwrapped.use_client_model(lend() if lend is not None else None)
     observation, info = env.reset(seed=seed)
     agent.reset(seed=seed, observation_space=env.observation_space, action_space=env.action_space)
     task_id = info.get(TASK_ID) if info else None
     # The records are built with validation: for these few fields pydantic-core's validator is
-    # several times faster than ``model_construct``'s Python loop over the fields.
-    header = EpisodeHeader(
-        schema_version=SCHEMA_VERSION, run_id=run_id, episode_id=episode_id, env_id=_env_id(env),
+    # several times faster than ``model_construct``'s Python loop over the fields. The episode is
+    # built once, as the header the writer records; its steps and outcome are filled in when it ends.
+    env_id, env_kwargs = _made_as(unwrapped)
+    episode = Episode(
+        schema_version=SCHEMA_VERSION, run_id=run_id, episode_id=episode_id, env_id=env_id,
         task_id=None if task_id is None else str(task_id), seed=seed, agent=agent.spec(),
-        config={"env_kwargs": _env_kwargs(env), **(config or {})}, versions=versions(),
+        config={"env_kwargs": env_kwargs, **(config or {})},
         created_at=datetime.now(UTC).isoformat(), initial_observation=observation, reset_info=info)
+    # The process's versions are str to str by construction; validating their dozens of entries again
+    # would be a third of the header's cost. A copy, so that the process's own stays as it is.
+    episode.versions = dict(versions())
     try:
         if writer is not None:
-            writer.begin(header)
+            writer.begin(episode)
         run = _run(env, agent, observation, info, max_steps if max_steps is not None else -1,
                    writer.step if writer is not None else None, keep, monitors, controllers, seed)
         # Wall time from reset to the end: what an evaluation reports as the seconds a task took.
@@ -129,8 +144,11 @@ def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: i
     finally:
         if owns_writer and writer is not None:
             writer.close()
-    sidecar = str(writer.sidecar_path) if writer is not None and writer.sidecar_path.exists() else None
-    return Episode(**header.__dict__, steps=run.steps, outcome=outcome, sidecar=sidecar)
+    episode.steps = run.steps
+    episode.outcome = outcome
+    if writer is not None and writer.has_sidecar:
+        episode.sidecar = str(writer.sidecar_path)
+    return episode
 
 
 _NO_FIELDS: dict[str, Any] = {}
@@ -180,7 +198,10 @@ def _run(env: gym.Env, agent: Agent, observation: Any, info: dict[str, Any], lim
                 if halt:
                     return _Run(steps, total, total_cost, n, info, [] if steps else events)
                 if events:
-                    extra = {**extra, "events": extra["events"] + events} if extra else {"events": events}
+                    if extra:  # onto the output's own list: what the agent adds while the step runs is kept too
+                        extra["events"].extend(events)
+                    else:
+                        extra = {"events": events}
             observation, reward, terminated, truncated, info = env_step(action)
             n += 1
             ended = terminated or truncated or n == limit

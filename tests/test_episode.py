@@ -170,3 +170,13 @@ def test_write_episode_writes_back_what_it_read_including_outcome_events(tmp_pat
         writer.write_episode(original)
     (loaded,) = load_episodes(tmp_path / "ep.jsonl")
     assert loaded.model_dump() == original.model_dump()
+
+
+def test_an_episode_given_as_its_header_writes_only_the_header_fields(tmp_path):
+    path = tmp_path / "ep.jsonl"
+    episode = Episode(**_header().model_dump(), steps=[Step(index=0)], outcome=Outcome(score=1.0),
+                      sidecar="elsewhere.npz")
+    with EpisodeWriter(path) as writer:
+        writer.begin(episode)
+    header = json.loads(path.read_text().splitlines()[0])
+    assert set(header) == {"kind", *EpisodeHeader.model_fields}

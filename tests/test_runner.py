@@ -12,7 +12,7 @@ import pytest
 import gauntlet
 from gauntlet.agent import Agent, AgentOutput
 from gauntlet.batch import RunFolderError, RunSpec, episode_path, run_many
-from gauntlet.episode import AgentSpec, Message, load_episodes, to_plain
+from gauntlet.episode import AgentSpec, EpisodeWriter, Message, load_episodes, to_plain
 from gauntlet.hooks import Decision
 from gauntlet.info_keys import COST, PRIVILEGED
 from gauntlet.runner import episode_seed, rollout
@@ -288,3 +288,28 @@ def test_rollout_records_the_env_kwargs_so_the_episode_can_be_remade(tmp_path):
     (loaded,) = load_episodes(tmp_path / "ep.jsonl")
     assert loaded.config["env_kwargs"]["is_slippery"] is False
     assert episode.config["env_kwargs"] == loaded.config["env_kwargs"]
+
+
+def test_the_returned_episode_holds_the_header_its_file_holds(tmp_path):
+    path = tmp_path / "ep.jsonl"
+    episode = rollout(gym.make("CartPole-v1"), gauntlet.make_agent("random"), seed=3, record=path, config={"k": 1})
+    (loaded,) = load_episodes(path)
+    assert to_plain(episode.header().model_dump()) == to_plain(loaded.header().model_dump())
+    assert episode.versions["gauntlet"] == gauntlet.__version__
+
+
+def test_the_returned_episode_names_the_sidecar_once_its_file_has_one(tmp_path):
+    path = tmp_path / "ep.jsonl"
+    wide = gym.wrappers.TransformObservation(
+        gym.make("CartPole-v1"), lambda observation: np.tile(observation, 25),
+        gym.spaces.Box(-np.inf, np.inf, (100,), np.float32))
+    agent = gauntlet.make_agent("random")
+    with EpisodeWriter(path) as writer:
+        narrow = rollout(gym.make("CartPole-v1"), agent, seed=0, record=writer)
+        with_arrays = rollout(wide, agent, seed=1, record=writer)
+        after = rollout(gym.make("CartPole-v1"), agent, seed=2, record=writer)
+    assert narrow.sidecar is None
+    assert with_arrays.sidecar == after.sidecar == str(path.with_suffix(".npz"))
+    loaded = load_episodes(path)
+    key = loaded[1].initial_observation["__array__"]
+    np.testing.assert_array_equal(loaded[1].array(key), with_arrays.initial_observation)
