@@ -4,12 +4,13 @@ One section per episode (anchor ``ep-<position>``, each step ``ep-<position>-ste
 - a header: ids, env or task, seed, the agent with its configuration (a model's settings included),
   the episode config, versions, and the branch links: the episode it branched from and at which
   step (``BRANCHED_FROM`` in its header config), and the episodes that branched from it;
-- totals: tool calls and errors, malformed calls, model calls with tokens, latency and cost,
-  monitor and controller events;
+- totals: tool calls and errors, malformed calls, model calls with tokens, latency and cost (and how
+  many a tool asked for), monitor and controller events;
 - the timeline of monitor scores and controller decisions (``gauntlet.trace_timeline``);
 - the steps: the conversation as chat bubbles (an assistant's tool calls with their arguments as
   JSON, tool results, errors highlighted), the step's tool call with result and latency, the action
-  when there is no tool call, and the step's events. An intervention is highlighted where it
+  when there is no tool call, and the step's events (a model call a tool asked the agent's model for,
+  MCP sampling, is marked with that tool). An intervention is highlighted where it
   happened: ``replace_action`` with the action proposed (when recorded) and the one taken, ``halt``
   after the last step taken or, when the episode was halted before its first step, in the outcome.
   A branch's shared prefix is folded, with a link to the same steps in its parent;
@@ -312,6 +313,9 @@ def _event_html(event: Event, step: Step | None) -> str:
     elif event.kind == "model_call":
         data = event.data
         model = f"{source}: {_e(data.get('model') or 'model')}"
+        if isinstance(data.get("requested_by"), dict):  # a tool server asked for it (MCP sampling)
+            tool = data["requested_by"].get("tool")
+            model += f' · <span class="flag">{f"asked by tool {_e(tool)}" if tool else "asked by a tool"}</span>'
         if "error" in data:  # a failed call (it may have been retried)
             body = f'{model} · <span class="badge">failed</span> {_e(data["error"])}'
         else:
@@ -366,8 +370,9 @@ def _totals(episode: Episode) -> list[tuple[str, str]]:
             return float(sum(d[key] for d in model if isinstance(d.get(key), (int, float))))
         models = sorted({str(d["model"]) for d in model if d.get("model")})
         failed = sum("error" in d for d in model)
+        asked = sum("requested_by" in d for d in model)
         rows += [("model calls", f"{len(model)}" + (f" ({', '.join(models)})" if models else "")
-                  + (f", {failed} failed" if failed else "")),
+                  + (f", {failed} failed" if failed else "") + (f", {asked} asked by tools" if asked else "")),
                  ("tokens", f"{total('input_tokens'):.0f} in, {total('output_tokens'):.0f} out"),
                  ("model latency", f"{total('latency_ms'):.1f} ms")]
         if any(d.get("cost_usd") is not None for d in model):

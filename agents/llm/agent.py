@@ -38,7 +38,9 @@ A replaced call: the model's own call stays in the conversation, and its tool me
 call ran instead and what it gave.
 
 Recorded per step: ``messages`` (the turns since the step before, ``gauntlet.agents.llm.records``),
-a ``model_call`` event per model call, and a ``note`` event ``{"malformed_calls": [...]}`` for a
+a ``model_call`` event per model call (each attempt of a retried call is one), including the calls a
+tool server asked the agent's lent model for while the step's tool call ran (``client_model()``;
+their events say ``requested_by``), and a ``note`` event ``{"malformed_calls": [...]}`` for a
 reply with malformed calls. ``config()`` (the episode header's agent config) holds the model spec,
 mode, effective system prompt, budgets and harness options.
 
@@ -236,8 +238,16 @@ class LLMAgent(Agent):
         from gauntlet.agents.llm.sampling import sampling_callback
 
         if self._lent is None:  # one callback for all episodes: the env keeps its client while the callback is the same
-            self._lent = sampling_callback(self._chat_model(), self.config()["model"])
+            recorder = ModelCallRecorder(self.name, self._kwargs["price_usd_per_mtok"], deliver=self._record_lent_call)
+            self._lent = sampling_callback(self._chat_model(), self.config()["model"], callbacks=[recorder],
+                                           settings=LoopSettings(model_retries=self._model_retries,
+                                                                 retry_initial_s=self._retry_backoff_s))
         return self._lent
+
+    def _record_lent_call(self, event: Event) -> None:
+        """A call of the lent model happens while the env runs this agent's last action (the tool that
+        asked): its event joins that step's, which the runner reads when it builds the step."""
+        (self._output.events if self._output is not None else self._events).append(event)
 
     def _chat_model(self) -> BaseChatModel:
         if self._model is None:

@@ -1,12 +1,15 @@
 """The API chat models (``langchain-openai``, ``langchain-anthropic``) as the agent needs them.
 
-Two things change from the stock classes. The errors a user fixes — a server that is down, a key
-that is refused, a model the server does not have — become one-line ``UserError``s naming the URL
-or the variable, raised on the first call (nothing is probed before); timeouts and rate limits pass
-through unchanged for the agent's bounded retries. And an OpenAI-compatible server that writes its
-calls as text in ``content`` (llama.cpp, ``transformers serve``, small models behind vLLM) has its
-reply read by ``parse_tool_calls`` when it holds no structured ``tool_calls``, so the agent sees the
-same calls a hosted API would return.
+Three things change from the stock classes. The SDK's own retries are off (``max_retries=0``): one call
+of the model is one HTTP request, and the agent's bounded retry (``gauntlet.agents.llm.graph``) is the
+only one, so each attempt is a ``model_call`` event of the record (the SDK's two retries inside the
+agent's three attempts made one recorded call up to nine requests). The errors a user fixes — a server
+that is down, a key that is refused, a model the server does not have — become one-line ``UserError``s
+naming the URL or the variable, raised on the first call (nothing is probed before); timeouts, rate
+limits and server errors pass through unchanged for the agent's bounded retries. And an
+OpenAI-compatible server that writes its calls as text in ``content`` (llama.cpp, ``transformers
+serve``, small models behind vLLM) has its reply read by ``parse_tool_calls`` when it holds no
+structured ``tool_calls``, so the agent sees the same calls a hosted API would return.
 """
 
 from __future__ import annotations
@@ -82,11 +85,12 @@ class _ExplainsEndpointErrors(BaseChatModel):
 
 
 class OpenAICompatibleChat(_ExplainsEndpointErrors, ChatOpenAI):
-    """``ChatOpenAI`` for any OpenAI-compatible server. Streaming is off: a call written as text is
-    only known once the whole reply is in."""
+    """``ChatOpenAI`` for any OpenAI-compatible server, the SDK's retries off. Streaming is off: a call
+    written as text is only known once the whole reply is in."""
 
     key_variable: ClassVar[str] = "OPENAI_API_KEY"
     disable_streaming: bool | Literal["tool_calling"] = True
+    max_retries: int | None = 0  # the agent retries, and records each attempt (see the module docstring)
 
     def _endpoint(self) -> str:
         return self.openai_api_base or "https://api.openai.com/v1"
@@ -104,9 +108,10 @@ class OpenAICompatibleChat(_ExplainsEndpointErrors, ChatOpenAI):
 
 
 class AnthropicChat(_ExplainsEndpointErrors, ChatAnthropic):
-    """``ChatAnthropic`` with the errors a user fixes explained."""
+    """``ChatAnthropic`` with the errors a user fixes explained and the SDK's retries off."""
 
     key_variable: ClassVar[str] = "ANTHROPIC_API_KEY"
+    max_retries: int = 0  # the agent retries, and records each attempt (see the module docstring)
 
     def _endpoint(self) -> str:
         return self.anthropic_api_url or "https://api.anthropic.com"

@@ -28,8 +28,9 @@ Budgets (``Budget``): ``max_steps`` model calls, ``max_tokens`` input plus outpu
 model reports them (checked before each call, so the call that crosses the limit completes), and
 ``wall_time_s`` seconds since ``configurable.started_at`` (a ``time.monotonic()`` value; none
 given: no wall-time limit). Model timeouts, rate limits and server errors are retried
-``model_retries`` times with exponential backoff and jitter (``tenacity``, as LangChain's own
-``with_retry``; each attempt is a model call its callbacks see).
+``model_retries`` times with exponential backoff and jitter (``retrying``: ``tenacity``, as LangChain's
+own ``with_retry``; each attempt is a model call its callbacks see, and one request of an API model,
+whose SDK does not retry itself).
 """
 
 from __future__ import annotations
@@ -134,6 +135,15 @@ def is_retryable(error: BaseException) -> bool:
     return getattr(error, "status_code", None) in _RETRYABLE_STATUS
 
 
+def retrying(settings: LoopSettings) -> dict[str, Any]:
+    """The ``tenacity`` arguments of a model call's bounded retry (``Retrying(**retrying(settings))``):
+    ``model_retries`` more attempts after a retryable failure, waiting ``retry_initial_s`` x 2^attempt
+    (up to ``retry_max_s``) plus as much again at random; the last failure is raised as it is."""
+    return dict(stop=stop_after_attempt(settings.model_retries + 1), retry=retry_if_exception(is_retryable),
+                reraise=True, wait=wait_exponential_jitter(multiplier=settings.retry_initial_s,
+                                                           max=settings.retry_max_s, jitter=settings.retry_initial_s))
+
+
 def last_reply(state: AgentState) -> AIMessage:
     message = state["messages"][-1]
     if not isinstance(message, AIMessage):
@@ -176,11 +186,7 @@ def build_graph(model: BaseChatModel, tools: Sequence[BaseTool | ToolSpec], sett
     specs = {spec.name: spec for spec in map(ToolSpec.of, tools)}
     runnable = {tool.name: tool for tool in tools if isinstance(tool, BaseTool)}
     bound = model.bind_tools([spec.as_openai() for spec in specs.values()])
-    # Waits retry_initial_s x 2^attempt (up to retry_max_s) plus as much again at random.
-    retries: dict[str, Any] = dict(
-        stop=stop_after_attempt(settings.model_retries + 1), retry=retry_if_exception(is_retryable), reraise=True,
-        wait=wait_exponential_jitter(multiplier=settings.retry_initial_s, max=settings.retry_max_s,
-                                     jitter=settings.retry_initial_s))
+    retries = retrying(settings)
 
     def counted(state: AgentState, reply: AIMessage) -> dict[str, Any]:
         usage = reply.usage_metadata or {"input_tokens": 0, "output_tokens": 0}

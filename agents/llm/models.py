@@ -13,7 +13,9 @@
 =========================================  ===================================================================
 
 Keys are read from the environment and refused as options: the agent records the spec and the
-options, so nothing that reaches them may hold a secret. Nothing is downloaded at run time, and an
+options, so nothing that reaches them may hold a secret. ``max_retries`` is refused too: the API
+models' SDK retries are off (``api_chat``), so that the agent's own retry (its ``model_retries``) is
+the only one and records each attempt. Nothing is downloaded at run time, and an
 endpoint is not probed until the first call: a server that is down then fails that call with a
 ``UserError`` naming the URL.
 
@@ -82,12 +84,16 @@ def parse_spec(spec: str | None) -> ModelSpec:
 def make_chat_model(spec: str | None = None, **options: Any) -> BaseChatModel:
     """The chat model ``spec`` names (see the module docstring), built with ``options`` (e.g.
     ``temperature``, ``max_tokens`` or ``timeout`` for API models, ``max_new_tokens`` or ``device``
-    for local ones). Raises ``UserError`` with the fix for a spec, option, key or file that is wrong."""
+    for local ones). Raises ``UserError`` with the fix for a spec, option, key or file that is wrong;
+    ``max_retries`` is refused (the agent's ``model_retries`` sets how often a call is retried)."""
     parsed = parse_spec(spec)
     secrets = _SECRET_OPTIONS & set(options)
     if secrets:
         raise UserError(f"model option {sorted(secrets)[0]!r} would be recorded with the run; put the key in "
                         f"{KEY_VARIABLES.get(parsed.backend, 'the environment')} instead")
+    if "max_retries" in options:
+        raise UserError("model option 'max_retries' is refused: the model's SDK does not retry, so each attempt "
+                        "is recorded; set the agent's model_retries instead")
     try:
         return _BUILDERS[parsed.backend](parsed, options)
     except ValidationError as exc:

@@ -10,13 +10,15 @@ LangChain messages. A record is ``{"role", "content"}`` plus, for an assistant t
 ``ModelCallRecorder`` is a LangChain callback handler: every call of the chat model becomes a
 ``model_call`` event with ``input_tokens``, ``output_tokens`` (as the model reports them),
 ``latency_ms``, ``model`` and, for a priced model, ``cost_usd``; a call that failed (and may be
-retried) has ``error`` instead of tokens.
+retried) has ``error`` instead of tokens. A call a tool server asked for (MCP sampling,
+``gauntlet.agents.llm.sampling``) carries ``requested_by`` (``{"tool": <the tool that asked>}``) from
+its run metadata into its event.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -36,6 +38,8 @@ from langchain_core.outputs import LLMResult
 from gauntlet.episode import Episode, Event, Message
 
 _ROLES = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage, "tool": ToolMessage}
+REQUESTED_BY = "requested_by"
+"""Run metadata, copied into the ``model_call`` event: the tool server's tool a call was made for."""
 
 
 def message_record(message: BaseMessage) -> Message:
@@ -90,35 +94,48 @@ def conversation(episode: Episode) -> list[AnyMessage]:
 
 class ModelCallRecorder(BaseCallbackHandler):
     """Turns each chat-model call into a ``model_call`` event (see the module docstring); ``drain``
-    hands over the events recorded since it was last called."""
+    hands over the events recorded since it was last called, or, given ``deliver``, each event goes
+    there as it is recorded."""
 
-    def __init__(self, source: str, price_usd_per_mtok: Sequence[float] | None = None):
+    def __init__(self, source: str, price_usd_per_mtok: Sequence[float] | None = None,
+                 deliver: Callable[[Event], None] | None = None):
         self.source = source
         self.price_usd_per_mtok = tuple(price_usd_per_mtok) if price_usd_per_mtok else None
-        self._started: dict[UUID, tuple[float, str | None]] = {}
+        self._started: dict[UUID, tuple[float, dict[str, Any]]] = {}
         self._events: list[Event] = []
+        self._deliver = deliver
 
     def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID,
                             metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        self._started[run_id] = (time.perf_counter(), (metadata or {}).get("ls_model_name"))
+        metadata = metadata or {}
+        fields = {"model": metadata.get("ls_model_name")}
+        if REQUESTED_BY in metadata:
+            fields[REQUESTED_BY] = metadata[REQUESTED_BY]
+        self._started[run_id] = (time.perf_counter(), fields)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        started, model = self._started.pop(run_id, (time.perf_counter(), None))
+        started, fields = self._started.pop(run_id, (time.perf_counter(), {"model": None}))
         message = getattr(response.generations[0][0], "message", None) if response.generations else None
         usage = getattr(message, "usage_metadata", None) or {}
-        model = (getattr(message, "response_metadata", {}) or {}).get("model_name") or model
+        model = (getattr(message, "response_metadata", {}) or {}).get("model_name") or fields["model"]
         data: dict[str, Any] = {"input_tokens": usage.get("input_tokens", 0),
                                 "output_tokens": usage.get("output_tokens", 0),
-                                "latency_ms": (time.perf_counter() - started) * 1e3, "model": model}
+                                "latency_ms": (time.perf_counter() - started) * 1e3, **fields, "model": model}
         if self.price_usd_per_mtok is not None:
             input_price, output_price = self.price_usd_per_mtok
             data["cost_usd"] = (data["input_tokens"] * input_price + data["output_tokens"] * output_price) / 1e6
-        self._events.append(Event(source=self.source, kind="model_call", data=data))
+        self._record(Event(source=self.source, kind="model_call", data=data))
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        started, model = self._started.pop(run_id, (time.perf_counter(), None))
-        self._events.append(Event(source=self.source, kind="model_call", data={
-            "error": type(error).__name__, "latency_ms": (time.perf_counter() - started) * 1e3, "model": model}))
+        started, fields = self._started.pop(run_id, (time.perf_counter(), {"model": None}))
+        self._record(Event(source=self.source, kind="model_call", data={
+            "error": type(error).__name__, "latency_ms": (time.perf_counter() - started) * 1e3, **fields}))
+
+    def _record(self, event: Event) -> None:
+        if self._deliver is not None:
+            self._deliver(event)
+        else:
+            self._events.append(event)
 
     def drain(self) -> list[Event]:
         events, self._events = self._events, []

@@ -5,6 +5,9 @@ report), it sends ``sampling/createMessage`` to the client session that called i
 answers with whatever model it is configured with (the LLM agent's backend, through
 ``gauntlet.agents.llm.sampling``) or declines. Tools stay deterministic unless a call asks for this.
 
+The request names the tool that asks in its ``metadata`` (``{"tool": <name>}``), so the client can record
+the model call as that tool's (the LLM agent's ``model_call`` event says ``requested_by``).
+
 ``ask_client_model`` raises ``ClientModelUnavailable`` (a ``ToolInputError``: the caller can fix it by
 asking for the deterministic path) when the session did not declare the ``sampling`` capability, when
 the call came from outside a client session (a tool run in process), or when the client declined or
@@ -22,6 +25,10 @@ from mcp.types import ClientCapabilities, SamplingCapability, SamplingMessage, T
 from gauntlet.bridges.tool_errors import ToolInputError
 
 
+REQUESTING_TOOL = "tool"
+"""The key of a sampling request's ``metadata`` that names the tool asking."""
+
+
 class ClientModelUnavailable(ToolInputError):
     """The calling client has no language model to lend, or its model gave no usable text."""
 
@@ -34,10 +41,11 @@ class ClientReply:
     model: str
 
 
-async def ask_client_model(session: Any, prompt: str, *, system: str, max_tokens: int,
+async def ask_client_model(session: Any, prompt: str, *, tool: str, system: str, max_tokens: int,
                            fallback: str) -> ClientReply:
     """Ask the model of the client behind ``session`` (an MCP ``ServerSession``, or None outside a client
-    request) to answer ``prompt`` under ``system``, greedily (temperature 0), with at most ``max_tokens``.
+    request) to answer ``prompt`` under ``system``, greedily (temperature 0), with at most ``max_tokens``,
+    for the tool named ``tool``.
 
     ``fallback`` names what the caller should do instead; it ends every ``ClientModelUnavailable``."""
     if session is None:
@@ -49,7 +57,8 @@ async def ask_client_model(session: Any, prompt: str, *, system: str, max_tokens
     message = SamplingMessage(role="user", content=TextContent(type="text", text=prompt))
     try:
         result = await session.create_message([message], max_tokens=max_tokens, system_prompt=system,
-                                              temperature=0.0, include_context="none")
+                                              temperature=0.0, include_context="none",
+                                              metadata={REQUESTING_TOOL: tool})
     except McpError as exc:
         raise ClientModelUnavailable(f"the client's language model declined: {exc.error.message}; {fallback}") from None
     content = result.content

@@ -120,6 +120,7 @@ async def report_summarize(ws: Workspace,
     if writer == "template":
         return SummaryOut(text=text, sentences=sentences, word_count=len(text.split()))
     reply = await ask_client_model(ws.client_session(), reporting.writer_prompt(sentences),
+                                   tool=report_summarize.__name__,
                                    system=reporting.WRITER_SYSTEM, max_tokens=reporting.WRITER_MAX_TOKENS,
                                    fallback="call again with writer='template'")
     lines = [line.strip() for line in reply.text.splitlines() if line.strip()]

@@ -13,13 +13,18 @@ from mcp.shared.memory import create_connected_server_and_client_session
 
 from gauntlet.agent import Agent
 from gauntlet.runner import rollout
+from gauntlet.agents.llm.agent import LLMAgent
 from gauntlet.agents.llm.sampling import sampling_callback
 from gauntlet.agents.llm.scripted import ScriptedChatModel
 from gauntlet.bridges.tool_task_env import ToolTaskEnv, tool_call_action
+from gauntlet.episode import load_episodes
+from gauntlet.hooks import Decision
 from gauntlet.mcp_servers.disaster import reporting
 from gauntlet.mcp_servers.disaster.server import build_server
 from gauntlet.tasks import ToolTask
+from gauntlet.trace_view import render_traces
 from tests.disaster.helpers import error_text
+from tests.llm.openai_server import running_server
 
 FACTS = {"event": "Ahr valley flood, July 2021", "hazard": "flood",
          "findings": [{"label": "Flooded area", "value": 1250000, "unit": "m2"},
@@ -131,3 +136,51 @@ def test_under_the_runner_the_env_session_answers_with_the_agents_lent_model(ser
         assert len(writer.asked) == 1
     else:
         assert "offers no language model" in json.dumps(call.result)
+
+
+class Proceed:
+    """A controller that lets every action run."""
+
+    name = "proceed"
+
+    def decide(self, prefix, candidates):
+        return Decision.proceed()
+
+
+@pytest.mark.parametrize("hooks", [[], [Proceed()]], ids=["alone", "under a controller"])
+def test_the_llm_agents_lent_model_call_is_a_model_call_event_of_the_step_whose_tool_asked(server, tmp_path, hooks):
+    prose = "The Ahr valley flood covered 1,250,000 m2; 4210.5 people were exposed, most in Bad Neuenahr."
+    replies = [{"content": "", "tool_calls": [{"name": "report_summarize",
+                                               "arguments": {**FACTS, "writer": "client_model"}}]},
+               {"status": 500},  # the lent call's first attempt fails, and is retried like the agent's own
+               {"content": prose},
+               {"content": "", "tool_calls": [{"name": "submit_answer", "arguments": {"answer": "done"}}]}]
+    env = ToolTaskEnv([ToolTask(id="summary", question="Summarise the flood.", answer="done")], server=server)
+    path = tmp_path / "episode.jsonl"
+    with running_server(replies, tmp_path) as endpoint:
+        # The facts' numbers are the test's, not from a result of the task: the agent's number check is off.
+        agent = LLMAgent(model=f"openai:test-model@{endpoint.base_url}", retry_backoff_s=0.0, check_numbers=False)
+        try:
+            rollout(env, agent, seed=0, record=path, hooks=hooks)
+        finally:
+            env.close()
+        requests = endpoint.requests()
+
+    assert len(requests) == len(replies)
+    assert requests[2]["messages"][0]["content"] == reporting.WRITER_SYSTEM  # the server's request, as sent
+    (episode,) = load_episodes(path)
+    first = episode.steps[0]
+    assert first.tool_call.name == "report_summarize" and first.tool_call.result["text"] == prose
+    own, failed, written = [event.data for event in first.events if event.kind == "model_call"]
+    assert "requested_by" not in own and own["input_tokens"] > 0
+    assert failed["requested_by"] == written["requested_by"] == {"tool": "report_summarize"}
+    assert failed["error"] == "OpenAIAPIError" and failed["model"] == "test-model"
+    assert written["model"] == "test-model" and written["input_tokens"] > 0 and written["output_tokens"] > 0
+    assert written["latency_ms"] > 0
+    # The lent call is not an agent turn: the conversation holds the agent's own turns only.
+    assert all(message.content != prose for step in episode.steps for message in step.messages)
+
+    page = render_traces([episode], [0])
+    step_html = page[page.index('id="ep-0-step-0"'):page.index('id="ep-0-step-1"')]
+    assert step_html.count("asked by tool report_summarize") == 2
+    assert "<td>4 (test-model), 1 failed, 2 asked by tools</td>" in page

@@ -8,6 +8,8 @@ The script is a JSON list of replies, played in order, one per request:
   answers with structured ``tool_calls`` (ids ``call_srv_<request>_<k>``), as a hosted API does;
 * ``{"content": "{\\"name\\": ..., \\"arguments\\": {...}}"}`` answers with a call written as text, as
   llama.cpp or a small model behind vLLM does.
+* ``{"status": 429}`` (or 500, 503, ...) answers with that HTTP status and an OpenAI-style error, as a
+  rate-limited or failing server does; a script that fails N times, then replies, tests retries.
 
 Every request body is appended to the ``--record`` file as one JSON line before the reply is sent, so
 a test can check the messages and tools it was sent. The server prints ``listening on
@@ -87,6 +89,9 @@ class Handler(BaseHTTPRequestHandler):
             self._error(400, "this test server does not stream")
         elif index >= len(self.server.replies):
             self._error(400, f"the script has {len(self.server.replies)} replies and this is request {index + 1}")
+        elif "status" in self.server.replies[index]:
+            status = int(self.server.replies[index]["status"])
+            self._error(status, f"scripted failure {status} on request {index + 1}")
         else:
             prompt_tokens = sum(len(str(message.get("content") or "").split()) for message in body.get("messages", []))
             self._send(200, _completion(self.server.replies[index], index, str(body.get("model", "")), prompt_tokens))

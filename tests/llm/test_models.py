@@ -87,6 +87,22 @@ def test_the_anthropic_key_comes_from_its_variable_and_stays_hidden(monkeypatch)
     assert "sk-ant-from-env" not in repr(model)
 
 
+def test_the_api_models_sdks_do_not_retry_so_each_attempt_is_the_agents_to_record(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
+    anthropic = make_chat_model("anthropic:claude-sonnet-4-5", max_tokens=256)
+    assert anthropic.max_retries == 0 and anthropic._client.max_retries == 0
+    assert anthropic._async_client.max_retries == 0
+    openai = make_chat_model("openai:m@http://127.0.0.1:8000/v1")
+    assert openai.root_client.max_retries == 0 and openai.root_async_client.max_retries == 0
+
+
+@pytest.mark.parametrize("spec", ["openai:m@http://127.0.0.1:8000/v1", "anthropic:claude-sonnet-4-5"])
+def test_a_max_retries_option_is_refused_and_points_at_the_agents_model_retries(spec, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
+    message = one_line_error(spec, max_retries=3)
+    assert "max_retries" in message and "model_retries" in message and "\n" not in message
+
+
 def test_a_missing_local_model_is_named_and_nothing_is_downloaded(tmp_path):
     message = one_line_error(f"hf:{tmp_path / 'absent.gguf'}")
     assert "absent.gguf" in message and "nothing is downloaded" in message

@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 import socket
 
+import openai
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+import gauntlet
+from gauntlet.agents.llm.agent import LLMAgent
 from gauntlet.agents.llm.models import make_chat_model
+from gauntlet.bridges.tool_task_env import ToolTaskEnv
 from gauntlet.errors import UserError
+from tests.llm.helpers import small_server, small_task
 from tests.llm.openai_server import running_server
 
 TOOLS = [
@@ -89,7 +94,7 @@ def test_an_unreachable_endpoint_fails_the_first_call_with_one_line_naming_the_u
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
-    model = make_chat_model(f"openai:test-model@{url}", max_retries=0)  # building it does not probe
+    model = make_chat_model(f"openai:test-model@{url}")  # building it does not probe
     with pytest.raises(UserError) as caught:
         model.invoke(QUESTION)
     message = str(caught.value)
@@ -104,3 +109,35 @@ def test_the_api_key_is_read_from_the_environment_and_never_shows_in_the_model(m
         [request] = server.requests()
     assert "sk-test-secret-123" not in repr(model) + json.dumps(model.to_json(), default=str)
     assert "sk-test-secret-123" not in json.dumps(request)
+
+
+ADD = {"content": "", "tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}
+ANSWER = {"content": "", "tool_calls": [{"name": "submit_answer", "arguments": {"answer": 5}}]}
+
+
+def run_agent(server, model_retries: int) -> gauntlet.Episode:
+    env = ToolTaskEnv([small_task()], small_server)
+    agent = LLMAgent(model=f"openai:test-model@{server.base_url}", model_retries=model_retries, retry_backoff_s=0.0)
+    try:
+        return gauntlet.rollout(env, agent, seed=0)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(("status", "error"), [(500, "OpenAIAPIError"), (429, "OpenAIRateLimitError")])
+def test_each_retry_of_a_failing_server_is_one_request_and_one_recorded_model_call(tmp_path, status, error):
+    with running_server([{"status": status}, {"status": status}, ADD, ANSWER], tmp_path) as server:
+        episode = run_agent(server, model_retries=2)
+        requests = server.requests()
+    assert len(requests) == 4  # two failures, the reply they delayed, the answer
+    calls = [event.data for event in episode.steps[0].events if event.kind == "model_call"]
+    assert [call.get("error") for call in calls] == [error, error, None]
+    assert all(call["model"] == "test-model" for call in calls)
+    assert episode.steps[-1].info["score"] == 1.0
+
+
+def test_a_model_call_that_keeps_failing_is_as_many_requests_as_the_agent_makes_attempts(tmp_path):
+    with running_server([{"status": 500}] * 9, tmp_path) as server:
+        with pytest.raises(openai.InternalServerError):
+            run_agent(server, model_retries=2)
+        assert len(server.requests()) == 3
