@@ -38,7 +38,7 @@ from gauntlet.episode import AgentSpec
 from gauntlet.fileio import exclusive_folder, write_atomically
 from gauntlet.hooks import Controller, Monitor
 from gauntlet.info_keys import metrics_of
-from gauntlet.registry import make_agent, make_hook
+from gauntlet.registry import env_spec, make_agent, make_hook
 from gauntlet.runner import episode_seed, new_run_id, rollout
 from gauntlet.versions import versions
 
@@ -318,7 +318,7 @@ def run_many(spec: RunSpec, n_episodes: int, out_dir: str | os.PathLike[str], *,
                          f"not {n_episodes}")
     if backend == "local" and ray_address is not None:
         raise ValueError("--ray-address goes with --backend ray")
-    gym.spec(spec.env_id)  # fail fast, in the driver, on an unknown env id
+    env_spec(spec.env_id)  # fail fast, in the driver, on an unknown env id
     out = Path(out_dir)
     run_id = prepare_run_folder(out, spec)
     busy = lambda: RunFolderError(f"another run is writing to {out}; wait for it to finish (or stop it), "

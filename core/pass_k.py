@@ -14,7 +14,7 @@ For k = 1 both are the success rate. pass@k rises with k and pass^k falls. Both 
 ``k <= n_t`` only, so a suite's table goes up to the fewest attempts any task had.
 
 The confidence interval resamples tasks (not attempts: the attempts at one task are not independent
-of each other's task) with ``gauntlet.report.bootstrap_ci``, with the same seed for every k, so every
+of each other's task) with ``gauntlet.stats.bootstrap_ci``, with the same seed for every k, so every
 bootstrap sample sees the same tasks at every k and the intervals keep the estimators' order in k.
 """
 
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import comb
 
-from gauntlet.report import BOOTSTRAP_RESAMPLES, bootstrap_ci
+from gauntlet.stats import BOOTSTRAP_RESAMPLES, bootstrap_ci
 
 
 def task_pass_at_k(n: int, c: int, k: int) -> float:

@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import EnvSpec, _find_spec, parse_env_id
+
+from gauntlet.errors import UserError
 
 NAMESPACE = "gauntlet"
 KINDS = ("server", "suite", "agent", "data", "demo", "controller", "monitor", "command")
@@ -108,6 +111,32 @@ def register_env(name: str, entry_point: str, *, vector_entry_point: str | None 
     if env_id in gym.registry:
         return
     gym.register(id=env_id, entry_point=entry_point, vector_entry_point=vector_entry_point, **kwargs)
+
+
+def env_spec(env_id: str) -> EnvSpec:
+    """The Gymnasium spec of ``env_id`` in every form ``gymnasium.make`` takes: ``Name-v0``,
+    ``namespace/Name-v0``, an unversioned ``Name`` (its latest version, with Gymnasium's warning) and
+    ``module:Name-v0`` (``module`` imported first: importing it registers the env).
+
+    Raises Gymnasium's ``NameNotFound`` / ``VersionNotFound`` for an unknown id, and ``UserError`` for an
+    id of no such form or when the module of a ``module:`` id cannot be imported.
+    """
+    try:
+        parse_env_id(env_id.split(":")[-1])
+        well_formed = env_id.count(":") <= 1  # Gymnasium's lookup fails unpacking a second ':'
+    except gym.error.Error:
+        well_formed = False
+    if not well_formed:
+        raise UserError(f"malformed env id {env_id!r}: write Name-v0, namespace/Name-v0 or module:Name-v0, "
+                        "e.g. CartPole-v1")
+    # gymnasium.make's own lookup (private): gymnasium.spec knows no ``module:`` prefix and no unversioned names.
+    try:
+        return _find_spec(env_id)
+    except ModuleNotFoundError as exc:
+        missing = getattr(exc.__cause__, "name", None) or exc.name
+        module = env_id.split(":", 1)[0]
+        raise UserError(f"env id {env_id!r} imports {module!r}, which fails: no module named {missing!r}; "
+                        f"install it or add its folder to PYTHONPATH") from None
 
 
 def require_mounted(module_name: str, expected: str) -> None:

@@ -26,9 +26,9 @@ import numpy as np
 from gauntlet.episode import Episode, load_episodes
 from gauntlet.errors import UserError
 from gauntlet.fileio import write_atomically
+from gauntlet.stats import bootstrap_ci
 from gauntlet.trace_view import TRACE_STYLE, episode_anchor, render_traces, traced
 
-BOOTSTRAP_RESAMPLES = 10_000
 EPISODE_TABLE_MAX_ROWS = 2_000
 CURVES_SHOWN = 5
 
@@ -46,23 +46,6 @@ class ReturnStats:
     median: float
     ci_low: float
     ci_high: float
-
-
-def bootstrap_ci(values: Sequence[float] | np.ndarray, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
-                 seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of the mean (seeded, so a report is reproducible)."""
-    data = np.asarray(values, dtype=np.float64)
-    if data.size < 2:
-        return float(data.mean()), float(data.mean())
-    rng = np.random.default_rng(seed)
-    # Resample in chunks so a run of many episodes never needs a resamples x n index matrix at once.
-    chunk = max(1, 4_000_000 // data.size)
-    means = np.concatenate([
-        data[rng.integers(0, data.size, size=(min(chunk, resamples - start), data.size))].mean(axis=1)
-        for start in range(0, resamples, chunk)])
-    tail = (1.0 - level) / 2.0
-    low, high = np.quantile(means, [tail, 1.0 - tail])
-    return float(low), float(high)
 
 
 def return_stats(values: Sequence[float]) -> ReturnStats | None:
@@ -353,5 +336,5 @@ def write_report(run_dir_or_episode_files: str | os.PathLike[str] | Sequence[str
     return out
 
 
-__all__ = ["EventTally", "ReturnStats", "RunSummary", "bootstrap_ci", "render_report", "return_stats",
+__all__ = ["EventTally", "ReturnStats", "RunSummary", "render_report", "return_stats",
            "summarize", "write_report"]

@@ -129,7 +129,7 @@ def detection(attacked: list[dict[str, Any]], clean: list[dict[str, Any]]) -> di
     95th percentile of the clean ones (a threshold set on these very clean replies: in-sample)."""
     import numpy as np
 
-    from gauntlet.controllers.latent.detectors import auroc, fpr_at_95_tpr
+    from gauntlet.stats import auroc, fpr_at_tpr
 
     positive = np.array([row["chaos"] for row in attacked if row["step"] >= 1])
     negative = np.array([row["chaos"] for row in clean if row["step"] >= 1])
@@ -139,7 +139,7 @@ def detection(attacked: list[dict[str, Any]], clean: list[dict[str, Any]]) -> di
     labels = np.concatenate([np.ones(len(positive), dtype=int), np.zeros(len(negative), dtype=int)])
     threshold = float(np.quantile(negative, 0.95))
     return {"attacked_replies": len(positive), "clean_replies": len(negative), "auroc": auroc(scores, labels),
-            "fpr_at_95_tpr": fpr_at_95_tpr(scores, labels), "attacked_mean": float(positive.mean()),
+            "fpr_at_95_tpr": fpr_at_tpr(scores, labels), "attacked_mean": float(positive.mean()),
             "clean_mean": float(negative.mean()), "clean_p95": threshold,
             "attacked_above_clean_p95": float((positive > threshold).mean())}
 

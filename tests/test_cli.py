@@ -18,16 +18,20 @@ from pydantic import BaseModel, Field
 from gauntlet import load_episodes
 from gauntlet.cli import main
 from gauntlet.registry import Entry, registry
+from tests.module_registered_envs import IMPORT_ROOT, MODULE_IDS
 
 EPISODES = 6
 
 
-def gauntlet(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the ``gauntlet`` console script; wide columns so tables print whole."""
+def gauntlet(*args: str, cwd: Path | None = None, extra_env: dict[str, str] | None = None
+             ) -> subprocess.CompletedProcess[str]:
+    """Run the ``gauntlet`` console script, with ``extra_env`` added to the environment; wide columns so
+    tables print whole."""
     script = Path(sys.executable).with_name("gauntlet")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "gauntlet.cli"]
     env = {key: value for key, value in os.environ.items() if key != "GAUNTLET_DEBUG"}
     env["COLUMNS"] = "300"
+    env.update(extra_env or {})
     return subprocess.run([*command, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
 
 
@@ -253,6 +257,22 @@ def test_data_build_runs_the_builder_into_its_versioned_cache_folder(isolated_ho
 # Bad input: one line on stderr, exit status 2, no traceback ------------------------------------
 def test_an_unknown_env_id_is_named_with_where_to_look():
     assert_one_line_error(gauntlet("run", "NoSuchEnv-v0", "-n", "1"), "NoSuchEnv", "gauntlet list")
+
+
+@pytest.mark.parametrize("env_id", MODULE_IDS)
+def test_run_takes_a_module_prefixed_env_id_and_its_workers_import_the_module(env_id, tmp_path):
+    out = tmp_path / "run"
+    result = gauntlet("run", env_id, "-n", "2", "--max-steps", "5", "--workers", "2", "--out", str(out),
+                      extra_env={"PYTHONPATH": IMPORT_ROOT})
+    assert result.returncode == 0, result.stderr
+    episodes = load_episodes(out)
+    assert len(episodes) == 2 and all(episode.complete and len(episode.steps) == 5 for episode in episodes)
+    assert json.loads((out / "run.json").read_text())["spec"]["env_id"] == env_id
+
+
+def test_a_module_prefixed_env_id_whose_module_is_missing_is_named_in_one_line():
+    assert_one_line_error(gauntlet("run", "no_such_env_module:Thing-v0", "-n", "1"),
+                          "no module named 'no_such_env_module'", "PYTHONPATH")
 
 
 def test_an_unknown_env_version_is_named():

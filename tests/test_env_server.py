@@ -24,6 +24,7 @@ from gauntlet.bridges.targets import resolve_server
 from gauntlet.errors import UserError
 from gauntlet.registry import UnknownEntryError, registry
 from gauntlet.spaces import describe
+from tests.module_registered_envs import IMPORT_ROOT, MODULE_IDS
 
 BEACON = "GauntletTest/Beacon-v0"
 
@@ -291,6 +292,39 @@ def test_large_image_observations_reach_the_client_as_a_summary():
 def test_record_must_name_a_folder_not_a_jsonl_file(tmp_path):
     with pytest.raises(UserError, match="record names a folder"):
         build_env_server("CartPole-v1", record=tmp_path / "episodes.jsonl")
+
+
+# Every id form Gymnasium takes --------------------------------------------------------------------
+@pytest.mark.anyio
+@pytest.mark.parametrize("env_id", [
+    "CartPole-v1", pytest.param("CartPole", marks=pytest.mark.filterwarnings("ignore:.*latest versioned environment")),
+    "gymnasium.envs.classic_control:CartPole-v1", *MODULE_IDS])
+async def test_every_id_form_gymnasium_takes_is_served_with_cartpoles_observations_and_frames(env_id):
+    truth = direct_cartpole(4, ACTIONS[:3])
+    async with connect(build_env_server(env_id)) as client:
+        observations = [(await ok(client, "reset", {"seed": 4}))["observation"]]
+        observations += [(await ok(client, "step", {"action": action}))["observation"] for action in ACTIONS[:3]]
+        rendered = await client.call_tool("render", {})
+    assert all(bitwise_equal(as_float32(got), want) for got, want in zip(observations, truth, strict=True))
+    assert not rendered.isError and rendered.content[0].mimeType == "image/png"
+
+
+def test_a_module_id_is_served_over_stdio_by_a_process_that_imports_the_module_first():
+    target = ServerTarget(command=tuple(serve_command(f"env:{MODULE_IDS[0]}")), env=(("PYTHONPATH", IMPORT_ROOT),))
+    client = BlockingMCPClient(target)
+    try:
+        client.open()
+        observations = [client.call_tool("reset", {"seed": 5}).structuredContent["observation"]]
+        observations += [client.call_tool("step", {"action": a}).structuredContent["observation"] for a in ACTIONS[:4]]
+    finally:
+        client.close()
+    truth = direct_cartpole(5, ACTIONS[:4])
+    assert all(bitwise_equal(as_float32(got), want) for got, want in zip(observations, truth, strict=True))
+
+
+def test_a_module_id_whose_module_is_missing_is_a_user_error_naming_the_module():
+    with pytest.raises(UserError, match="no module named 'no_such_env_module'; install it or add its folder"):
+        build_env_server("no_such_env_module:Thing-v0")
 
 
 # Resolving and serving ----------------------------------------------------------------------------

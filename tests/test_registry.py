@@ -8,7 +8,9 @@ import gymnasium as gym
 import pytest
 
 import gauntlet
-from gauntlet.registry import UnknownEntryError, register_env, register_subpackages, registry
+from gauntlet.errors import UserError
+from gauntlet.registry import UnknownEntryError, env_spec, register_env, register_subpackages, registry
+from tests.module_registered_envs import MODULE, NAMESPACED_ID, PLAIN_ID
 
 
 def test_a_family_with_a_registration_module_is_found_and_registered(tmp_path, monkeypatch):
@@ -68,3 +70,22 @@ def test_controllers_and_monitors_have_registry_kinds_and_unknown_kinds_are_refu
             registry._entries[kind].pop(f"toy-{kind}")
     with pytest.raises(ValueError, match="unknown registry kind 'oracle'"):
         registry.add("oracle", "x", "gauntlet.hooks:Decision")
+
+
+@pytest.mark.filterwarnings("ignore:.*latest versioned environment")
+@pytest.mark.parametrize(("env_id", "resolved"), [
+    ("CartPole-v1", "CartPole-v1"), ("CartPole", "CartPole-v1"), ("gauntlet/ToolTask-v0", "gauntlet/ToolTask-v0"),
+    ("gymnasium.envs.classic_control:CartPole-v1", "CartPole-v1"), (f"{MODULE}:{PLAIN_ID}", PLAIN_ID),
+    (f"{MODULE}:{NAMESPACED_ID}", NAMESPACED_ID)])
+def test_env_spec_resolves_every_id_form_gymnasium_make_takes(env_id, resolved):
+    assert env_spec(env_id).id == resolved
+
+
+def test_env_spec_names_an_unknown_id_a_malformed_one_and_a_module_that_cannot_be_imported():
+    with pytest.raises(gym.error.NameNotFound, match="NoSuchEnv"):
+        env_spec("NoSuchEnv-v0")
+    for malformed in ("bad id!", "a:b:c", "gymnasium:no/such/Env-v0"):
+        with pytest.raises(UserError, match="malformed env id .* write Name-v0, namespace/Name-v0 or module:Name-v0"):
+            env_spec(malformed)
+    with pytest.raises(UserError, match="env id 'no_such_env_module:Thing-v0' imports 'no_such_env_module'"):
+        env_spec("no_such_env_module:Thing-v0")

@@ -13,7 +13,8 @@ from gauntlet.batch import RunSpec, run_many
 from gauntlet.episode import AgentSpec, EpisodeHeader, EpisodeWriter, Event, Outcome, load_episodes
 from gauntlet.errors import UserError
 from gauntlet import trace_view
-from gauntlet.report import bootstrap_ci, return_stats, summarize, write_report
+from gauntlet.report import return_stats, summarize, write_report
+from gauntlet.stats import bootstrap_ci
 
 
 @pytest.fixture(scope="module")

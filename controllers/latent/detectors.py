@@ -221,37 +221,5 @@ LATENT_DETECTORS = {"aeo": ChaosScore, "mahalanobis": MahalanobisScore, "probe":
                     "tasktracker": TaskTracker}
 
 
-def auroc(scores: np.ndarray, violated: np.ndarray) -> float:
-    """The probability that a random violating example scores above a random compliant one (ties half):
-    the Mann-Whitney U statistic over the product of the class sizes."""
-    from scipy.stats import rankdata
-
-    ranks = rankdata(scores)
-    positives = violated == 1
-    n_pos, n_neg = int(positives.sum()), int((~positives).sum())
-    return float((ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
-
-
-def fpr_at_95_tpr(scores: np.ndarray, violated: np.ndarray) -> float:
-    """The share of compliant examples flagged at the highest threshold that flags 95 % of violations."""
-    positives = np.sort(scores[violated == 1])
-    threshold = positives[int(np.floor(0.05 * len(positives)))]
-    return float((scores[violated == 0] >= threshold).mean())
-
-
-def bootstrap_interval(statistic: Any, scores: np.ndarray, violated: np.ndarray, *, resamples: int = 1000,
-                       seed: int = 0) -> tuple[float, float]:
-    """A 95 % percentile bootstrap interval of ``statistic(scores, violated)``, resampling each class apart
-    (so every resample has both)."""
-    rng = np.random.default_rng(seed)
-    bad, good = np.flatnonzero(violated == 1), np.flatnonzero(violated == 0)
-    values = []
-    for _ in range(resamples):
-        picked = np.concatenate([rng.choice(bad, len(bad)), rng.choice(good, len(good))])
-        values.append(statistic(scores[picked], violated[picked]))
-    low, high = np.percentile(values, [2.5, 97.5])
-    return float(low), float(high)
-
-
 __all__ = ["LATENT_DETECTORS", "ChaosScore", "Detector", "Example", "LinearProbe", "MahalanobisScore", "TaskTracker",
-           "TextClassifier", "auroc", "bootstrap_interval", "fpr_at_95_tpr"]
+           "TextClassifier"]

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from gauntlet.controllers.latent.detectors import (LATENT_DETECTORS, Detector, Example, TextClassifier, auroc,
-                                                   bootstrap_interval, fpr_at_95_tpr)
+from gauntlet.controllers.latent.detectors import LATENT_DETECTORS, Detector, Example, TextClassifier
+from gauntlet.stats import auroc, fpr_at_tpr, stratified_bootstrap_ci
 from gauntlet.controllers.latent.hidden import Generation, SequenceStates, read_states
 from gauntlet.controllers.latent.hierarchy import HierarchyCase, complied
 
@@ -119,9 +119,9 @@ def summary(scores: np.ndarray, violated: np.ndarray, resamples: int = 1000) -> 
         return {"n": int(len(violated)), "violations": int(violated.sum()), "auroc": None, "fpr95": None}
     return {"n": int(len(violated)), "violations": int(violated.sum()),
             "auroc": auroc(scores, violated),
-            "auroc_ci": bootstrap_interval(auroc, scores, violated, resamples=resamples),
-            "fpr95": fpr_at_95_tpr(scores, violated),
-            "fpr95_ci": bootstrap_interval(fpr_at_95_tpr, scores, violated, resamples=resamples)}
+            "auroc_ci": stratified_bootstrap_ci(auroc, scores, violated, resamples=resamples),
+            "fpr95": fpr_at_tpr(scores, violated),
+            "fpr95_ci": stratified_bootstrap_ci(fpr_at_tpr, scores, violated, resamples=resamples)}
 
 
 def macro_auroc(held_out: dict[str, dict[str, Any]]) -> float | None:

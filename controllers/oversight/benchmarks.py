@@ -38,7 +38,8 @@ class Benchmark(Protocol):
     (``strength < 1``: one that lapses with probability ``1 - strength``). Episodes end when the env
     ends or after ``max_steps`` steps in all (prefix and branch together). A benchmark may also define
     ``episode_meta(episode) -> dict`` (e.g. the episode's drawn competence), recorded in each row's
-    ``benchmark_meta``.
+    ``benchmark_meta``, and ``n_episodes`` where it has a fixed number of episodes (a tool suite's
+    tasks, ScienceWorld's task variations): its episodes are then ``0 .. n_episodes - 1``.
     """
 
     name: str
@@ -63,3 +64,9 @@ def get_benchmark(name: str, **options: Any) -> Benchmark:
     if name not in BENCHMARKS:
         raise ValueError(f"unknown oversight benchmark {name!r}; expected one of {sorted(BENCHMARKS)}")
     return load_target(BENCHMARKS[name])(**options)
+
+
+def episode_count(benchmark: Benchmark) -> int | None:
+    """How many episodes ``benchmark`` has (its ``n_episodes``), or None where it generates episodes
+    without end (corridor, Taxi, TextWorld: any index is a new episode)."""
+    return getattr(benchmark, "n_episodes", None)

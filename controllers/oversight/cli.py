@@ -18,15 +18,11 @@ from typing import Annotated, Any
 
 import typer
 
+from gauntlet.cli_commands.common import Backend, parse_json_object
 from gauntlet.errors import UserError
 
 app = typer.Typer(no_args_is_help=True, help=(
     "Prefix-branching oversight: branch every prefix into continue / intervene / quit, learn which to choose."))
-
-
-class Backend(StrEnum):
-    local = "local"
-    ray = "ray"
 
 
 class Kind(StrEnum):
@@ -43,17 +39,29 @@ def _csv(option: str, text: str | None) -> list[str] | None:
     return items
 
 
-def _json_object(option: str, text: str | None) -> dict[str, Any]:
-    if text is None:
-        return {}
+def _episodes(benchmark: str, options: dict[str, Any], first: int | None, count: int) -> range:
+    """The ``count`` episodes of ``benchmark`` from ``first`` (None: the held-out default, ``held_out_first``),
+    refused in one line where they run past the end of a benchmark with a fixed number of episodes."""
+    from gauntlet.controllers.oversight.benchmarks import episode_count, get_benchmark
+
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{option} is not valid JSON ({exc.msg}); quote it for the shell, e.g. "
-                        f"""{option} '{{"n_episodes": 50}}'""") from None
-    if not isinstance(value, dict):
-        raise UserError(f"{option} must be a JSON object, not {text}")
-    return value
+        total = episode_count(get_benchmark(benchmark, **options))
+    except TypeError as exc:
+        raise UserError(f"benchmark {benchmark!r} does not take --options {json.dumps(options)} ({exc}); "
+                        "fix --options") from None
+    except ValueError as exc:
+        raise UserError(f"{exc}; fix the benchmark or --options") from None
+    if total is not None and count > total:
+        raise UserError(f"{benchmark} has {total} episodes: --episodes {count} runs past its end; "
+                        f"use --episodes <= {total}")
+    if first is None:
+        from gauntlet.controllers.oversight.online import held_out_first
+
+        first = held_out_first(total, count)
+    elif total is not None and first + count > total:
+        raise UserError(f"{benchmark} has {total} episodes: --first {first} --episodes {count} runs past its end; "
+                        f"use --first <= {total - count}")
+    return range(first, first + count)
 
 
 def _rows(folder: Path) -> list[dict[str, Any]]:
@@ -73,7 +81,9 @@ def collect(
     benchmark: Annotated[str, typer.Argument(help="corridor, taxi, textworld, scienceworld, chem or disaster.")],
     out: Annotated[Path, typer.Option(help="Collection folder; collecting into it again resumes.")],
     episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Base episodes to branch.")] = 20,
-    first: Annotated[int, typer.Option(min=0, help="Index of the first episode.")] = 0,
+    first: Annotated[int, typer.Option(min=0, help=(
+        "Index of the first episode (a benchmark with a fixed number of episodes, a tool suite or "
+        "ScienceWorld, has episodes 0 to its size - 1)."))] = 0,
     options: Annotated[str | None, typer.Option(help="Benchmark options as a JSON object.")] = None,
     actions: Annotated[str | None, typer.Option(help=(
         "Overseer actions to branch, comma-separated (default: all the benchmark supports)."))] = None,
@@ -107,10 +117,11 @@ def collect(
         strengths = tuple(float(value) for value in _csv("--expert-strength", expert_strength) or ())
     except ValueError:
         raise UserError(f"--expert-strength takes numbers in [0, 1], e.g. 1.0,0.5; not {expert_strength}") from None
+    bench_options = parse_json_object("--options", options)
+    chosen = _episodes(benchmark, bench_options, first, episodes)
     try:
         config = UtilityConfig(w=w, c_intervene=c_intervene, s=s, k=k, r=r)
-        spec = CollectSpec(benchmark=benchmark, episodes=tuple(range(first, first + episodes)),
-                           options=_json_object("--options", options), config=config,
+        spec = CollectSpec(benchmark=benchmark, episodes=tuple(chosen), options=bench_options, config=config,
                            actions=tuple(_csv("--actions", actions) or ACTIONS), draws=draws,
                            prefixes="all" if stride == 1 else stride, strengths=strengths)
     except ValueError as exc:
@@ -263,19 +274,19 @@ def deploy(
     episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Held-out episodes to run.")] = 20,
     first: Annotated[int | None, typer.Option(
         min=0, help="Index of the first episode (use ones not collected). Default: the last --episodes of a "
-                    "benchmark with a fixed number (the tool suites), else episodes from 100,000 on.")] = None,
+                    "benchmark with a fixed number (the tool suites, ScienceWorld), else episodes from 100,000 "
+                    "on.")] = None,
     options: Annotated[str | None, typer.Option(help="Benchmark options as a JSON object.")] = None,
     out: Annotated[Path | None, typer.Option(help="Record every overseen episode in this folder.")] = None,
 ) -> None:
     """Run held-out episodes with no oversight and under the controller, through the runner; compare utility."""
     from gauntlet.cli_commands.common import console
-    from gauntlet.controllers.oversight.online import compare_online, held_out_episodes
+    from gauntlet.controllers.oversight.online import compare_online
 
     scalar = scalar_path(model)
-    bench_options = _json_object("--options", options)
+    bench_options = parse_json_object("--options", options)
+    chosen = _episodes(benchmark, bench_options, first, episodes)
     try:
-        chosen = (held_out_episodes(benchmark, bench_options, episodes) if first is None
-                  else range(first, first + episodes))
         result = compare_online(benchmark, model, chosen, bench_options,
                                 scalar_model=scalar if scalar.exists() else None, record_dir=out)
     except (FileNotFoundError, ValueError) as exc:

@@ -10,9 +10,9 @@ as the worst action on average). References: the oracle (regret 0) and the fixed
 A prefix collected with several draws (rows with draw >= 1 rerun every action with fresh randomness)
 counts once, with each action's utility averaged over its draws (``prefix_table``): the expected
 utility is what an overseer should maximise, and one prefix must not weigh more because it was drawn
-again. Uncertainty: percentile bootstrap over episodes (``bootstrap_ci``), never over rows, since the
-prefixes of one episode share its rollouts. Splits are by episode (``split_by_episode``) for the same
-reason.
+again. Uncertainty: percentile bootstrap over episodes (``gauntlet.stats.cluster_bootstrap_ci``), never
+over rows, since the prefixes of one episode share its rollouts. Splits are by episode
+(``split_by_episode``) for the same reason.
 
 Calibration of the scalar baseline: ECE with 15 equal-width bins and AUROC (``sklearn``). The count of
 ``identical_risk_different_action`` measures how much a scalar cannot express.
@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
 from gauntlet.controllers.oversight.models import (
     ActionConditioned,
@@ -41,6 +40,7 @@ from gauntlet.controllers.oversight.models import (
     continue_failed,
     design_matrix,
 )
+from gauntlet.stats import auroc, cluster_bootstrap_ci, expected_calibration_error
 
 # ------------------------------------------------------------------------------------------ prefixes
 
@@ -154,33 +154,10 @@ def reference_policies(utilities: np.ndarray, actions: Sequence[str]) -> dict[st
 # -------------------------------------------------------------------------------------- calibration
 
 
-def expected_calibration_error(probabilities: np.ndarray, labels: np.ndarray, bins: int = 15) -> float:
-    """ECE: ``sum_b (n_b / n) * |mean(label in b) - mean(probability in b)|`` over equal-width bins of [0, 1].
-
-    Bin b holds probabilities in ``[b / bins, (b + 1) / bins)``; the last bin also holds 1.0.
-    """
-    probabilities = np.asarray(probabilities, dtype=np.float64)
-    labels = np.asarray(labels, dtype=np.float64)
-    which = np.minimum((probabilities * bins).astype(np.int64), bins - 1)
-    total = 0.0
-    for b in np.unique(which):
-        inside = which == b
-        total += inside.sum() * abs(labels[inside].mean() - probabilities[inside].mean())
-    return float(total / len(probabilities)) if len(probabilities) else float("nan")
-
-
-def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
-    """Area under the ROC curve of ``scores`` for the 0/1 ``labels``; NaN when only one class occurs."""
-    labels = np.asarray(labels)
-    if len(np.unique(labels)) < 2:
-        return float("nan")
-    return float(roc_auc_score(labels, np.asarray(scores, dtype=np.float64)))
-
-
 def identical_risk_different_action(risk: np.ndarray, best_actions: Sequence[str], bins: int = 20) -> int:
     """Prefixes whose risk a threshold router cannot tell from others that need a different action.
 
-    Risk in [0, 1] is cut into ``bins`` equal-width bins (as in ``expected_calibration_error``). In each
+    Risk in [0, 1] is cut into ``bins`` equal-width bins (as in ``gauntlet.stats.expected_calibration_error``). In each
     bin, the majority optimal action is the most frequent one (ties: the first of them in sorted
     order). The count is the number of prefixes whose optimal action differs from their bin's majority;
     a bin whose prefixes all share one optimal action adds nothing. It is the least number of prefixes
@@ -196,34 +173,6 @@ def identical_risk_different_action(risk: np.ndarray, best_actions: Sequence[str
         majority = max(sorted(counter), key=lambda action: counter[action])
         count += sum(counter.values()) - counter[majority]
     return count
-
-
-# ----------------------------------------------------------------------------------------- bootstrap
-
-
-def bootstrap_ci(values: np.ndarray, episodes: np.ndarray, *, denominators: np.ndarray | None = None,
-                 n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``sum(values) / sum(denominators)`` resampling episodes.
-
-    Each resample draws as many episodes as there are, with replacement, and takes all their prefixes;
-    with ``denominators`` of ones (the default) the statistic is the mean. ``episodes[i]`` is the
-    episode id of entry i (e.g. ``PrefixTable.episodes``).
-    """
-    values = np.asarray(values, dtype=np.float64)
-    denominators = np.ones_like(values) if denominators is None else np.asarray(denominators, dtype=np.float64)
-    ids, inverse = np.unique(np.asarray(episodes), return_inverse=True)
-    numerator_by_episode = np.bincount(inverse, weights=values, minlength=len(ids))
-    denominator_by_episode = np.bincount(inverse, weights=denominators, minlength=len(ids))
-    rng = np.random.default_rng(seed)
-    counts = rng.multinomial(len(ids), np.full(len(ids), 1 / len(ids)), size=n_boot)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        statistics = (counts @ numerator_by_episode) / (counts @ denominator_by_episode)
-    statistics = statistics[np.isfinite(statistics)]
-    if not len(statistics):
-        return float("nan"), float("nan")
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(statistics, [tail, 100 - tail])
-    return float(low), float(high)
 
 
 # ------------------------------------------------------------------------------------------ variance
@@ -415,8 +364,8 @@ def _method_result(table: PrefixTable, chosen: Sequence[str], config: Evaluation
     utilities = table.utilities[np.arange(len(chosen)), [column[action] for action in chosen]]
 
     def interval(denominators: np.ndarray | None = None) -> list[float]:
-        return list(bootstrap_ci(regrets, table.episodes, denominators=denominators, n_boot=config.n_boot,
-                                 confidence=config.confidence, seed=seed))
+        return list(cluster_bootstrap_ci(regrets, table.episodes, denominators=denominators,
+                                         resamples=config.n_boot, level=config.confidence, seed=seed))
 
     counts = Counter(chosen)
     return {

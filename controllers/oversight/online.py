@@ -16,40 +16,39 @@ from typing import Any, cast
 
 import numpy as np
 
-from gauntlet.controllers.oversight.benchmarks import get_benchmark
+from gauntlet.controllers.oversight.benchmarks import episode_count, get_benchmark
 from gauntlet.controllers.oversight.controller import (OversightController, ScalarRoutingController, online_utility,
                                                       overseer_choices)
 from gauntlet.controllers.oversight.models import load_model
 from gauntlet.controllers.oversight.utility import INTERVENTIONS
 from gauntlet.agent import Agent
 from gauntlet.runner import rollout
+from gauntlet.stats import bootstrap_ci
 
 NONE = "no_oversight"
+ONLINE_RESAMPLES = 2000  # bootstrap resamples of a method's mean online utility over episodes
 
 
 # Where held-out episodes start on a benchmark that generates episodes without end: past any collection.
 UNSEEN_FIRST = 100_000
 
 
+def held_out_first(total: int | None, count: int) -> int:
+    """The first of ``count`` episodes to deploy on, of a benchmark with ``total`` episodes (None: it
+    generates episodes without end): ``UNSEEN_FIRST`` there, else the first of its last ``count``."""
+    return UNSEEN_FIRST if total is None else total - count
+
+
 def held_out_episodes(benchmark: str, options: Mapping[str, Any], count: int, *, collected: int = 0) -> range:
-    """``count`` episodes to deploy on: from ``UNSEEN_FIRST`` where ``benchmark`` generates episodes
-    without end, its last ``count`` where it has a fixed number (the tool suites' tasks); ``collected``
-    first episodes must stay clear of them (``ValueError`` when the suite is too small)."""
-    total = getattr(get_benchmark(benchmark, **options), "n_episodes", None)
-    if total is None:
-        return range(UNSEEN_FIRST, UNSEEN_FIRST + count)
-    if total - count < collected:
+    """``count`` episodes to deploy on (``held_out_first``): from ``UNSEEN_FIRST`` where ``benchmark``
+    generates episodes without end, its last ``count`` where it has a fixed number (the tool suites'
+    tasks, ScienceWorld's task variations); ``collected`` first episodes must stay clear of them
+    (``ValueError`` when the benchmark is too small)."""
+    total = episode_count(get_benchmark(benchmark, **options))
+    if total is not None and total - count < collected:
         raise ValueError(f"{benchmark}: its {total} episodes cannot hold {collected} collected and {count} held out")
-    return range(total - count, total)
-
-
-def _ci(values: np.ndarray, seed: int, n_boot: int = 2000) -> tuple[float, float]:
-    if len(values) == 0:
-        return (float("nan"), float("nan"))
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), size=(n_boot, len(values)))].mean(axis=1)
-    low, high = np.quantile(means, [0.025, 0.975])
-    return float(low), float(high)
+    first = held_out_first(total, count)
+    return range(first, first + count)
 
 
 def compare_online(benchmark: str, model: str | os.PathLike[str], episodes: Iterable[int],
@@ -106,7 +105,8 @@ def compare_online(benchmark: str, model: str | os.PathLike[str], episodes: Iter
                     actions[action] = actions.get(action, 0) + 1
             successes.append(bool(played.outcome.success))
         values = np.asarray(utilities, dtype=np.float64)
-        methods[name] = {"mean_utility": float(values.mean()), "ci": _ci(values, seed),
+        ci = bootstrap_ci(values, resamples=ONLINE_RESAMPLES, seed=seed)
+        methods[name] = {"mean_utility": float(values.mean()), "ci": ci,
                          "success_rate": float(np.mean(successes)), "intervention_rate": float(np.mean(intervened)),
                          "decisions": actions, "episodes": len(indices)}
     return {"benchmark": benchmark, "model": str(model), "scalar_model": None if scalar_model is None

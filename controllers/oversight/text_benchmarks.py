@@ -14,9 +14,10 @@ step budget is twice the quest length, so an agent that lapses often runs out of
 TextWorld-v0 snapshots natively, so a branch from any prefix costs one restore (a few ms).
 
 **scienceworld** (``gauntlet/ScienceWorld-v0``). Episode ``e`` is variation ``e // len(tasks)`` of
-task ``tasks[e % len(tasks)]``. ScienceWorld's only expert is its gold action sequence, fixed at the
-start state: it is exact while every command so far followed it, and says nothing about states off
-it. So the benchmark's env (``GoldPathRecovery``) defines two privileged commands:
+task ``tasks[e % len(tasks)]``; there are ``len(tasks)`` times the fewest variations any of the tasks
+has (80 for the default tasks), so every episode's variation exists. ScienceWorld's only expert is its
+gold action sequence, fixed at the start state: it is exact while every command so far followed it,
+and says nothing about states off it. So the benchmark's env (``GoldPathRecovery``) defines two privileged commands:
 
 - ``plan_action``: the next gold command in order, skipping over whatever else was done. The base
   agent follows it: a plan it keeps to between lapses, without noticing what its lapses broke.
@@ -41,6 +42,7 @@ Per-episode competence (lapse, loop and premature probabilities) is drawn from t
 
 from __future__ import annotations
 
+import functools
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -276,6 +278,24 @@ class GoldPathRecovery(gym.Wrapper):
         return {**info, PRIVILEGED: privileged}
 
 
+def scienceworld_variations(tasks: Sequence[str]) -> dict[str, int]:
+    """How many variations each of ScienceWorld's ``tasks`` has, asked of a simulator started for it (a
+    JVM for a few seconds); ``ValueError`` naming the known tasks for one ScienceWorld does not have."""
+    from scienceworld import ScienceWorldEnv
+
+    simulator = ScienceWorldEnv(envStepLimit=1)
+    try:
+        known = simulator.get_task_names()
+        unknown = [task for task in tasks if task not in known]
+        if unknown:
+            raise ValueError(f"unknown ScienceWorld task {unknown[0]!r}; known: {', '.join(known)}")
+        return {task: int(simulator.get_max_variations(task)) for task in tasks}
+    finally:
+        simulator.close()
+        # ScienceWorld closes again when the object is collected, which is quiet only once the JVM has exited.
+        simulator._gateway.java_process.wait(timeout=30)
+
+
 class ScienceWorldBenchmark(_TextBenchmark):
     """ScienceWorld task variations (see the module docstring)."""
 
@@ -289,6 +309,12 @@ class ScienceWorldBenchmark(_TextBenchmark):
         if not tasks:
             raise ValueError("tasks names no ScienceWorld task")
         self.tasks, self.simplification = tuple(tasks), simplification
+
+    @functools.cached_property
+    def n_episodes(self) -> int:
+        """Each task's variations up to the fewest any of them has (an episode past them would ask some
+        task for a variation it does not have)."""
+        return len(self.tasks) * min(scienceworld_variations(self.tasks).values())
 
     def task(self, episode: int) -> tuple[str, int]:
         """(task, variation) of episode ``episode``."""

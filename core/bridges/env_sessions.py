@@ -34,6 +34,7 @@ from gauntlet.branching import Snapshot, branchable
 from gauntlet.episode import AgentSpec, EpisodeHeader, EpisodeWriter, Outcome, to_plain
 from gauntlet.errors import UserError
 from gauntlet.info_keys import PRIVILEGED, success_of
+from gauntlet.registry import env_spec
 from gauntlet.spaces import describe, from_json, to_json
 from gauntlet.versions import versions
 
@@ -355,7 +356,7 @@ class EnvSession:
 
 def _render_modes(env_id: str) -> list[str]:
     # Render modes live on the env class; load it (not instantiate it) to read them.
-    entry_point = gym.spec(env_id).entry_point
+    entry_point = env_spec(env_id).entry_point
     if entry_point is None:
         return []
     if callable(entry_point):
@@ -430,7 +431,7 @@ class EnvControl:
 
 def describe_spaces(env_id: str, env_kwargs: dict[str, Any] | None = None) -> tuple[spaces.Space, spaces.Space]:
     """The action and observation spaces of ``env_id`` (from a probe instance, closed at once)."""
-    probe = gym.make(env_id, **(env_kwargs or {}))
+    probe = gym.make(env_spec(env_id), **(env_kwargs or {}))
     try:
         return probe.action_space, probe.observation_space
     finally:

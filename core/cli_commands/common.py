@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
@@ -28,6 +29,13 @@ ControllerConfigOption = Annotated[str | None, typer.Option(help="Controller key
 MonitorOption = Annotated[str | None, typer.Option("--monitor", help=(
     "A registered monitor that scores every step (see `gauntlet list`); its scores are recorded."))]
 MonitorConfigOption = Annotated[str | None, typer.Option(help="Monitor keyword arguments as a JSON object.")]
+
+
+class Backend(StrEnum):
+    """Where a command's jobs run: local worker processes, or a Ray cluster."""
+
+    local = "local"
+    ray = "ray"
 
 
 def parse_json(option: str, text: str) -> Any:

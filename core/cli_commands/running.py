@@ -14,20 +14,15 @@ import gymnasium as gym
 import typer
 from rich.table import Table
 
-from gauntlet.cli_commands.common import (AgentConfigOption, ControllerConfigOption, ControllerOption,
+from gauntlet.cli_commands.common import (AgentConfigOption, Backend, ControllerConfigOption, ControllerOption,
                                           EnvKwargsOption, MonitorConfigOption, MonitorOption, build_agent, console,
                                           hook_specs, parse_json_object)
 from gauntlet.errors import UserError
-from gauntlet.registry import registry
+from gauntlet.registry import env_spec, registry
 
 if TYPE_CHECKING:
     from gauntlet.batch import RunResult
     from gauntlet.evaluation import Evaluation
-
-
-class Backend(StrEnum):
-    local = "local"
-    ray = "ray"
 
 
 # Options ``run`` and ``eval`` share, spelled once.
@@ -46,9 +41,9 @@ class Transport(StrEnum):
 
 def _check_env(env_id: str, env_kwargs: dict[str, Any]) -> None:
     """Make the env once in this process, so a bad id or kwarg fails here and not in every worker."""
-    gym.spec(env_id)
+    spec = env_spec(env_id)
     try:
-        env = gym.make(env_id, **env_kwargs)
+        env = gym.make(spec, **env_kwargs)
     except TypeError as exc:
         raise UserError(f"{env_id} does not accept --env-kwargs {json.dumps(env_kwargs)} ({exc}); "
                         "fix --env-kwargs") from None

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gauntlet.controllers.latent.detectors import (LATENT_DETECTORS, ChaosScore, Example, TextClassifier, auroc,
-                                                   fpr_at_95_tpr)
+from gauntlet.controllers.latent.detectors import LATENT_DETECTORS, ChaosScore, Example, TextClassifier
+from gauntlet.stats import auroc, fpr_at_tpr
 from gauntlet.controllers.latent.hidden import SequenceStates
 
 DIM, LAYER = 24, 3
@@ -75,5 +75,5 @@ def test_auroc_and_fpr_at_95_tpr_on_hand_computed_cases():
     # 95 % of four violations is all four: the threshold is the lowest violation's score, 3, which flags
     # the compliant examples scoring 3 and 4 of four: half of them.
     scores = np.array([9, 8, 7, 3, 4, 3, 2, 1.0])
-    assert fpr_at_95_tpr(scores, violated) == 0.5
+    assert fpr_at_tpr(scores, violated) == 0.5
     assert auroc(scores, violated) == pytest.approx((3 * 4 + 2 + 0.5) / 16)  # 3 ties one compliant 3

@@ -160,6 +160,7 @@ def test_the_oversight_commands_end_to_end(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("args", "words"), [
     (["collect", "nope", "--out", "{tmp}/x"], ["unknown oversight benchmark 'nope'"]),
     (["collect", "corridor", "--out", "{tmp}/x", "--options", "[1]"], ["--options must be a JSON object"]),
+    (["collect", "corridor", "--out", "{tmp}/x", "--options", '{"lenght": 6}'], ["does not take --options", "lenght"]),
     (["collect", "corridor", "--out", "{tmp}/x", "--expert-strength", "strong"], ["--expert-strength"]),
     (["collect", "corridor", "--out", "{tmp}/x", "--actions", "pray"], ["unknown overseer actions"]),
     (["evaluate", "{tmp}/missing"], ["no rows.jsonl"]),

@@ -7,14 +7,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from gauntlet.stats import auroc, cluster_bootstrap_ci, expected_calibration_error
 from gauntlet.controllers.oversight.metrics import (
     EvaluationConfig,
-    auroc,
-    bootstrap_ci,
     control_regret,
     evaluate,
     evaluate_by_strength,
-    expected_calibration_error,
     identical_risk_different_action,
     markdown_table,
     normalised_regret,
@@ -82,7 +80,7 @@ def test_bootstrap_interval_contains_the_estimate() -> None:
     rng = np.random.default_rng(0)
     episodes = np.repeat(np.arange(30), 8)
     values = rng.normal(size=len(episodes)) + episodes % 3
-    low, high = bootstrap_ci(values, episodes, n_boot=500, seed=1)
+    low, high = cluster_bootstrap_ci(values, episodes, resamples=500, seed=1)
     assert low < values.mean() < high
 
 
@@ -91,13 +89,13 @@ def test_bootstrap_resamples_episodes_not_rows() -> None:
     # resampling episodes draws {B, B} (mean 1) in a quarter of the resamples.
     values = np.r_[np.zeros(100), 1.0]
     episodes = np.r_[np.zeros(100, dtype=int), 1]
-    low, high = bootstrap_ci(values, episodes, n_boot=1000, seed=0)
+    low, high = cluster_bootstrap_ci(values, episodes, resamples=1000, seed=0)
     assert low == 0.0 and high == 1.0
 
 
 def test_bootstrap_of_a_ratio_divides_episode_sums() -> None:
     values, denominators = np.array([1.0, 1.0, 2.0]), np.array([2.0, 2.0, 4.0])
-    assert bootstrap_ci(values, np.array([0, 1, 2]), denominators=denominators, n_boot=50) == (0.5, 0.5)
+    assert cluster_bootstrap_ci(values, np.array([0, 1, 2]), denominators=denominators, resamples=50) == (0.5, 0.5)
 
 
 def test_split_by_episode_shares_no_episode_and_keeps_every_row() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gauntlet.controllers.oversight.metrics import auroc, expected_calibration_error
+from gauntlet.stats import auroc, expected_calibration_error
 from gauntlet.controllers.oversight.models import (
     MODEL_FILE_VERSION,
     ActionConditioned,

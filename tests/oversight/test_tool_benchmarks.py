@@ -18,40 +18,12 @@ from gauntlet.controllers.oversight.tool_benchmarks import (TOOL_FEATURES, Wrong
 from gauntlet.episode import ToolCall
 from gauntlet.info_keys import PRIVILEGED, TASK_ID, TOOL_CALL
 from gauntlet.tasks import EvalSpec, GoldCall, Scorer, ToolTask
-from tests.shared import SMALL_CATALOGUE, SMALL_REACTIONS
 
-DISASTER_EVENT = "ahr-2021-flood"
 # Lapse often, so the replayed prefixes hold wrong tools, wrong arguments and malformed calls.
 CLUMSY = {"p_lapse": (0.3, 0.4), "p_loop": (0.05, 0.1), "p_premature": (0.0, 0.02)}
 tool_servers = pytest.mark.xdist_group("oversight-tools")
 # rasterio's own window helpers use an affine operator affine now deprecates (as in tests/disaster).
 pytestmark = pytest.mark.filterwarnings("ignore:Use `@` matmul:PendingDeprecationWarning:rasterio.*")
-
-
-@pytest.fixture(scope="module")
-def small_chem(shared_data_home) -> dict:
-    """A small catalogue and reaction set, and their clean suite: the ``chem`` options that use them."""
-    from gauntlet.mcp_servers.chem.build import catalogue_path
-    from gauntlet.mcp_servers.chem.reaction_data import reactions_dir
-    from gauntlet.mcp_servers.chem.suite import suite_path
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GAUNTLET_HOME", str(shared_data_home))
-        server = {"db_path": str(catalogue_path(**SMALL_CATALOGUE)),
-                  "reactions_dir": str(reactions_dir(**SMALL_REACTIONS))}
-        return {"tasks": str(suite_path("clean", **SMALL_REACTIONS)), "server_options": server}
-
-
-@pytest.fixture(scope="module")
-def small_disaster(tmp_path_factory) -> dict:
-    """Small scenes of one event and its suite: the ``disaster`` options that use them."""
-    from gauntlet.mcp_servers.disaster.scenes import build_scenes
-    from gauntlet.mcp_servers.disaster.tasks import SUITE_FILE, build_tasks
-
-    folder = tmp_path_factory.mktemp("disaster-data")
-    build_scenes(folder, events=[DISASTER_EVENT], size_px=128, seed=0)
-    build_tasks(folder / "suite", scene_root=folder / "scenes", events=[DISASTER_EVENT])
-    return {"tasks": str(folder / "suite" / SUITE_FILE), "server_options": {"data_root": str(folder / "scenes")}}
 
 
 def _check_rows(rows: list[dict]) -> None:
