@@ -26,7 +26,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,6 +41,7 @@ from gauntlet.info_keys import metrics_of
 from gauntlet.registry import env_spec, make_agent, make_hook
 from gauntlet.runner import episode_seed, new_run_id, rollout
 from gauntlet.versions import versions
+from gauntlet.worker_pool import worker_pool
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -363,8 +364,7 @@ def _run_local(spec: RunSpec, run_id: str, out: Path, pending: list[int], worker
         return
     context = multiprocessing.get_context(_start_method())
     threads = max(1, (os.cpu_count() or 1) // workers)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_share_cpus,
-                             initargs=(threads,)) as pool:
+    with worker_pool(workers, context, initializer=_share_cpus, initargs=(threads,)) as pool:
         futures = {pool.submit(_run_chunk, spec, run_id, str(out), chunk) for chunk in _chunks(pending, workers)}
         start_display()  # only now: the progress bar's thread must not exist when workers fork
         while futures:

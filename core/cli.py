@@ -7,7 +7,8 @@ space, unknown view...), an unknown registry name or Gymnasium env id, a malform
 file, a run folder that cannot hold the run, and the operating system's own complaints about a path
 or port. Anything else is a bug, however ordinary its type (a ``ValueError`` or ``KeyError`` from
 inside a command is not the user's to fix): ``error: internal error ...``, one line too, exit status
-1, and ``GAUNTLET_DEBUG=1`` shows the traceback.
+1, and ``GAUNTLET_DEBUG=1`` shows the traceback. A command stopped by SIGTERM while its worker processes
+ran (``gauntlet.worker_pool.Stopped``) says so in one line and exits with the signal's status, 143.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from rich.table import Table
 from gauntlet.cli_commands import bench, data, demo, episodes, running
 from gauntlet.cli_commands.common import console
 from gauntlet.errors import UserError
+from gauntlet.worker_pool import Stopped
 
 # Recent typer carries its own copy of click; older releases raise click's exceptions.
 try:
@@ -163,6 +165,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         context = getattr(exc, "ctx", None)
         where = f"; see `{context.command_path} --help`" if context is not None else ""
         _fail(f"{exc.format_message().rstrip('.')}{where}", EXIT_USER_ERROR)
+    except Stopped as exc:  # SIGTERM while workers ran: they are stopped, and the folder resumes
+        _fail(f"{exc}; run the same command again to resume", exc.exit_status)
     except Exception as exc:
         if debug:
             raise

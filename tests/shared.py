@@ -1,4 +1,5 @@
-"""What several test packages share: loading an experiment script as a module, the small chem data
+"""What several test packages share: the ``gauntlet`` command as a user runs it (with a toy CartPole
+suite and a plugin folder to register it from), loading an experiment script as a module, the small chem data
 their fixtures build alike (into ``shared_data_home``, so one build serves them all; ``shared_build``
 does the same for any builder), and what the
 attack-view tests of both tool servers check (an injection taken out of a result, an episode's attack
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -19,6 +22,40 @@ EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 SMALL_CATALOGUE = {"n_chemicals": 600, "n_suppliers": 30}
 SMALL_REACTIONS = {"n_reactions": 24, "n_routes": 8, "catalogue": SMALL_CATALOGUE}
+
+
+def gauntlet_command(*args: str) -> list[str]:
+    """The ``gauntlet`` console script of this environment, as a user runs it."""
+    script = Path(sys.executable).with_name("gauntlet")
+    return [str(script) if script.exists() else sys.executable, *([] if script.exists() else ["-m", "gauntlet.cli"]),
+            *args]
+
+
+def command_environment(**extra: str) -> dict[str, str]:
+    """This process's environment for a ``gauntlet`` command, without tracebacks and with wide lines, plus ``extra``."""
+    env = {key: value for key, value in os.environ.items() if key != "GAUNTLET_DEBUG"}
+    env["COLUMNS"] = "300"  # the summary line unwrapped
+    return {**env, **extra}
+
+
+def cartpole_tasks(n_tasks: int, **fields: Any) -> list[dict[str, Any]]:
+    """A toy suite on the CartPole env server: task k resets with seed k, steps once and answers the
+    observation's size (4); ``fields`` are added to every task."""
+    return [{"id": f"t-{k:03d}", "answer": 4, "eval_spec": {"kind": "numeric"},
+             "question": f"Reset the environment with seed {k}. How many numbers are in the observation?",
+             "gold_trajectory": [{"call": "reset", "args": {"seed": k}, "obs": None},
+                                 {"call": "step", "args": {"action": k % 2}, "obs": None}], **fields}
+            for k in range(n_tasks)]
+
+
+def write_plugin(folder: Path, module: str, source: str) -> None:
+    """Make ``folder`` (for PYTHONPATH) hold a plugin the way a third-party package ships one: ``module``
+    (``source``, defining ``register()``) and a ``.dist-info`` whose ``gauntlet.plugins`` entry point names it."""
+    (folder / f"{module}.py").write_text(source)
+    metadata = folder / f"{module}-1.0.dist-info"
+    metadata.mkdir()
+    (metadata / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 1.0\n")
+    (metadata / "entry_points.txt").write_text(f"[gauntlet.plugins]\n{module} = {module}:register\n")
 
 
 def load_experiment(name: str) -> ModuleType:

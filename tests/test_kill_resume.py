@@ -22,7 +22,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 import warnings
@@ -33,6 +32,7 @@ import pytest
 
 from gauntlet.batch import episode_path, is_complete
 from gauntlet.episode import Episode, load_episodes
+from tests.shared import cartpole_tasks, command_environment, gauntlet_command, write_plugin
 
 RUN_EPISODES = 60
 EVAL_TASKS = 30
@@ -40,19 +40,6 @@ EVAL_REPEATS = 2
 KILL_AFTER_COMPLETE = 5
 # A hang guard, not a speed requirement.
 TIMEOUT_S = 300
-
-
-def gauntlet_command(*args: str) -> list[str]:
-    """The ``gauntlet`` console script of this environment, as a user runs it."""
-    script = Path(sys.executable).with_name("gauntlet")
-    return [str(script) if script.exists() else sys.executable, *([] if script.exists() else ["-m", "gauntlet.cli"]),
-            *args]
-
-
-def environment(**extra: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key != "GAUNTLET_DEBUG"}
-    env["COLUMNS"] = "300"  # the summary line unwrapped
-    return {**env, **extra}
 
 
 def run_to_end(command: list[str], env: dict[str, str]) -> str:
@@ -138,7 +125,7 @@ def run_command(out: Path, workers: int) -> list[str]:
 @pytest.fixture(scope="module")
 def clean_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("clean-run") / "run"
-    run_to_end(run_command(out, workers=1), environment())
+    run_to_end(run_command(out, workers=1), command_environment())
     return out
 
 
@@ -146,14 +133,14 @@ def clean_run(tmp_path_factory) -> Path:
 def test_a_run_killed_half_way_resumes_into_the_same_episodes_as_a_clean_run(workers, clean_run, tmp_path):
     out = tmp_path / "run"
     command = run_command(out, workers)
-    kill_mid_run(command, environment(), out, RUN_EPISODES)
+    kill_mid_run(command, command_environment(), out, RUN_EPISODES)
     before_resume = file_states(out)
     assert KILL_AFTER_COMPLETE <= len(before_resume) < RUN_EPISODES
     for path in (out / "episodes").glob("ep-*.jsonl"):  # a torn file loads too: the episode's prefix
         [episode] = loaded(path)
         assert episode.complete == is_complete(path)
 
-    printed = run_to_end(command, environment())
+    printed = run_to_end(command, command_environment())
     resumed = len(before_resume)
     assert f"ran {RUN_EPISODES - resumed}, resumed {resumed} already complete" in printed
     assert_resumed_as_a_clean_run(out, clean_run, RUN_EPISODES, before_resume)
@@ -181,19 +168,11 @@ def toy_plugin(tmp_path_factory) -> Path:
     Task k resets with seed k, steps once and answers the observation's size. ``answers.jsonl`` is the
     suite with a wrong answer in every third task: the gold agent given it scores 0 there."""
     folder = tmp_path_factory.mktemp("toy-plugin")
-    (folder / "toy_kill_family.py").write_text(PLUGIN)
-    tasks = [{"id": f"t-{k:03d}", "server": "env:CartPole-v1", "answer": 4, "eval_spec": {"kind": "numeric"},
-              "question": f"Reset the environment with seed {k}. How many numbers are in the observation?",
-              "gold_trajectory": [{"call": "reset", "args": {"seed": k}, "obs": None},
-                                  {"call": "step", "args": {"action": k % 2}, "obs": None}]}
-             for k in range(EVAL_TASKS)]
+    write_plugin(folder, "toy_kill_family", PLUGIN)
+    tasks = cartpole_tasks(EVAL_TASKS, server="env:CartPole-v1")
     (folder / "toy.jsonl").write_text("".join(json.dumps(task) + "\n" for task in tasks))
     answers = [{**task, "answer": 5 if k % 3 == 0 else 4} for k, task in enumerate(tasks)]
     (folder / "answers.jsonl").write_text("".join(json.dumps(task) + "\n" for task in answers))
-    metadata = folder / "toy_kill_family-1.0.dist-info"
-    metadata.mkdir()
-    (metadata / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-kill-family\nVersion: 1.0\n")
-    (metadata / "entry_points.txt").write_text("[gauntlet.plugins]\ntoy_kill = toy_kill_family:register\n")
     return folder
 
 
@@ -221,14 +200,14 @@ def comparable_scores(out: Path) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def clean_eval(toy_plugin, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("clean-eval") / "eval"
-    run_to_end(eval_command(toy_plugin, out, workers=1), environment(PYTHONPATH=str(toy_plugin)))
+    run_to_end(eval_command(toy_plugin, out, workers=1), command_environment(PYTHONPATH=str(toy_plugin)))
     return out
 
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_an_eval_killed_half_way_resumes_into_the_same_scores_as_a_clean_run(workers, toy_plugin, clean_eval,
                                                                             tmp_path):
-    out, env = tmp_path / "eval", environment(PYTHONPATH=str(toy_plugin))
+    out, env = tmp_path / "eval", command_environment(PYTHONPATH=str(toy_plugin))
     n_episodes = EVAL_TASKS * EVAL_REPEATS
     command = eval_command(toy_plugin, out, workers)
     kill_mid_run(command, env, out, n_episodes)

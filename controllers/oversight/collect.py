@@ -21,7 +21,7 @@ import multiprocessing
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from gauntlet.controllers.oversight.benchmarks import BENCHMARKS, Benchmark, get
 from gauntlet.controllers.oversight.protocol import CollectStats, Prefixes, Row, collect_episode
 from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
 from gauntlet.fileio import exclusive_folder, write_atomically
+from gauntlet.worker_pool import worker_pool
 
 META, ROWS = "meta.json", "rows.jsonl"
 FORMAT = 1
@@ -231,7 +232,7 @@ def _run_local(spec_json: dict[str, Any], jobs: Sequence[tuple[int, float]], wor
             yield episode, strength, rows, stats
         return
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with worker_pool(workers, context) as pool:
         queue = list(jobs)
         running: dict[Future[tuple[list[Row], dict[str, Any]]], tuple[int, float]] = {}
         while queue or running:
