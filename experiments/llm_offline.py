@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import resource
 import sys
 from collections.abc import Sequence
@@ -71,6 +72,8 @@ CHEM_ABLATIONS: dict[str, dict[str, Any]] = {
     "demonstrations": {"demonstrations": True},
     "numbers unchecked": {"check_numbers": False},
     "no redraws": {"model_options": {"resample_repeats": 0}},
+    "answer review": {"review_answer": True},
+    "demonstrations + review": {"demonstrations": True, "review_answer": True},
     "other model": {"model": "other"},
 }
 DISASTER_ABLATIONS: dict[str, dict[str, Any]] = {
@@ -256,17 +259,23 @@ def run_ablations(out: Path, model: str, plan: dict[str, Any], device: str | Non
         if "model_options" in change and not constrained_backend(run_model):
             continue  # only the llama.cpp backends decode under a call grammar
         config = agent_config(run_model, "chemcost", plan["chem_steps"], sample=False, device=device, **change)
-        _, result["chem"][name] = evaluate(out / "ablations" / f"chem-{name.replace(' ', '-')}", chem_suite, config,
+        _, result["chem"][name] = evaluate(out / "ablations" / f"chem-{slug(name)}", chem_suite, config,
                                            chem_ids, 1, workers)
     for name, change in DISASTER_ABLATIONS.items():
         if name not in wanted:
             continue
-        folder = out / "ablations" / f"disaster-{name.replace(' ', '-')}"
+        folder = out / "ablations" / f"disaster-{slug(name)}"
         config = agent_config(model, "autonomous", plan["disaster_steps"], sample=False, device=device, **change)
         _, summary = evaluate(folder, disaster_suite, config, disaster_ids, 1, workers)
         result["disaster"][name] = {**summary, **dora_summary(dora_reports(folder, disaster_suite)),
                                     "prompt_tokens_first_call": first_prompt_tokens(folder)}
     return result
+
+
+def slug(name: str) -> str:
+    """A setting's folder name: its words joined by dashes (``demonstrations + review`` ->
+    ``demonstrations-review``)."""
+    return "-".join(re.findall(r"[a-z0-9]+", name.lower()))
 
 
 def constrained_backend(model: str) -> bool:

@@ -28,6 +28,10 @@ The harness, built so a small model can finish a task:
   Each offered set is a ``note`` event ``{"tools_offered": [...]}``.
 * **Demonstrations** (``demonstrations``): one worked trajectory of a training-split task of the same
   suite and dimension before the task (``gauntlet.agents.llm.demonstrations``); never the task itself.
+* **Answer review** (``review_answer``, off by default): the episode's first call of the answer tool
+  is not submitted; its reply restates the question and asks for the next call a step still needs,
+  or the same answer again if none does (a ``note`` event ``{"answer_review": <answer>}``). A small
+  model that stops after the first of several parts is shown the question it has drifted from.
 
 Malformed calls are answered inside the graph and never become actions. A spent budget
 (``max_steps`` model calls, ``max_tokens``, ``wall_time_s`` since reset) ends the task with a stop
@@ -126,6 +130,10 @@ AUTO_SCOPE_MAX_TOOLS = 32
 AUTO_SCOPE_K = 8
 NO_CALL = ("Your reply called no tool. Reply with exactly one tool call: the next tool you need, or "
            "{answer_tool} with your final answer to end the task.")
+ANSWER_REVIEW = "answer_review"
+REVIEW = ("Not submitted yet: check it against the question first. The question was:\n{question}\n"
+          "If a step the question asks for has no tool result yet, make the call for the next such step now. "
+          "If every step is done and the answer follows from your results, call {answer_tool} again with it.")
 REPEATED_CALL = ("You made this exact call before; it was not run again. Use its result, make a different call, "
                  "or call {answer_tool} to finish. Its result was:")
 
@@ -181,7 +189,7 @@ class LLMAgent(Agent):
                  retry_backoff_s: float = 1.0, price_usd_per_mtok: Sequence[float] | None = None,
                  checkpointer: str = "memory", suite: str | None = None, tools: Sequence[str] | None = None,
                  tool_scope: Any = AUTO_SCOPE, demonstrations: bool = False, parallel_calls: bool = False,
-                 check_numbers: bool = True):
+                 check_numbers: bool = True, review_answer: bool = False):
         if tools is not None and (isinstance(tools, str) or not all(isinstance(name, str) for name in tools)
                                   or not tools):
             raise UserError("agent llm: tools is a non-empty list of tool names; fix the agent config")
@@ -197,7 +205,7 @@ class LLMAgent(Agent):
         except ValueError as exc:
             raise UserError(f"agent llm: {exc}; fix the agent config") from None
         for option, value in (("demonstrations", demonstrations), ("parallel_calls", parallel_calls),
-                              ("check_numbers", check_numbers)):
+                              ("check_numbers", check_numbers), ("review_answer", review_answer)):
             if not isinstance(value, bool):
                 raise UserError(f"agent llm: {option} is true or false, not {value!r}; fix the agent config")
         if price_usd_per_mtok is not None and len(price_usd_per_mtok) != 2:
@@ -208,12 +216,13 @@ class LLMAgent(Agent):
             max_tokens=max_tokens, wall_time_s=wall_time_s, model_retries=model_retries,
             retry_backoff_s=retry_backoff_s, price_usd_per_mtok=price_usd_per_mtok, checkpointer=checkpointer,
             suite=suite, tools=list(tools) if tools is not None else None, tool_scope=tool_scope,
-            demonstrations=demonstrations, parallel_calls=parallel_calls, check_numbers=check_numbers)
+            demonstrations=demonstrations, parallel_calls=parallel_calls, check_numbers=check_numbers,
+            review_answer=review_answer)
         if demonstrations and suite is None:
             raise UserError("agent llm: demonstrations come from the training split of the task suite; "
                             "give the suite too (\"suite\": \"chem\")")
         self._demonstrations, self._parallel_calls = demonstrations, parallel_calls
-        self._check_numbers = check_numbers
+        self._check_numbers, self._review_answer = check_numbers, review_answer
         self._shown = tuple(tools) if tools is not None else None
         self._model: BaseChatModel | None = model if isinstance(model, BaseChatModel) else None
         self._lent: Any = None
@@ -384,6 +393,12 @@ class LLMAgent(Agent):
                 self._events.append(Event(source=self.name, kind="note", data={"ungrounded_numbers": ungrounded}))
                 return ToolMessage(content=ungrounded_message(ungrounded, self._answer_tool), tool_call_id=call.id,
                                    name=call.name, status="error", artifact={"unrun": "ungrounded_numbers"})
+        if call.name == self._answer_tool and self._review_answer and not _reviewed(conversation):
+            self._events.append(Event(source=self.name, kind="note",
+                                      data={"answer_review": call.arguments.get("answer")}))
+            return ToolMessage(content=review_message(_question(conversation), self._answer_tool),
+                               tool_call_id=call.id, name=call.name, status="error",
+                               artifact={"unrun": ANSWER_REVIEW, "may_repeat": True})
         earlier = earlier_result(conversation, call, self._spec_map())
         if earlier is None:
             return None
@@ -567,6 +582,26 @@ def _shown_numbers(conversation: Sequence[AnyMessage]) -> list[str]:
                 and not text.startswith(UNGROUNDED_PREFIX):
             texts.append(text)
     return texts
+
+
+def review_message(question: str, answer_tool: str) -> str:
+    """The reply to a first answer under ``review_answer``: the question again, and what to do next."""
+    return REVIEW.format(question=question, answer_tool=answer_tool)
+
+
+def _reviewed(conversation: Sequence[AnyMessage]) -> bool:
+    """Whether an answer of this episode was already held back for review (one review per episode)."""
+    return any(isinstance(message, ToolMessage) and isinstance(message.artifact, dict)
+               and message.artifact.get("unrun") == ANSWER_REVIEW for message in conversation)
+
+
+def _question(conversation: Sequence[AnyMessage]) -> str:
+    """The task as the model was given it: the first user message that is not a worked example."""
+    for message in conversation:
+        if isinstance(message, HumanMessage) and isinstance(message.content, str) \
+                and not message.content.startswith(DEMO_OPENING):
+            return message.content
+    return ""
 
 
 def _metadata(task: ToolTask | None) -> dict[str, Any]:

@@ -136,7 +136,8 @@ def repeatable_calls(conversation: Sequence[BaseMessage], tools: Mapping[str, To
     """The calls of ``conversation`` a model should not make again (``{"name", "arguments"}``, oldest
     first, each once): those ``earlier_result`` would answer from memory (calls of idempotent tools since
     the last call of a tool that is not), and those the agent refused unrun (a tool message whose
-    artifact is ``{"unrun": <why>}``) with no call run since, which would be refused again. A model
+    artifact is ``{"unrun": <why>}``) with no call run since, which would be refused again (unless the
+    artifact says ``"may_repeat"``: a call held back for a second look may be made again). A model
     that can redraw a reply avoids these."""
     answers = {message.tool_call_id: message for message in conversation if isinstance(message, ToolMessage)}
     found: list[dict[str, Any]] = []
@@ -146,11 +147,11 @@ def repeatable_calls(conversation: Sequence[BaseMessage], tools: Mapping[str, To
             continue
         for tool_call in reversed(message.tool_calls):
             answer = answers.get(tool_call.get("id") or "")
-            unrun = answer is not None and isinstance(answer.artifact, dict) and "unrun" in answer.artifact
+            artifact = answer.artifact if answer is not None and isinstance(answer.artifact, dict) else {}
             spec = tools.get(tool_call["name"])
             call = {"name": tool_call["name"], "arguments": tool_call["args"]}
-            if unrun:
-                avoid = not ran
+            if "unrun" in artifact:
+                avoid = not ran and not artifact.get("may_repeat")
             else:
                 avoid = not changed and spec is not None and spec.idempotent
                 ran, changed = True, changed or spec is None or not spec.idempotent

@@ -90,3 +90,18 @@ def small_server() -> FastMCP:
 
 def small_task(question: str = "Add 2 and 3.", answer: Any = 5.0) -> ToolTask:
     return ToolTask(id="small", question=question, answer=answer, eval_spec=EvalSpec(kind="numeric"))
+
+
+def run_scripted(turns: list[dict[str, Any]], **options: Any) -> Any:
+    """One episode of the small task by an LLM agent whose model replies ``turns`` (agent ``options``)."""
+    import gauntlet
+    from gauntlet.agents.llm.agent import LLMAgent
+    from gauntlet.agents.llm.scripted import ScriptedChatModel
+    from gauntlet.bridges.tool_task_env import ToolTaskEnv
+
+    env = ToolTaskEnv([small_task()], small_server)
+    try:
+        return gauntlet.rollout(env, LLMAgent(model=ScriptedChatModel.model_validate({"turns": turns}), **options),
+                                seed=0)
+    finally:
+        env.close()

@@ -8,14 +8,12 @@ import json
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
-import gauntlet
 from gauntlet.agents.llm.agent import LLMAgent
 from gauntlet.agents.llm.calls import ToolSpec, repeatable_calls
 from gauntlet.agents.llm.number_check import numbers_in, ungrounded_numbers
 from gauntlet.agents.llm.records import conversation
 from gauntlet.agents.llm.scripted import ScriptedChatModel
-from gauntlet.bridges.tool_task_env import ToolTaskEnv
-from tests.llm.helpers import answer_turn, small_server, small_task, text_call
+from tests.llm.helpers import answer_turn, run_scripted, text_call
 
 REACTION = json.dumps({"components": [{"name": "vanillin", "equiv": 1.0}], "product_molar_mass_g_mol": 230.263,
                        "yield_pct": 55.0, "price_usd": 12.09, "quote_id": 23350})
@@ -62,13 +60,7 @@ def test_calls_to_avoid_are_idempotent_repeats_and_refusals_with_nothing_run_sin
     assert {"name": "write", "arguments": {"k": 3}} not in repeatable_calls(refused + turn(4, "read", {"k": 4}), tools)
 
 
-def run(turns: list[dict], **options) -> gauntlet.Episode:
-    env = ToolTaskEnv([small_task()], small_server)
-    try:
-        return gauntlet.rollout(env, LLMAgent(model=ScriptedChatModel.model_validate({"turns": turns}), **options),
-                                seed=0)
-    finally:
-        env.close()
+run = run_scripted
 
 
 def test_a_call_with_a_number_the_episode_never_showed_is_refused_unrun_and_named():

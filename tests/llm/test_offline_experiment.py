@@ -58,8 +58,12 @@ def test_the_smoke_size_scores_pass_k_dora_accuracy_ablations_and_what_the_harne
     ablations = results["ablations"]
     # A scripted model has no other pinned model to compare with and no grammar to turn off; the rest
     # ran, one change each.
-    assert sorted(ablations["chem"]) == ["default", "demonstrations", "numbers unchecked", "tasks"]
+    assert sorted(ablations["chem"]) == ["answer review", "default", "demonstrations", "demonstrations + review",
+                                         "numbers unchecked", "tasks"]
     assert ablations["chem"]["demonstrations"]["config"]["demonstrations"] is True
+    both = ablations["chem"]["demonstrations + review"]["config"]
+    assert both["demonstrations"] is True and both["review_answer"] is True
+    assert "review_answer" not in ablations["chem"]["default"]["config"]  # the default harness: the agent's own
     assert ablations["chem"]["numbers unchecked"]["config"]["check_numbers"] is False
     # the chem scorer's diagnosis (components bought) rides along only where that scorer ran: not on this suite
     assert "component_recall" not in ablations["chem"]["default"]
