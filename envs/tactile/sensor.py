@@ -30,7 +30,7 @@ from functools import cache
 
 import numpy as np
 
-from gauntlet.envs.tactile import heightfield, kernels
+from gauntlet.envs.tactile import heightfield, kernels, tilt
 
 SENSOR_WIDTH_M = 0.01888
 SENSOR_HEIGHT_M = 0.01416
@@ -167,17 +167,16 @@ class TactileRenderer:
         """``render`` for sensors that may tilt: ``sensor_rotation`` ``(n, 3, 3)`` (sensor to world,
         ``tilt.py``), ``block_maxima`` ``(n, B, B)`` each env's ``tilt.block_maxima``. The depth is measured
         along each sensor's axis (``tilt.py``); the colour follows from it as for an untilted sensor."""
-        from gauntlet.envs.tactile import tilt
-
         if press_m is None:
             press_m = np.full(len(object_yaw), PRESS_DEPTH_M, np.float32)
         scale, half = self.field_scale()
         geometry = (self.resolution, heightfield.BORDER, scale, half,
                     heightfield.vertex_spacing(self.resolution, self.field_size_m))
+        blocks = np.ascontiguousarray(block_maxima, np.float32)
         arguments = (fields_flat, offsets.reshape(-1).astype(np.int64),
                      np.ascontiguousarray(sensor_rotation, np.float64),
                      np.ascontiguousarray(object_xy, np.float64), np.ascontiguousarray(object_yaw, np.float64),
-                     np.ascontiguousarray(sensor_xy, np.float64), np.ascontiguousarray(block_maxima, np.float32),
+                     np.ascontiguousarray(sensor_xy, np.float64), blocks, blocks.max(axis=(1, 2)),
                      np.ascontiguousarray(press_m, np.float64), self.u.astype(np.float64), self.v.astype(np.float64))
         if self.backend == "numba" and tilt.tilted_depth_kernel is not None:
             height, width = self.config.image_size

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 SMOKE_OBJECTS = 20  # objects per split in smoke tests
-# The tilted sensor's kernel compiles for 30-45 s on first use (numba then caches it on disk): every test that
-# tilts a sensor carries this mark, so a run compiles it on one worker, not on both.
+# The tilted sensor's kernel compiles for about 11 s of CPU on first use (numba then caches it on disk): every test
+# that tilts a sensor carries this mark, so a run compiles it on one worker, not on both.
 TILT_GROUP = pytest.mark.xdist_group("tactile-tilt")
 
 

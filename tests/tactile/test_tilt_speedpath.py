@@ -33,9 +33,9 @@ def _walled_scene(seed: int) -> np.ndarray:
     return field
 
 
-def _render_both(fields: list[np.ndarray], rng: np.random.Generator, touches: int):
+def _render_both(fields: list[np.ndarray], rng: np.random.Generator, touches: int, image_size=(64, 64)):
     """The same random tilted touches (sensor over the walls and off the solid) by both backends."""
-    renderer = TactileRenderer(SensorConfig(), RESOLUTION, FIELD_M)
+    renderer = TactileRenderer(SensorConfig(image_size=image_size), RESOLUTION, FIELD_M)
     flat = np.concatenate([field.reshape(-1) for field in fields])
     which = rng.integers(0, len(fields), touches)
     offsets = (which * RESOLUTION ** 2).reshape(-1, 1, 1)
@@ -95,6 +95,38 @@ def test_rays_marched_in_lockstep_meet_the_scene_where_the_array_version_does_on
     assert (fast_contact > 0.004).sum() > 20  # touches on the solids, not only beside them
     np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-9)
     np.testing.assert_allclose(fast_contact, slow_contact, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("image_size", [(5, 4), (23, 37), (40, 17)])
+def test_images_whose_edges_cut_the_tiles_meet_the_scene_where_the_array_version_does(image_size):
+    # the kernel takes rays a tile (and a quarter tile) at a time; here the image edge cuts tiles, quarters
+    # and the tile centres the kernel marches first
+    rng = np.random.default_rng(17)
+    results = _render_both([_walled_scene(seed) for seed in range(9, 12)], rng, touches=60, image_size=image_size)
+    (fast, fast_contact), (slow, slow_contact) = results["numba"], results["numpy"]
+    assert (fast_contact > 0.004).sum() > 5
+    np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fast_contact, slow_contact, rtol=0, atol=1e-9)
+
+
+def test_the_field_map_is_the_ray_carried_into_the_object_frame():
+    # field_map's affine coefficients against the long way: the pixel's point on the sensing plane,
+    # down its ray to height z, into the object's frame, into field cells
+    rng = np.random.default_rng(19)
+    scale, half = TactileRenderer(SensorConfig(), RESOLUTION, FIELD_M).field_scale()
+    for _ in range(20):
+        rotation = orientation.draw_orientation(rng)
+        object_xy, sensor_xy = rng.uniform(-0.02, 0.02, 2), rng.uniform(-0.04, 0.04, 2)
+        object_yaw = rng.uniform(-np.pi, np.pi)
+        x0, x_u, x_v, x_z, y0, y_u, y_v, y_z = tilt.field_map(rotation, object_xy, object_yaw, sensor_xy, scale, half)
+        u, v, z = rng.uniform(-0.01, 0.01), rng.uniform(-0.007, 0.007), rng.uniform(0, 0.016)
+        plane = np.array([*sensor_xy, 0.0]) + rotation[:, 0] * u + rotation[:, 1] * v
+        point = plane + (z - plane[2]) / rotation[2, 2] * rotation[:, 2]
+        cos_o, sin_o = np.cos(object_yaw), np.sin(object_yaw)
+        dx, dy = point[0] - object_xy[0], point[1] - object_xy[1]
+        expected = np.array([cos_o * dx + sin_o * dy, cos_o * dy - sin_o * dx]) * scale + half
+        np.testing.assert_allclose([x0 + x_u * u + x_v * v + x_z * z, y0 + y_u * u + y_v * v + y_z * z], expected,
+                                   rtol=0, atol=1e-9)
 
 
 def test_the_compiled_turn_is_the_array_turn():
