@@ -344,17 +344,29 @@ KEYWORD_CASES: list[tuple[dict[str, Any], list[Any]]] = [
 ]
 
 
-@pytest.mark.parametrize("draft", DRAFTS)
-@pytest.mark.parametrize("case", range(len(KEYWORD_CASES)))
-def test_each_trusted_keyword_under_each_draft_gives_jsonschemas_verdict(draft, case):
-    schema, instances = KEYWORD_CASES[case]
-    schema = {"$schema": draft, **schema}
+def _keyword_case(draft: str, case: int) -> dict:
+    schema = {"$schema": draft, **KEYWORD_CASES[case][0]}
     if draft != DRAFTS[-1] and "prefixItems" in schema:
         schema.pop("items")  # ``items: false`` is a 2019-09 and later schema; prefixItems is unknown before 2020-12
+    return schema
+
+
+def _is_schema(schema: dict) -> bool:
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError:
-        pytest.skip("not a schema in this draft")
+        return False
+    return True
+
+
+# Every case under every draft where it is a schema (a few keyword forms are not schemas in draft 4).
+DRAFT_CASES = [(draft, case) for draft in DRAFTS for case in range(len(KEYWORD_CASES))
+               if _is_schema(_keyword_case(draft, case))]
+
+
+@pytest.mark.parametrize(("draft", "case"), DRAFT_CASES)
+def test_each_trusted_keyword_under_each_draft_gives_jsonschemas_verdict(draft, case):
+    schema, instances = _keyword_case(draft, case), KEYWORD_CASES[case][1]
     assert SchemaValidator(schema).fast is not None
     assert_same_outcomes(schema, instances)
 
