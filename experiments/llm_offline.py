@@ -107,11 +107,13 @@ def eval_split(suite: str) -> list[Any]:
 def disaster_sample(per_dimension: int, suite: str = "disaster", seed: int = 0) -> list[str]:
     """``per_dimension`` task ids of each of T1-T3 of the evaluation split, a seeded draw."""
     tasks = eval_split(suite)
-    rng = random.Random(seed)
     chosen: list[str] = []
     for dimension in DIMENSIONS:
         ids = sorted(task.id for task in tasks if task.metadata.get("dimension") == dimension)
-        chosen += rng.sample(ids, min(per_dimension, len(ids)))
+        # One seeded order per dimension, cut at ``per_dimension``: a smaller sample is the start of a larger one,
+        # so a run folder grows by resuming it with a larger size.
+        random.Random(f"{seed}-{dimension}").shuffle(ids)
+        chosen += ids[:per_dimension]
     return chosen
 
 
@@ -367,6 +369,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--only", default=None, help=f"comma-separated parts to run, of {', '.join(PARTS)}")
     parser.add_argument("--workers", type=int, default=2, help="episodes at once (2: one per core)")
     parser.add_argument("--slice", type=int, default=None, help="tasks in each ablation's slice (default: the size's)")
+    parser.add_argument("--per-dimension", type=int, default=None,
+                        help="DORA tasks of each of T1-T3 (default: the size's); a smaller sample is the start "
+                             "of a larger one")
     parser.add_argument("--settings", default=None,
                         help="comma-separated ablation settings to run (default all): "
                              + ", ".join([*CHEM_ABLATIONS, *DISASTER_ABLATIONS]))
@@ -378,16 +383,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     settings = None if args.settings is None else [name.strip() for name in args.settings.split(",")]
     unknown = sorted(set(parts) - set(PARTS))
     unknown_settings = sorted(set(settings or ()) - set(CHEM_ABLATIONS) - set(DISASTER_ABLATIONS))
-    if unknown or unknown_settings or args.workers < 1:
+    sizes = (("workers", args.workers), ("per-dimension", args.per_dimension), ("slice", args.slice))
+    too_few = next((f"--{name} {value}" for name, value in sizes if value is not None and value < 1), None)
+    if unknown or unknown_settings or too_few:
         what = (f"unknown part {unknown[0]!r}" if unknown else f"unknown setting {unknown_settings[0]!r}"
-                if unknown_settings else f"--workers {args.workers}")
+                if unknown_settings else too_few)
         print(f"error: {what}; --only takes parts of {', '.join(PARTS)}, --settings names of "
-              f"{', '.join([*CHEM_ABLATIONS, *DISASTER_ABLATIONS])}, --workers a number >= 1", file=sys.stderr)
+              f"{', '.join([*CHEM_ABLATIONS, *DISASTER_ABLATIONS])}; --workers, --per-dimension and --slice "
+              "take numbers >= 1",
+              file=sys.stderr)
         raise SystemExit(2)
     import gauntlet  # noqa: F401 - registers the suites and the agent
     from gauntlet.errors import UserError
 
-    plan = {**SIZES[args.size], **({"slice": args.slice} if args.slice else {})}
+    plan = {**SIZES[args.size], **({"slice": args.slice} if args.slice else {}),
+            **({"per_dimension": args.per_dimension} if args.per_dimension else {})}
     out = args.out / args.size if args.size != "full" else args.out
     out.mkdir(parents=True, exist_ok=True)
     path = out / "llm_offline.json"

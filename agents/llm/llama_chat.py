@@ -53,6 +53,7 @@ from gauntlet.agents.llm.llama_runtime import (
     RuntimeLoadError,
     Sampling,
     load_runtime,
+    shared_length,
 )
 from gauntlet.agents.llm.local_chat import HiddenStates, sampling_seed
 from gauntlet.errors import UserError
@@ -84,6 +85,9 @@ class LlamaChatModel(BaseChatModel):
             same episode seed and conversation give the same reply.
         resample_repeats: how often a reply that repeats one of the call's ``avoid_calls`` is drawn
             again (0: never).
+        persist_prefix: keep the key-value state of the conversation's system turn (the system
+            prompt and the tools, which every episode of a suite shares) in the data cache, so the
+            next process loads it instead of reading it (``llama_runtime.PrefixStore``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -98,6 +102,7 @@ class LlamaChatModel(BaseChatModel):
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     top_k: int | None = Field(default=None, ge=1)
     resample_repeats: int = Field(default=3, ge=0)
+    persist_prefix: bool = True
 
     @property
     def _llm_type(self) -> str:
@@ -108,7 +113,8 @@ class LlamaChatModel(BaseChatModel):
         return {"model_path": self.model_path, "max_new_tokens": self.max_new_tokens, "threads": self.threads,
                 "reuse_prefix": self.reuse_prefix, "constrain_calls": self.constrain_calls,
                 "keep_hidden_layers": self.keep_hidden_layers, "temperature": self.temperature,
-                "top_p": self.top_p, "top_k": self.top_k, "resample_repeats": self.resample_repeats}
+                "top_p": self.top_p, "top_k": self.top_k, "resample_repeats": self.resample_repeats,
+                "persist_prefix": self.persist_prefix}
 
     @property
     def weights(self) -> LlamaRuntime:
@@ -135,6 +141,17 @@ class LlamaChatModel(BaseChatModel):
         return runtime.tokenize(render_prompt(runtime.template, render_messages(messages, tools, runtime.template),
                                               tools))
 
+    def shared_prefix_length(self, messages: Sequence[BaseMessage], prompt: Sequence[int],
+                             tools: Sequence[Mapping[str, Any]] | None = None) -> int:
+        """How many of ``prompt``'s tokens are the system turn (the system message and the tools), the
+        part episodes of one suite share; 0 when the conversation does not open with a system message."""
+        if not messages or messages[0].type != "system":
+            return 0
+        runtime = self.weights
+        opening = runtime.tokenize(render_prompt(runtime.template, render_messages(messages[:1], tools,
+                                                                                   runtime.template), tools))
+        return shared_length(opening, prompt)
+
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None,
                   tools: Sequence[Mapping[str, Any]] | None = None,
@@ -151,6 +168,7 @@ class LlamaChatModel(BaseChatModel):
                                         for schema in tools])
             except CallGrammarError as exc:
                 raise UserError(f"{exc}; run the model with the option constrain_calls=false") from None
+        shared = self.shared_prefix_length(messages, prompt, tools) if self.persist_prefix and self.reuse_prefix else 0
         seed = sampling_seed((run_manager.metadata if run_manager else {}).get("sampling_seed", 0), prompt)
         layers = sorted(runtime.watched | {runtime.layer_number(layer) for layer in self.keep_hidden_layers})
         avoided = [{"name": call["name"], "arguments": call["arguments"]} for call in avoid_calls]
@@ -160,7 +178,7 @@ class LlamaChatModel(BaseChatModel):
                 max(self.temperature, REDRAW_TEMPERATURE + (draw - 1) * REDRAW_STEP)
             sampling = Sampling(temperature=temperature, top_p=self.top_p, top_k=self.top_k,
                                 seed=seed if draw == 0 else sampling_seed([seed, draw], prompt))
-            generation = self._draw(runtime, prompt, sampling, grammar, layers, tools)
+            generation = self._draw(runtime, prompt, sampling, grammar, layers, tools, shared)
             tokens, prompt_s, decode_s = (tokens + len(generation.tokens), prompt_s + generation.prompt_s,
                                           decode_s + generation.decode_s)
             if draw == 0:
@@ -190,10 +208,10 @@ class LlamaChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _draw(self, runtime: LlamaRuntime, prompt: list[int], sampling: Sampling, grammar: str | None,
-              layers: list[int], tools: Sequence[Mapping[str, Any]] | None) -> Any:
+              layers: list[int], tools: Sequence[Mapping[str, Any]] | None, shared: int = 0) -> Any:
         try:
             return runtime.generate(prompt, max_new_tokens=self.max_new_tokens, sampling=sampling, grammar=grammar,
-                                    layers=layers, reuse_prefix=self.reuse_prefix)
+                                    layers=layers, reuse_prefix=self.reuse_prefix, persist_prefix=shared)
         except GrammarError as exc:
             raise UserError(f"{exc} for tools {', '.join(tool_names(tools or []))}; run the model with the option "
                             "constrain_calls=false") from None

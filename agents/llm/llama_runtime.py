@@ -14,6 +14,14 @@ Prefix cache
     earlier point, and a controller's candidate replies all start from what was read before. When
     the cache is full the oldest kept sequence is dropped and the read retried.
 
+Persisted prefix
+    ``generate(..., persist_prefix=n)`` marks the prompt's first ``n`` tokens as the part every episode
+    shares (the system turn with the tools). When no sequence holds it, it is loaded from the prefix
+    store on disk (``PrefixStore``: the data cache, keyed by the model file, the llama.cpp version and
+    the token ids), else read and saved there, so a new process (a worker, the next command) starts from
+    it instead of reading ~3,000 tokens again. The prefix is always read on its own before the rest of
+    the prompt, so a loaded prefix holds the same cells a read one would.
+
 Hidden states
     llama.cpp names each layer's output ``l_out-<i>`` (0-based), the embeddings ``inp_embd`` and
     the final norm ``result_norm``. The evaluation callback copies the wanted tensors as they are
@@ -29,8 +37,12 @@ Grammar
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import hashlib
+import logging
 import os
+import struct
 import threading
 import time
 from collections.abc import Sequence
@@ -54,6 +66,14 @@ DEFAULT_CONTEXT = 32768
 # Tokens read per llama_decode call while reading a prompt.
 PROMPT_BATCH = 512
 DEFAULT_KEPT_PREFIXES = 4
+# Prefixes shorter than this are read, not stored: loading a file would save little.
+MIN_PERSISTED_PREFIX = 256
+# Files the prefix store keeps per model (each ~12 kB a token for the 0.5B model, ~28 kB for the 1.5B);
+# the least recently used go first.
+PERSISTED_PREFIXES_KEPT = 16
+_MAGIC = b"GKVSEQ1\n"
+
+log = logging.getLogger(__name__)
 
 
 class RuntimeLoadError(RuntimeError):
@@ -165,6 +185,7 @@ class LlamaRuntime(KeptStates):
         self.lock = threading.Lock()
         self.watched: set[int] = set()
         self.kept: list[tuple[str, dict[int, np.ndarray]]] = []
+        self.prefix_loads = 0
         self.load_seconds = time.perf_counter() - start
 
     # Tokens --------------------------------------------------------------------------------------
@@ -215,10 +236,13 @@ class LlamaRuntime(KeptStates):
 
     # Reading and writing ---------------------------------------------------------------------------
     def generate(self, prompt: Sequence[int], *, max_new_tokens: int, sampling: Sampling = Sampling(),
-                 grammar: str | None = None, layers: Sequence[int] = (), reuse_prefix: bool = True) -> Generation:
+                 grammar: str | None = None, layers: Sequence[int] = (), reuse_prefix: bool = True,
+                 persist_prefix: int = 0) -> Generation:
         """Read ``prompt`` (from the longest cached prefix when ``reuse_prefix``) and write up to
         ``max_new_tokens`` tokens, stopping after an end token; ``grammar`` (GBNF, rule ``root``)
-        constrains every token; ``layers``' states are kept at each position that wrote a token."""
+        constrains every token; ``layers``' states are kept at each position that wrote a token;
+        ``persist_prefix`` tokens at the start are the shared prefix the store on disk keeps (see the
+        module docstring; 0: none)."""
         if not prompt:
             raise ValueError("the prompt is empty")
         if len(prompt) + max_new_tokens > self.context:
@@ -229,6 +253,8 @@ class LlamaRuntime(KeptStates):
             try:
                 numbers = sorted({self.layer_number(layer) for layer in layers})
                 start = time.perf_counter()
+                if reuse_prefix and persist_prefix:
+                    self._ensure_prefix(list(prompt[:min(persist_prefix, len(prompt) - 1)]))
                 reused = self._start_from_prefix(prompt) if reuse_prefix else self._clear_working()
                 with self._watching(numbers, all_rows=False):
                     self._read(list(prompt[reused:]), logits_last=True)
@@ -326,9 +352,9 @@ class LlamaRuntime(KeptStates):
         last token to read, whose pass writes the first token); returns that prefix's length."""
         import llama_cpp
 
-        best_seq, best = 0, _shared_length(self._held[0], prompt)
+        best_seq, best = 0, shared_length(self._held[0], prompt)
         for seq in self._kept_order:
-            shared = _shared_length(self._held[seq], prompt)
+            shared = shared_length(self._held[seq], prompt)
             if shared > best:
                 best_seq, best = seq, shared
         best = min(best, len(prompt) - 1)
@@ -340,6 +366,42 @@ class LlamaRuntime(KeptStates):
             llama_cpp.llama_memory_seq_cp(memory, best_seq, 0, 0, best)
         self._held[0] = list(prompt[:best])
         return best
+
+    def _ensure_prefix(self, prefix: list[int]) -> None:
+        """Make some sequence hold ``prefix``: it already does, or it is loaded from the prefix store,
+        or it is read on its own and saved there."""
+        if len(prefix) < MIN_PERSISTED_PREFIX:
+            return
+        if any(shared_length(self._held[seq], prefix) == len(prefix) for seq in (0, *self._kept_order)):
+            return
+        store = PrefixStore.for_model(self.path)
+        self._clear_working()
+        state = store.load(prefix)
+        if state is not None and self._set_working_state(state, prefix):
+            self.prefix_loads += 1
+        else:
+            self._clear_working()
+            self._read(prefix, logits_last=False)
+            store.save(prefix, self._working_state())
+        self._keep_working()
+
+    def _working_state(self) -> bytes:
+        import llama_cpp
+
+        size = int(llama_cpp.llama_state_seq_get_size(self._context.ctx, 0))
+        buffer = (ctypes.c_uint8 * size)()
+        written = int(llama_cpp.llama_state_seq_get_data(self._context.ctx, buffer, size, 0))
+        return bytes(buffer)[:written]
+
+    def _set_working_state(self, state: bytes, tokens: list[int]) -> bool:
+        import llama_cpp
+
+        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        if int(llama_cpp.llama_state_seq_set_data(self._context.ctx, buffer, len(state), 0)) == 0:
+            log.warning("the stored prefix of %s did not load; reading it again", Path(self.path).name)
+            return False
+        self._held[0] = list(tokens)
+        return True
 
     def _keep_working(self) -> None:
         """Keep a copy of the working sequence, replacing a kept one it extends, else the oldest."""
@@ -401,7 +463,7 @@ class LlamaRuntime(KeptStates):
             raise RuntimeError(f"llama_decode failed with status {status}")
 
 
-def _shared_length(held: Sequence[int], prompt: Sequence[int]) -> int:
+def shared_length(held: Sequence[int], prompt: Sequence[int]) -> int:
     length = min(len(held), len(prompt))
     for index in range(length):
         if held[index] != prompt[index]:
@@ -436,6 +498,81 @@ def _ggml_functions() -> _GgmlFunctions:
         return (name(tensor) or b"").decode("utf-8", errors="replace")
 
     return _GgmlFunctions(decoded_name, nelements, nbytes, tensor_get)
+
+
+class PrefixStore:
+    """Key-value states of shared prompt prefixes of one model file, on disk in the data cache
+    (``<cache>/llm-prefix/<model key>/<prefix digest>.kv``). A file holds the prefix's token ids and
+    llama.cpp's state of the sequence that read them; it is written atomically, checked against the
+    prompt's tokens when read, and anything unreadable is read from the prompt again (never an error).
+    The model key names the file (path, size, modification time) and the llama.cpp version whose state
+    format it is."""
+
+    def __init__(self, folder: Path, kept: int = PERSISTED_PREFIXES_KEPT):
+        self.folder = folder
+        self.kept = kept
+
+    @classmethod
+    def for_model(cls, model_path: str) -> PrefixStore:
+        import llama_cpp
+
+        from gauntlet.datacache import cache_root, params_key
+
+        status = os.stat(model_path)
+        key = params_key({"model": str(Path(model_path).resolve()), "size": status.st_size,
+                          "mtime_ns": status.st_mtime_ns, "llama_cpp": llama_cpp.__version__})
+        return cls(cache_root() / "llm-prefix" / f"{Path(model_path).stem}-{key}")
+
+    def path(self, tokens: Sequence[int]) -> Path:
+        digest = hashlib.sha256(np.asarray(tokens, dtype="<i4").tobytes()).hexdigest()[:32]
+        return self.folder / f"{digest}.kv"
+
+    def load(self, tokens: Sequence[int]) -> bytes | None:
+        path = self.path(tokens)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        head = len(_MAGIC) + 4
+        if len(data) < head or not data.startswith(_MAGIC):
+            return None
+        (count,) = struct.unpack("<I", data[len(_MAGIC):head])
+        stored = np.frombuffer(data, dtype="<i4", count=count, offset=head) if len(data) >= head + 4 * count else None
+        if stored is None or stored.tolist() != list(tokens):
+            return None
+        with contextlib.suppress(OSError):  # evicted by another process meanwhile: the bytes are read
+            _touch(path)  # most recently used
+        return data[head + 4 * count:]
+
+    def save(self, tokens: Sequence[int], state: bytes) -> None:
+        path = self.path(tokens)
+        # A scratch name of this process's own: two workers may store the same prefix at once.
+        scratch = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            scratch.write_bytes(_MAGIC + struct.pack("<I", len(tokens)) + np.asarray(tokens, dtype="<i4").tobytes()
+                                + state)
+            os.replace(scratch, path)
+            _touch(path)
+            files = sorted(self.folder.glob("*.kv"), key=_modified)
+            for old in files[:max(0, len(files) - self.kept)]:
+                old.unlink(missing_ok=True)
+        except OSError as exc:  # a full or read-only disk costs the next process a read, nothing else
+            scratch.unlink(missing_ok=True)
+            log.warning("could not store a prompt prefix in %s: %s", self.folder, exc)
+
+
+def _touch(path: Path) -> None:
+    """Mark ``path`` used now, to the nanosecond (a file system's own clock may tick every few ms)."""
+    now = time.time_ns()
+    os.utime(path, ns=(now, now))
+
+
+def _modified(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:  # another process's store evicted it meanwhile
+        return 0
 
 
 _loaded: dict[str, LlamaRuntime] = {}

@@ -233,3 +233,56 @@ def test_a_model_asked_for_more_than_a_bound_allows_writes_a_call_within_it(llam
     reply = llama_model.bind_tools([LIMITED]).invoke([HumanMessage("Search the catalogue for HATU, 100 results.")])
     (call,) = reply.tool_calls
     assert 1 <= call["args"]["limit"] <= 20
+
+
+def _shared_prompt(llama_model) -> tuple[list[int], int]:
+    tools = openai_tool_schemas(TOOLS)
+    prompt = llama_model.prompt_ids(CONVERSATION, tools)
+    return prompt, llama_model.shared_prefix_length(CONVERSATION, prompt, tools)
+
+
+def test_the_shared_prefix_is_the_system_turn_with_the_tools(llama_model):
+    prompt, shared = _shared_prompt(llama_model)
+    text = llama_model.weights.detokenize(prompt[:shared])
+    assert text.startswith("system\nYou price chemicals") and "calculate" in text  # special tokens not shown
+    assert "Find HATU" not in text and "Find HATU" in llama_model.weights.detokenize(prompt)
+    assert llama_model.shared_prefix_length(CONVERSATION[1:], prompt) == 0  # no system turn, nothing shared
+
+
+def test_a_stored_prefix_serves_the_next_process_with_the_same_reply_and_bad_files_are_read_again(offline_gguf,
+                                                                                                 llama_model):
+    from gauntlet.agents.llm.llama_runtime import PrefixStore
+
+    prompt, shared = _shared_prompt(llama_model)
+    assert shared >= 256  # long enough to be stored
+    first = LlamaRuntime(offline_gguf, context=2048, threads=1)  # a process that reads the prefix and stores it
+    written = first.generate(prompt, max_new_tokens=12, persist_prefix=shared)
+    assert first.prefix_loads == 0
+    store = PrefixStore.for_model(str(offline_gguf))
+    stored = store.path(prompt[:shared])
+    assert stored.exists() and list(store.folder.glob("*.tmp")) == []
+
+    later = LlamaRuntime(offline_gguf, context=2048, threads=1)  # the next process loads it
+    again = later.generate(prompt, max_new_tokens=12, persist_prefix=shared)
+    assert later.prefix_loads == 1 and again.reused >= shared and again.tokens == written.tokens
+
+    stored.write_bytes(stored.read_bytes()[:-1000])  # cut short: llama.cpp refuses the state, the prefix is read
+    cut = LlamaRuntime(offline_gguf, context=2048, threads=1)
+    assert cut.generate(prompt, max_new_tokens=12, persist_prefix=shared).tokens == written.tokens
+    assert cut.prefix_loads == 0 and store.load(prompt[:shared]) is not None  # and stored again, whole
+
+    other = store.path(prompt[:shared - 1])  # a file whose tokens are not this prefix's is not loaded
+    other.write_bytes(stored.read_bytes())
+    assert store.load(prompt[:shared - 1]) is None
+
+
+def test_the_prefix_store_keeps_the_most_recently_used_files(tmp_path):
+    from gauntlet.agents.llm.llama_runtime import PrefixStore
+
+    store = PrefixStore(tmp_path / "store", kept=2)
+    for length in (1, 2, 3):
+        store.save(list(range(length)), b"state %d" % length)
+    assert store.load([0]) is None  # the oldest of three went
+    assert store.load([0, 1, 2]) == b"state 3" and store.load([0, 1]) == b"state 2"
+    store.save([7], b"seven")  # [0, 1] was used after [0, 1, 2], so [0, 1, 2] goes
+    assert store.load([0, 1, 2]) is None and store.load([0, 1]) == b"state 2"

@@ -5,6 +5,7 @@ episodes say."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -88,3 +89,22 @@ def test_a_local_model_samples_only_for_repeated_attempts_and_an_api_model_keeps
     assert module.model_options("hf:/models/qwen", sample=False, device="cuda:0") == {"max_new_tokens": 256,
                                                                                        "device": "cuda:0"}
     assert module.model_options("openai:gpt-4o-mini", sample=True, device=None) == {}
+
+
+def test_a_smaller_dora_sample_is_the_start_of_a_larger_one_so_a_run_grows_by_resuming(monkeypatch):
+    experiment = load_experiment("llm_offline")
+    tasks = [SimpleNamespace(id=f"{dimension}-{k:02d}", metadata={"dimension": dimension})
+             for dimension in ("T1", "T2", "T3", "T4") for k in range(20)]
+    monkeypatch.setattr(experiment, "eval_split", lambda suite: tasks)
+    small, large = experiment.disaster_sample(2), experiment.disaster_sample(5)
+    assert len(small) == 6 and len(set(large)) == 15 and large != sorted(large)  # a seeded draw, not the first ids
+    for k, _ in enumerate(experiment.DIMENSIONS):
+        assert large[5 * k:5 * k + 2] == small[2 * k:2 * k + 2]
+
+
+@pytest.mark.parametrize("option", ["--per-dimension", "--slice", "--workers"])
+def test_a_size_below_one_is_one_line(option, capsys):
+    with pytest.raises(SystemExit) as stop:
+        load_experiment("llm_offline").main(["--size", "smoke", option, "0"])
+    assert stop.value.code == 2
+    assert f"{option} 0" in capsys.readouterr().err
