@@ -19,6 +19,7 @@ that name files (a suite path) must name them on every machine.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -28,7 +29,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from multiprocessing.context import BaseContext
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import gymnasium as gym
 from pydantic import BaseModel, Field
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
 BACKENDS = ("local", "ray")
+T = TypeVar("T")
 
 
 class TaskPlan(BaseModel):
@@ -244,7 +247,7 @@ def run_episode(spec: RunSpec, run_id: str, index: int, path: Path, env: gym.Env
         stale.unlink(missing_ok=True)
     seed, config = spec.episode_plan(index)
     episode = rollout(env, agent, seed=seed, max_steps=spec.max_steps, record=path, run_id=run_id,
-                      episode_id=f"{run_id}-{index:06d}", config=config, hooks=hooks or ())
+                      episode_id=f"{run_id}-{index:06d}", config=config, hooks=hooks or (), env_id=spec.env_id)
     outcome = episode.outcome
     assert outcome is not None  # rollout returns only finished episodes
     # The episode is on disk only (its steps are not kept in memory): its last step's metrics are read back.
@@ -362,43 +365,90 @@ def _run_local(spec: RunSpec, run_id: str, out: Path, pending: list[int], worker
         finally:
             env.close()
         return
-    context = multiprocessing.get_context(_start_method())
     threads = max(1, (os.cpu_count() or 1) // workers)
-    with worker_pool(workers, context, initializer=_share_cpus, initargs=(threads,)) as pool:
-        futures = {pool.submit(_run_chunk, spec, run_id, str(out), chunk) for chunk in _chunks(pending, workers)}
-        start_display()  # only now: the progress bar's thread must not exist when workers fork
-        while futures:
-            finished, futures = wait(futures, return_when=FIRST_COMPLETED)
-            for future in finished:
-                yield from future.result()
+    jobs = [(spec, run_id, str(out), chunk) for chunk in _chunks(pending, workers)]
+    # start_display only once the jobs are submitted: the progress bar's thread must not exist when workers fork.
+    for summaries in fan_out(_run_chunk, jobs, workers=workers, initializer=_share_cpus, initargs=(threads,),
+                             started=start_display):
+        yield from summaries
 
 
 def _run_ray(spec: RunSpec, run_id: str, out: Path, pending: list[int], workers: int | None,
              ray_address: str | None, start_display: Callable[[], None]) -> Iterable[EpisodeSummary]:
+    with ray_cluster(workers, ray_address) as cpus:
+        jobs = [(spec.model_dump_json(), run_id, chunk) for chunk in _chunks(pending, workers or cpus)]
+        for results in fan_out(_run_chunk_detached, jobs, backend="ray", started=start_display):
+            for summary, episode_bytes, sidecar_bytes in results:
+                path = episode_path(out, summary["index"])
+                if sidecar_bytes is not None:
+                    write_atomically(path.with_suffix(".npz"), sidecar_bytes)
+                write_atomically(path, episode_bytes)
+                yield EpisodeSummary.model_validate(summary)
+
+
+# The job fan-out (``run``, ``eval`` and ``oversight collect``) -------------------------------------
+@contextlib.contextmanager
+def ray_cluster(workers: int | None = None, address: str | None = None) -> Iterator[int]:
+    """Ray for the length of the block, yielding the cluster's CPU count. Unless Ray is already running in
+    this process, it joins the cluster at ``address``, or starts a local one of ``workers`` CPUs (default:
+    this machine's), and shuts it down at the end of the block."""
     try:
         import ray
     except ImportError:
         raise RuntimeError("the ray backend needs Ray: pip install 'gauntlet[ray]'") from None
     started_here = not ray.is_initialized()
     if started_here:
-        kwargs: dict[str, Any] = {"address": ray_address} if ray_address else {"num_cpus": workers or os.cpu_count()}
+        kwargs: dict[str, Any] = {"address": address} if address else {"num_cpus": workers or os.cpu_count()}
         ray.init(log_to_driver=False, include_dashboard=False, **kwargs)
     try:
-        task = ray.remote(_run_chunk_detached)
-        cpus = int(ray.cluster_resources().get("CPU", 1))
-        refs = [task.remote(spec.model_dump_json(), run_id, chunk) for chunk in _chunks(pending, workers or cpus)]
-        start_display()
-        while refs:
-            finished, refs = ray.wait(refs, num_returns=1)
-            for summary, episode_bytes, sidecar_bytes in ray.get(finished[0]):
-                path = episode_path(out, summary["index"])
-                if sidecar_bytes is not None:
-                    write_atomically(path.with_suffix(".npz"), sidecar_bytes)
-                write_atomically(path, episode_bytes)
-                yield EpisodeSummary.model_validate(summary)
+        yield int(ray.cluster_resources().get("CPU", 1))
     finally:
         if started_here:
             ray.shutdown()
+
+
+def fan_out(function: Callable[..., T], jobs: Iterable[tuple[Any, ...]], *, backend: str = "local",
+            workers: int | None = None, ray_address: str | None = None, context: BaseContext | None = None,
+            initializer: Callable[..., object] | None = None, initargs: tuple[Any, ...] = (),
+            started: Callable[[], None] | None = None) -> Iterator[T]:
+    """``function(*job)`` of every job, yielded as each finishes (in the order they finish).
+
+    ``backend="local"``: one worker (the default) runs the jobs in this process, in order; more run them
+    on a ``gauntlet.worker_pool`` of ``workers`` processes (which die with this one) started by ``context``
+    (default: fork where that is safe, else spawn), each running ``initializer(*initargs)`` first.
+    ``backend="ray"``: one Ray task per job, on the cluster of ``ray_cluster(workers, ray_address)``.
+    ``function`` must be importable by name in a worker (a module-level function). ``started()`` is
+    called once every job has been handed out.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
+    if backend == "ray":
+        with ray_cluster(workers, ray_address):
+            import ray
+
+            task = ray.remote(function)
+            refs = [task.remote(*job) for job in jobs]
+            if started is not None:
+                started()
+            while refs:
+                ready, refs = ray.wait(refs, num_returns=1)
+                yield ray.get(ready[0])
+        return
+    if workers is None or workers == 1:
+        if started is not None:
+            started()
+        for job in jobs:
+            yield function(*job)
+        return
+    context = context or multiprocessing.get_context(_start_method())
+    with worker_pool(workers, context, initializer=initializer, initargs=initargs) as pool:
+        futures = {pool.submit(function, *job) for job in jobs}
+        if started is not None:
+            started()
+        while futures:
+            finished, futures = wait(futures, return_when=FIRST_COMPLETED)
+            for future in finished:
+                yield future.result()
 
 
 class _Progress:
@@ -437,5 +487,5 @@ class _Progress:
             self._bar.stop()
 
 
-__all__ = ["EpisodeSummary", "RunFolderError", "RunResult", "RunSpec", "TaskPlan", "episode_path", "is_complete",
-           "run_many"]
+__all__ = ["EpisodeSummary", "RunFolderError", "RunResult", "RunSpec", "TaskPlan", "episode_path", "fan_out",
+           "is_complete", "ray_cluster", "run_many"]

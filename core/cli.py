@@ -17,7 +17,7 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.table import Table
@@ -41,34 +41,91 @@ app = typer.Typer(name="gauntlet", no_args_is_help=True, add_completion=False, p
                   help="Gymnasium environments and MCP tool servers where AI agents are put through real trials.")
 
 
+# ``gauntlet list`` names a kind in the plural (``gauntlet list agents``); the singular works too.
+# Envs are Gymnasium's registry's, not a kind of ours: ``env`` stands for them here.
+ENV_DESCRIPTION = ("Gymnasium environments under gauntlet/ (gauntlet run ENV); any other Gymnasium id works too, "
+                   "e.g. CartPole-v1")
+LIST_NAMES = {"env": "envs", "suite": "suites", "agent": "agents", "controller": "controllers", "monitor": "monitors",
+              "server": "servers", "data": "data", "demo": "demos", "command": "commands"}
+
+
+def list_name(kind: str) -> str:
+    """How ``gauntlet list`` names a registry kind: ``agents`` for ``agent``."""
+    return LIST_NAMES.get(kind, kind)
+
+
+def _listed_kind(name: str) -> str:
+    """The registry kind (``env`` for envs) a ``gauntlet list`` argument names, singular or plural."""
+    from gauntlet.registry import KIND_DESCRIPTIONS
+
+    kinds = ("env", *KIND_DESCRIPTIONS)
+    wanted = name.strip().lower()
+    for kind in kinds:
+        if wanted in (kind, list_name(kind)):
+            return kind
+    known = ", ".join(list_name(kind) for kind in kinds)
+    raise UserError(f"there is no kind {name!r} to list; the kinds are {known} (e.g. gauntlet list agents)")
+
+
 @app.command("list")
-def list_entries() -> None:
-    """Show what is registered: envs, tool servers, task suites, agents, controllers, monitors, data, demos."""
+def list_entries(
+    kind: Annotated[str | None, typer.Argument(help=(
+        f"A kind whose entries to show: {', '.join(LIST_NAMES.values())} (default: every kind with its "
+        "count)."))] = None,
+) -> None:
+    """Show what is registered: each kind with its count, or one kind's entries (gauntlet list agents)."""
+    from gauntlet.registry import KIND_DESCRIPTIONS, registry
+
+    if kind is None:
+        table = Table(title="registered", caption="gauntlet list KIND shows one kind's entries, e.g. gauntlet list "
+                                                  "agents")
+        table.add_column("kind")
+        table.add_column("count", justify="right")
+        table.add_column("what it holds")
+        table.add_row(list_name("env"), str(len(registry.env_ids())), ENV_DESCRIPTION)
+        for registry_kind, description in KIND_DESCRIPTIONS.items():
+            table.add_row(list_name(registry_kind), str(len(registry.entries(registry_kind))), description)
+        console.print(table)
+        return
+    chosen = _listed_kind(kind)
+    console.print(_env_table() if chosen == "env" else _entry_table(chosen))
+
+
+def _env_table() -> Table:
     import gymnasium as gym
 
-    from gauntlet.registry import KINDS, registry
+    from gauntlet.registry import registry
 
-    envs = Table(title="environments", caption="Any other Gymnasium id works too, e.g. CartPole-v1.")
-    envs.add_column("id")
-    envs.add_column("entry point")
+    table = Table(title="envs", caption="Any other Gymnasium id works too, e.g. CartPole-v1.")
+    table.add_column("id")
+    table.add_column("entry point")
     for env_id in registry.env_ids():
-        envs.add_row(env_id, str(gym.registry[env_id].entry_point))
-    console.print(envs)
-    titles = {"server": "tool servers", "suite": "task suites", "agent": "agents", "controller": "controllers",
-              "monitor": "monitors", "data": "data builders", "demo": "demos", "command": "commands"}
-    for kind in KINDS:
-        title = titles.get(kind, kind)
-        entries = registry.entries(kind)
-        if not entries:
-            console.print(f"[bold]{title}[/bold]: none registered")
-            continue
-        table = Table(title=title)
-        for column in ("name", "description", "implementation"):
-            table.add_column(column)
-        for entry in entries:
-            bound = ", ".join(f"{key}={value!r}" for key, value in entry.params.items())
-            table.add_row(entry.name, entry.description, f"{entry.target}({bound})" if bound else entry.target)
-        console.print(table)
+        table.add_row(env_id, str(gym.registry[env_id].entry_point))
+    return table
+
+
+def _entry_table(kind: str) -> Table | str:
+    """The entries of registry kind ``kind``: name, description, implementation (and a suite's modes)."""
+    from gauntlet.registry import KIND_DESCRIPTIONS, registry
+
+    entries = registry.entries(kind)
+    if not entries:
+        return f"{list_name(kind)}: none registered ({KIND_DESCRIPTIONS[kind]})"
+    table = Table(title=list_name(kind), caption=KIND_DESCRIPTIONS[kind])
+    columns = ["name", "description", *(["modes (--mode)"] if kind == "suite" else []), "implementation"]
+    for column in columns:
+        table.add_column(column)
+    for entry in entries:
+        bound = ", ".join(f"{key}={value!r}" for key, value in entry.params.items())
+        modes = [_suite_modes(entry.metadata)] if kind == "suite" else []
+        table.add_row(entry.name, entry.description, *modes, f"{entry.target}({bound})" if bound else entry.target)
+    return table
+
+
+def _suite_modes(metadata: dict[str, Any]) -> str:
+    """A suite's modes, its default marked: ``ap, if`` or ``chemcost (default)``."""
+    default = metadata.get("default_mode")
+    return ", ".join(f"{mode} (default)" if mode == default else str(mode) for mode in metadata.get("modes") or {})
 
 
 running.register(app)
@@ -78,10 +135,21 @@ bench.register(app)
 demo.register(app)
 
 
-def _mount_family_commands() -> None:
+def help_line(text: str) -> str:
+    """``text`` as a command's help line: a sentence, capitalised and ending in a full stop, as every built-in
+    command's docstring is (registry descriptions are phrases in lower case)."""
+    text = " ".join(text.split())
+    if not text:
+        return text
+    return text[0].upper() + text[1:] + ("" if text.endswith((".", "!", "?")) else ".")
+
+
+def mount_family_commands(app: typer.Typer) -> None:
     """Mount the commands families add: registry kind ``command``, a string target naming a ``typer.Typer``
-    (its module must import lightly: it loads on every start of the command line). A family whose optional
-    dependencies are missing still gets its command, which says what to install."""
+    (its module must import lightly: it loads on every start of the command line). A family's command shows
+    its own help, as a built-in command shows its docstring; the entry's description, as a sentence, stands
+    in for a command without one. A family whose optional dependencies are missing still gets its command,
+    which says what to install."""
     from gauntlet.registry import registry
 
     taken = {command.name for command in app.registered_commands} | {group.name for group in app.registered_groups}
@@ -91,7 +159,7 @@ def _mount_family_commands() -> None:
         try:
             group = entry.load()
         except ImportError as exc:
-            group = typer.Typer(help=entry.description)
+            group = typer.Typer()
             missing = exc.name or str(exc)
 
             @group.callback(invoke_without_command=True)
@@ -99,10 +167,12 @@ def _mount_family_commands() -> None:
                 raise UserError(f"`gauntlet {name}` needs {missing}, which is not installed; "
                                 "install the project with its extras: pip install -e '.[all]'")
 
-        app.add_typer(group, name=entry.name, help=entry.description)
+        own = group.info.help
+        app.add_typer(group, name=entry.name,
+                      help=own if isinstance(own, str) and own.strip() else help_line(entry.description))
 
 
-_mount_family_commands()
+mount_family_commands(app)
 
 
 # Errors ------------------------------------------------------------------------------------------
@@ -122,10 +192,11 @@ def user_error_message(exc: BaseException) -> str | None:
     if isinstance(exc, (UserError, EpisodeFormatError, SuiteFormatError, RunFolderError)):
         return str(exc)
     if isinstance(exc, UnknownEntryError):
-        return f"{exc}; `gauntlet list` shows what is registered"
+        listing = "gauntlet list" if exc.kind is None else f"gauntlet list {list_name(exc.kind)}"
+        return f"{exc}; `{listing}` shows what is registered"
     if isinstance(exc, (gymnasium.error.NameNotFound, gymnasium.error.VersionNotFound,
                         gymnasium.error.NamespaceNotFound, gymnasium.error.DeprecatedEnv)):
-        return f"{exc} Check the env id: `gauntlet list` shows Gauntlet's envs, and any Gymnasium id works."
+        return f"{exc} Check the env id: `gauntlet list envs` shows Gauntlet's envs, and any Gymnasium id works."
     if isinstance(exc, gymnasium.error.DependencyNotInstalled):
         return str(exc)
     if isinstance(exc, OSError):

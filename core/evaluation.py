@@ -30,13 +30,15 @@ Views: a suite entry may list its family's views in its metadata, ``views={"clea
 view="noisy-high")`` (``gauntlet eval chem --view noisy-high``) then runs the suite registered for that
 view.
 
-Modes: a suite entry may list the ways its tasks can be put to an agent in its metadata, ``modes={"ap":
+Modes: ``mode`` is always the suite's, never the agent's own option of that name (which an agent config
+sets). A suite entry may list the ways its tasks can be put to an agent in its metadata, ``modes={"ap":
 {"agent_config": {"mode": "autonomous"}, "env_kwargs": {"scorer": ...}}, ...}``; ``evaluate_suite(...,
 mode="ap")`` (``gauntlet eval disaster --mode ap``) merges the mode's ``env_kwargs`` over the suite's and
 gives an agent the mode's ``agent_config`` keys its constructor takes (an agent that has no such option,
 like ``gold``, runs as it is). A suite's ``default_mode`` is the mode of a run that names none, for an
 agent that takes the mode's options and whose config sets none of them (``gauntlet eval chem --agent
-llm`` runs the chem suites' ``chemcost`` mode). ``scores.json`` records the mode.
+llm`` runs the chem suites' ``chemcost`` mode). ``scores.json`` records the mode. A mode named by the agent
+option value it implies (``--mode autonomous`` for ``ap``) is refused with the suite mode to write.
 """
 
 from __future__ import annotations
@@ -224,8 +226,20 @@ def resolve_view(suite: str, view: str | None) -> str:
 
 
 def resolve_mode(suite: str, mode: str | None) -> dict[str, Any]:
-    """The settings of ``mode`` of the registered suite ``suite`` (see the module docstring); {} when no mode."""
-    return {} if mode is None else dict(_suite_option(suite, "mode", mode))
+    """The settings of ``mode`` of the registered suite ``suite`` (see the module docstring); {} when no mode.
+
+    ``mode`` is the suite's mode, never the agent's: an agent option value given for it (``autonomous``) is
+    refused with the suite mode that sets it (``ap``)."""
+    if mode is None:
+        return {}
+    modes = registry.get("suite", suite).metadata.get("modes") or {}
+    if mode not in modes:
+        for name, settings in modes.items():
+            for key, value in settings.get("agent_config", {}).items():
+                if value == mode:
+                    raise UserError(f"--mode {mode} is an agent's {key}, not a mode of suite {suite!r} (its modes: "
+                                    f"{', '.join(modes)}); for the agent's {key} {mode!r} write --mode {name}")
+    return dict(_suite_option(suite, "mode", mode))
 
 
 def _default_mode(entry: Any, agent: str, agent_config: dict[str, Any]) -> str | None:

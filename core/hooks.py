@@ -4,8 +4,9 @@
 step's ``events`` with the time they cost. ``Controller.decide(prefix, candidates) -> Decision`` is
 called before every step with the episode so far and the agent's proposed action(s); it lets the
 step go ahead (``continue``) or names one intervention. The runner carries out two interventions
-itself: ``replace_action`` (take ``decision.action`` instead) and ``halt`` (end the episode,
-truncated). Other names are recorded, and the controller is expected to have acted on the env
+itself: ``replace_action`` (take ``decision.action`` instead; when that is an ``AgentOutput``, e.g.
+an agent's revised proposal, the step records its action, messages and events) and ``halt`` (end the
+episode, truncated). Other names are recorded, and the controller is expected to have acted on the env
 (for example by branching it) before it returns.
 
 Every decision is recorded as a ``decision`` event, and every intervention also as an

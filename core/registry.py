@@ -29,11 +29,27 @@ from gymnasium.envs.registration import EnvSpec, _find_spec, parse_env_id
 from gauntlet.errors import UserError
 
 NAMESPACE = "gauntlet"
-KINDS = ("server", "suite", "agent", "data", "demo", "controller", "monitor", "command")
+KIND_DESCRIPTIONS = {
+    "suite": "task suites of the tool servers, each task scored (gauntlet eval SUITE)",
+    "agent": "policies that act in an env or on a suite's tasks (--agent NAME)",
+    "controller": "hooks that decide before every step: go on, replace the action or halt (--controller NAME)",
+    "monitor": "hooks that score every step (--monitor NAME)",
+    "server": "MCP tool servers (gauntlet serve NAME)",
+    "data": "builders of generated data, cached on first use (gauntlet data build NAME)",
+    "demo": "each family's part of the tour (gauntlet demo --only NAME)",
+    "command": "families' own commands (gauntlet NAME)",
+}
+"""What each registry kind holds, in one line (``gauntlet list`` shows the kinds in this order, each beside its
+count)."""
+KINDS = tuple(KIND_DESCRIPTIONS)
 
 
 class UnknownEntryError(KeyError):
-    """A name that is not in a registry; the message lists what is."""
+    """A name that is not in a registry; the message lists what is, ``kind`` says which registry."""
+
+    def __init__(self, message: str, kind: str | None = None) -> None:
+        super().__init__(message, kind)  # both in ``args``, so the error pickles whole (from a worker process)
+        self.kind = kind
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -88,7 +104,7 @@ class Registry:
             return self._entries[kind][name]
         except KeyError:
             known = ", ".join(sorted(self._entries[kind])) or "none registered"
-            raise UnknownEntryError(f"unknown {kind} {name!r} (known: {known})") from None
+            raise UnknownEntryError(f"unknown {kind} {name!r} (known: {known})", kind) from None
 
     def names(self, kind: str) -> list[str]:
         return sorted(self._entries[kind])

@@ -16,9 +16,9 @@ events of the last step taken, which is marked truncated. For the file to say so
 written with controllers present only once the decision after it is known (or the episode has
 ended): the file runs one decision behind the env and then holds exactly what memory holds. A halt
 before the first step leaves no step to carry it: its events are the outcome's ``events`` and the
-outcome's metrics say ``"truncated": True``. An ``AgentOutput``'s messages and events are read when its
-step is built, after the controllers decided: a controller that has the agent revise its proposal
-(``LLMAgent.revise``) leaves the revision's turns in the step it replaced the action of.
+outcome's metrics say ``"truncated": True``. A controller's ``replace_action`` may name a whole
+``AgentOutput`` (an agent's revised proposal, ``LLMAgent.revise``): the step then records that output's
+action, messages and events instead of the proposal's.
 """
 
 from __future__ import annotations
@@ -76,23 +76,32 @@ def _is_client_model_user(env: gym.Env) -> TypeGuard[ClientModelUser]:
     return known
 
 
-def _made_as(env: gym.Env) -> tuple[str | None, dict[str, Any]]:
-    """The id the (unwrapped) env was made from and its kwargs as JSON: replay re-creates the env from them."""
+def _made_as(env: gym.Env, given_id: str | None) -> tuple[str | None, dict[str, Any]]:
+    """The id the (unwrapped) env was made from and its kwargs as JSON: replay re-creates the env from them.
+
+    The id is the spec's (an unversioned id resolved to its version), with the module of ``given_id`` (the id
+    as given to ``gymnasium.make``) when that is a ``module:Name-v0`` id: the spec drops the module, whose
+    import registers the env, so a fresh process could not make the env from the spec's id alone."""
     spec = getattr(env, "spec", None)
     if spec is None:
         return None, {}
-    return spec.id, to_plain(spec.kwargs) if spec.kwargs else {}
+    module = given_id.partition(":")[0] if given_id is not None and ":" in given_id else None
+    env_id = spec.id if module is None else f"{module}:{spec.id}"
+    return env_id, to_plain(spec.kwargs) if spec.kwargs else {}
 
 
 def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: int | None = None,
             hooks: tuple[Monitor | Controller, ...] | list[Monitor | Controller] = (),
             record: RecordMode = "memory", run_id: str | None = None, episode_id: str | None = None,
-            config: dict[str, Any] | None = None, keep_steps: bool | None = None) -> Episode:
+            config: dict[str, Any] | None = None, keep_steps: bool | None = None,
+            env_id: str | None = None) -> Episode:
     """Run one episode of ``agent`` in ``env`` and return its Episode.
 
     Ends when the env terminates or truncates, after ``max_steps`` steps (then the last step is
     marked truncated), or when a controller halts it. See the module docstring for ``record`` and
-    for how a halt is recorded.
+    for how a halt is recorded. ``env_id`` is the id ``env`` was made from, as given to ``gymnasium.make``:
+    the header records the env's spec id, and with the module of a ``module:Name-v0`` id kept (the spec
+    drops it), replay in another process can make the env again.
     """
     monitors = [h for h in hooks if isinstance(h, Monitor)]
     controllers = [h for h in hooks if isinstance(h, Controller)]
@@ -118,7 +127,7 @@ def rollout(env: gym.Env, agent: Agent, *, seed: int | None = None, max_steps: i
     # The records are built with validation: for these few fields pydantic-core's validator is
     # several times faster than ``model_construct``'s Python loop over the fields. The episode is
     # built once, as the header the writer records; its steps and outcome are filled in when it ends.
-    env_id, env_kwargs = _made_as(unwrapped)
+    env_id, env_kwargs = _made_as(unwrapped, env_id)
     episode = Episode(
         schema_version=SCHEMA_VERSION, run_id=run_id, episode_id=episode_id, env_id=env_id,
         task_id=None if task_id is None else str(task_id), seed=seed, agent=agent.spec(),
@@ -180,15 +189,15 @@ def _run(env: gym.Env, agent: Agent, observation: Any, info: dict[str, Any], lim
             output = act(observation, info)
             if type(output) is AgentOutput:  # final, so this is isinstance at a fraction of its cost
                 action = output.action
-                # The lists themselves, read when the step is built: a controller that has the agent revise
-                # its proposal (``LLMAgent.revise``) adds the revision's turns and events to them.
+                # The lists themselves, read when the step is built: calls of a model the agent lends the
+                # env (``client_model``) while the step's action runs join its events.
                 extra: dict[str, Any] | None = {"messages": output.messages, "tool_call": output.tool_call,
                                                 "events": output.events}
             else:
                 action, extra = output, None
             if deciding:
                 prefix = Prefix(steps=steps, observation=observation, info=info, env=env, agent=agent, seed=seed)
-                action, events, halt = _decide(controllers, prefix, action)
+                action, revised, events, halt = _decide(controllers, prefix, action)
                 if halt and steps:
                     steps[-1].truncated = True
                     steps[-1].events.extend(events)
@@ -197,6 +206,8 @@ def _run(env: gym.Env, agent: Agent, observation: Any, info: dict[str, Any], lim
                     pending = None
                 if halt:
                     return _Run(steps, total, total_cost, n, info, [] if steps else events)
+                if revised is not None:
+                    extra = {"messages": revised.messages, "tool_call": revised.tool_call, "events": revised.events}
                 if events:
                     if extra:  # onto the output's own list: what the agent adds while the step runs is kept too
                         extra["events"].extend(events)
@@ -276,9 +287,12 @@ def _timed(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     return result, (time.perf_counter() - start) * 1e3
 
 
-def _decide(controllers: list[Controller], prefix: Prefix, action: Any) -> tuple[Any, list[Event], bool]:
-    """Ask every controller about ``action``: the action to take, the events to record, whether to halt."""
+def _decide(controllers: list[Controller], prefix: Prefix,
+            action: Any) -> tuple[Any, AgentOutput | None, list[Event], bool]:
+    """Ask every controller about ``action``: the action to take, the output replacing the agent's (a
+    ``replace_action`` that names an ``AgentOutput``; else None), the events to record, whether to halt."""
     events: list[Event] = []
+    revised: AgentOutput | None = None
     halt = False
     for controller in controllers:
         decision, cost_ms = _timed(controller.decide, prefix, [action])
@@ -294,9 +308,11 @@ def _decide(controllers: list[Controller], prefix: Prefix, action: Any) -> tuple
             events.append(Event(source=controller.name, kind="intervention", data=data))
             if decision.intervention == "replace_action":
                 action = decision.action
+                if type(action) is AgentOutput:
+                    revised, action = action, action.action
             elif decision.intervention == "halt":
                 halt = True
-    return action, events, halt
+    return action, revised, events, halt
 
 
 def episode_seed(base_seed: int, index: int) -> int:

@@ -22,7 +22,9 @@ What it runs (``gauntlet.controllers.latent.study`` says how each part is measur
    (``gauntlet.controllers.latent.corpus_study``): every detector, per held-out dataset, macro and pooled.
 
 Generations are kept in ``<out>/run/`` (a rerun reuses them); the figures go to ``<out>/latent_monitor.json``
-and ``.md``. The smoke size (tested) runs one case per cell on a model folder given with ``--model-path``.
+and ``.md``, the run-time monitor's file to ``<out>/chaos-layer<gate_layer>.npz``. The smoke size (tested) runs one
+case per cell on a model folder given with ``--model-path``. The monitor's file without the study, and any
+detector's fit, evaluation and scores: ``gauntlet latent fit|evaluate|score`` (``gauntlet.controllers.latent.cli``).
 """
 
 from __future__ import annotations
@@ -66,10 +68,9 @@ def generations_cached(path: Path, config: dict[str, Any], make: Any) -> list[An
 
 
 def accuracy_with_interval(complies: np.ndarray, seed: int = 0) -> dict[str, Any]:
-    rng = np.random.default_rng(seed)
-    means = [complies[rng.integers(0, len(complies), len(complies))].mean() for _ in range(1000)]
-    low, high = np.percentile(means, [2.5, 97.5])
-    return {"accuracy": float(complies.mean()), "ci": [float(low), float(high)]}
+    from gauntlet.stats import bootstrap_ci
+
+    return {"accuracy": float(complies.mean()), "ci": list(bootstrap_ci(complies, resamples=1000, seed=seed))}
 
 
 def run_hierarchy(size: str, model_path: str | None, out: Path, threads: int) -> dict[str, Any]:
@@ -149,8 +150,7 @@ def run_hierarchy(size: str, model_path: str | None, out: Path, threads: int) ->
     from gauntlet.controllers.latent.detectors import ChaosScore
     from gauntlet.controllers.latent.monitor import save_chaos_score
 
-    aeo = held_out[("aeo", gate_layer)]
-    threshold = float(np.quantile(aeo["scores"][violated == 0], study.GATE_QUANTILE))
+    threshold = study.held_out_threshold(held_out[("aeo", gate_layer)]["scores"], violated)
     monitor_file = save_chaos_score(out / f"chaos-layer{gate_layer}.npz",
                                     ChaosScore(gate_layer).fit(labelled.examples(), violated), threshold,
                                     config["model"])

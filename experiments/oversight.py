@@ -43,7 +43,8 @@ from gauntlet.controllers.oversight.benchmarks import get_benchmark
 from gauntlet.controllers.oversight.collect import CollectSpec, collect, load_rows
 from gauntlet.controllers.oversight.metrics import (EvaluationConfig, evaluate, evaluate_by_strength, markdown_table,
                                                     split_by_episode, tune_dispersion)
-from gauntlet.controllers.oversight.models import ActionConditioned, RiskScore, ScalarRouter, save_model
+from gauntlet.controllers.oversight.models import (ActionConditioned, RiskScore, ScalarRouter, failure_data, save_model,
+                                                   utility_data)
 from gauntlet.controllers.oversight.online import compare_online, held_out_episodes
 from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
 from gauntlet.fileio import write_atomically
@@ -144,8 +145,9 @@ def train_controllers(rows: list[dict[str, Any]], folder: Path, benchmark: str, 
     """The deployable controllers, trained on the training episodes only (as ``gauntlet oversight train``)."""
     fit_rows, calibration_rows = split_by_episode(rows, 0.3, seed)
     dispersion = tune_dispersion("rf", fit_rows, calibration_rows, EvaluationConfig().dispersion_grid, seed=seed)
-    model = ActionConditioned("rf", dispersion=dispersion, seed=seed).fit(rows)
-    router = ScalarRouter(RiskScore("rf", seed=seed).fit(fit_rows), intervention="expert").fit(calibration_rows)
+    model = ActionConditioned("rf", dispersion=dispersion, seed=seed).fit(*utility_data(rows))
+    risk = RiskScore("rf", seed=seed).fit(*failure_data(fit_rows))
+    router = ScalarRouter(risk, intervention="expert").fit(*utility_data(calibration_rows, risk.feature_names))
     ac = save_model(folder / f"{benchmark}-controller.joblib", model, utility=config, benchmark=benchmark)
     scalar = save_model(folder / f"{benchmark}-controller.scalar.joblib", router, utility=config, benchmark=benchmark)
     return ac, scalar

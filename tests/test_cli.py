@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+import typer
 from pydantic import BaseModel, Field
 
 from gauntlet import load_episodes
@@ -125,19 +127,37 @@ def test_report_of_a_run_writes_one_html_file_in_the_run_folder(run_dir):
     assert page.startswith("<!DOCTYPE html>") and "CartPole-v1" in page
 
 
-def test_list_shows_agents_and_that_any_gymnasium_id_works():
+def test_list_shows_every_kind_with_its_count_and_no_entries():
+    from gauntlet.registry import KIND_DESCRIPTIONS
+
     result = gauntlet("list")
     assert result.returncode == 0, result.stderr
-    assert "random" in result.stdout and "replay" in result.stdout
-    assert "Any other Gymnasium id works" in result.stdout
+    cells = [[cell.strip() for cell in re.split("[│┃|]", line) if cell.strip()] for line in result.stdout.splitlines()]
+    rows = {row[0]: row[1] for row in cells if len(row) > 2 and row[1].isdigit()}
+    assert rows["envs"] == str(len(registry.env_ids())) and rows["agents"] == str(len(registry.names("agent")))
+    assert len(rows) == 1 + len(KIND_DESCRIPTIONS)
+    assert list(rows)[:5] == ["envs", "suites", "agents", "controllers", "monitors"]
+    assert "gauntlet/ToolTask-v0" not in result.stdout and "gauntlet list agents" in result.stdout
 
 
-def test_list_shows_every_registry_kind_and_the_params_an_entry_binds():
-    result = gauntlet("list")
+def test_list_of_a_kind_shows_its_entries_singular_or_plural():
+    envs = gauntlet("list", "envs")
+    assert envs.returncode == 0, envs.stderr
+    assert "gauntlet/ToolTask-v0" in envs.stdout and "Any other Gymnasium id works" in envs.stdout
+    for kind in ("agents", "agent", "AGENTS"):
+        agents = gauntlet("list", kind)
+        assert agents.returncode == 0, agents.stderr
+        assert "random" in agents.stdout and "replay" in agents.stdout and "gauntlet/ToolTask-v0" not in agents.stdout
+
+
+def test_list_of_suites_shows_the_params_an_entry_binds_and_its_modes():
+    result = gauntlet("list", "suites")
     assert result.returncode == 0, result.stderr
-    for title in ("tool servers", "task suites", "agents", "controllers", "monitors", "data builders", "demos"):
-        assert title in result.stdout
-    assert "suite_path(view='routes')" in result.stdout
+    assert "suite_path(view='routes')" in result.stdout and "chemcost (default)" in result.stdout
+
+
+def test_list_of_an_unknown_kind_names_the_kinds():
+    assert_one_line_error(gauntlet("list", "widgets"), "'widgets'", "envs, suites, agents, controllers, monitors")
 
 
 def test_data_list_shows_every_registered_builder():
@@ -152,6 +172,18 @@ def test_data_list_without_builders_says_so_and_succeeds(monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["data", "list"])
     assert exit_info.value.code == 0 and "No data builders are registered" in capsys.readouterr().out
+
+
+def test_bench_outside_a_source_checkout_says_it_needs_one_in_one_line(tmp_path, monkeypatch, capsys):
+    from gauntlet.cli_commands import bench
+
+    monkeypatch.setattr(bench, "package_parent", lambda: tmp_path / "site-packages")  # an installed wheel
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "core"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == ("error: gauntlet bench runs bench/<suite>.py of a source checkout; none found "
+                                       "next to the installed package\n")
 
 
 def test_bench_runs_the_suite_script_with_the_extra_arguments_and_its_exit_status(tmp_path):
@@ -230,6 +262,59 @@ def test_eval_with_the_gold_agent_scores_every_task_1_and_records_replayable_epi
     assert "all 2 episodes reproduce" in capsys.readouterr().out
 
 
+def test_eval_and_run_take_the_same_default_agent(toy_suite, tmp_path, capsys):
+    from gauntlet.cli_commands.running import DEFAULT_AGENT
+
+    out = tmp_path / "eval"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", toy_suite, "--limit", "1", "--workers", "1", "--out", str(out)])
+    assert exit_info.value.code == 0, capsys.readouterr().err
+    assert json.loads((out / "scores.json").read_text())["agent"]["name"] == DEFAULT_AGENT
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "CartPole-v1", "-n", "1", "--workers", "1", "--out", str(tmp_path / "run")])
+    assert exit_info.value.code == 0, capsys.readouterr().err
+    assert load_episodes(tmp_path / "run")[0].agent.name == DEFAULT_AGENT
+
+
+@pytest.fixture
+def toy_suite_with_modes(toy_suite, monkeypatch) -> str:
+    """The toy suite with a DORA-like mode that implies the agent's mode."""
+    modes = {"ap": {"agent_config": {"mode": "autonomous"}}, "if": {"agent_config": {"mode": "instruction"}}}
+    monkeypatch.setitem(registry._entries["suite"], toy_suite,
+                        Entry("suite", toy_suite, "gauntlet_toy_suite:SUITE", metadata={"modes": modes}))
+    return toy_suite
+
+
+def test_eval_mode_given_the_agent_mode_it_implies_names_the_suite_mode_to_write(toy_suite_with_modes, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", toy_suite_with_modes, "--agent", "gold", "--mode", "instruction", "--out", "unused"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1
+    assert "not a mode of suite 'toy'" in err and "write --mode if" in err
+
+
+def test_every_command_has_a_help_line_written_as_a_sentence():
+    from gauntlet.cli import app
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    assert "oversight" in commands  # a family's command, mounted through the registry
+    for name, command in commands.items():
+        first_paragraph = " ".join((command.help or "").split("\n\n")[0].split())
+        assert first_paragraph[:1].isupper() and first_paragraph.endswith("."), f"gauntlet {name}: {first_paragraph!r}"
+
+
+def test_a_family_command_without_its_dependencies_has_its_description_as_a_sentence(monkeypatch):
+    from gauntlet.cli import mount_family_commands
+
+    monkeypatch.setitem(registry._entries, "command", {"widgets": Entry(
+        "command", "widgets", "gauntlet_no_such_module:app", "widgets: make and break them")})
+    app = typer.Typer()
+    app.command("list")(lambda: None)
+    mount_family_commands(app)
+    command = typer.main.get_command(app).commands["widgets"]  # type: ignore[attr-defined]
+    assert command.help == "Widgets: make and break them."
+
+
 def test_data_build_runs_the_builder_into_its_versioned_cache_folder(isolated_home, monkeypatch, capsys):
     def build(cache_dir: Path, size: int = 1) -> Path:
         target = cache_dir / "numbers.txt"
@@ -268,6 +353,9 @@ def test_run_takes_a_module_prefixed_env_id_and_its_workers_import_the_module(en
     episodes = load_episodes(out)
     assert len(episodes) == 2 and all(episode.complete and len(episode.steps) == 5 for episode in episodes)
     assert json.loads((out / "run.json").read_text())["spec"]["env_id"] == env_id
+    # The header keeps the module, so the run replays in a fresh process that imports nothing itself.
+    replayed = gauntlet("replay", str(out), extra_env={"PYTHONPATH": IMPORT_ROOT})
+    assert replayed.returncode == 0, replayed.stderr
 
 
 def test_a_module_prefixed_env_id_whose_module_is_missing_is_named_in_one_line():
@@ -279,8 +367,9 @@ def test_an_unknown_env_version_is_named():
     assert_one_line_error(gauntlet("run", "CartPole-v9", "-n", "1"), "v9")
 
 
-def test_an_unknown_agent_is_named_with_the_known_ones():
-    assert_one_line_error(gauntlet("run", "CartPole-v1", "--agent", "nobody"), "nobody", "random")
+def test_an_unknown_agent_is_named_with_the_known_ones_and_where_to_list_them():
+    assert_one_line_error(gauntlet("run", "CartPole-v1", "--agent", "nobody"), "nobody", "random",
+                          "`gauntlet list agents`")
 
 
 def test_bad_json_in_an_option_names_the_option():

@@ -222,6 +222,6 @@ def test_a_server_looking_up_an_agent_by_name_is_caught():
 
 def test_controllers_may_name_envs_but_not_import_them_and_agents_still_may_not_name_controllers():
     env_module = target_module("env", "gauntlet/TextWorld-v0")
-    assert why_not_looked_up("gauntlet.controllers.oversight.text_benchmarks", env_module) is None
-    assert why_not_allowed("gauntlet.controllers.oversight.text_benchmarks", env_module)  # an import stays forbidden
+    assert why_not_looked_up("gauntlet.controllers.oversight.benchmarks.text", env_module) is None
+    assert why_not_allowed("gauntlet.controllers.oversight.benchmarks.text", env_module)  # an import stays forbidden
     assert why_not_looked_up("gauntlet.agents.llm.agent", "gauntlet.controllers.oversight.controller")

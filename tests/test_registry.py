@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import sys
 
 import gymnasium as gym
@@ -35,9 +36,11 @@ def test_a_family_with_a_registration_module_is_found_and_registered(tmp_path, m
             del sys.modules[name]
 
 
-def test_unknown_names_list_the_known_ones():
-    with pytest.raises(UnknownEntryError, match="random"):
+def test_unknown_names_list_the_known_ones_and_say_which_kind_they_were_looked_up_in():
+    with pytest.raises(UnknownEntryError, match="random") as raised:
         gauntlet.make_agent("no-such-agent")
+    assert raised.value.kind == "agent"
+    assert pickle.loads(pickle.dumps(raised.value)).kind == "agent"  # as a worker process's error arrives
 
 
 def test_gauntlet_envs_register_lazily_under_the_namespace():

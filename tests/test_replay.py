@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -13,6 +17,7 @@ from gauntlet.branching import branchable, outputs_identical
 from gauntlet.episode import load_episodes
 from gauntlet.replay import ReplayDivergedError, branch_episode, replay_episode, replay_episodes, rollout_from
 from gauntlet.runner import rollout
+from tests.module_registered_envs import IMPORT_ROOT, MODULE, MODULE_IDS, PLAIN_ID
 
 GRID_ID = "gauntlet-test/NoisyGrid-v0"
 
@@ -116,3 +121,25 @@ def test_an_episode_reset_without_a_seed_is_not_replayable():
     episode = rollout(gym.make("CartPole-v1"), gauntlet.make_agent("random"), seed=None)
     check = replay_episode(episode)
     assert not check.matches and "without a seed" in check.not_replayable
+
+
+@pytest.mark.filterwarnings("ignore:.*latest versioned environment")
+@pytest.mark.parametrize(("given", "recorded"), [
+    (MODULE_IDS[0], MODULE_IDS[0]), (MODULE_IDS[1], MODULE_IDS[1]), ("CartPole", "CartPole-v1"),
+    (f"{MODULE}:ModuleCartPole", f"{MODULE}:{PLAIN_ID}"), ("CartPole-v1", "CartPole-v1")])
+def test_the_header_records_the_spec_id_with_the_module_of_a_module_prefixed_id(given, recorded):
+    episode = rollout(gym.make(given), gauntlet.make_agent("random"), seed=0, max_steps=3, env_id=given)
+    assert episode.env_id == recorded
+
+
+@pytest.mark.parametrize("env_id", MODULE_IDS)
+def test_an_episode_of_a_module_registered_env_replays_in_a_process_that_has_not_imported_the_module(
+        env_id, tmp_path):
+    path = tmp_path / "episode.jsonl"
+    rollout(gym.make(env_id), gauntlet.make_agent("random"), seed=1, max_steps=8, record=path, env_id=env_id)
+    environment = {key: value for key, value in os.environ.items() if key != "GAUNTLET_DEBUG"}
+    environment["PYTHONPATH"] = IMPORT_ROOT  # where the module is found; nothing imports it but the replay
+    result = subprocess.run([sys.executable, "-m", "gauntlet.cli", "replay", str(path)], capture_output=True,
+                            text=True, cwd=tmp_path, env=environment, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "the episode reproduces its recording exactly" in result.stdout

@@ -51,15 +51,19 @@ mode, effective system prompt, budgets and harness options.
 Revising: a controller that judges the current reply (``reply()``, before any of its calls ran) can
 have it written again (``revise``): the reply leaves the conversation, the controller's notice joins
 it (and, on request, the tool results the reply answered are withheld: replaced by a notice), the
-model replies again, and the new reply's first action is what ``revise`` returns, for the controller
-to ``replace_action`` with. The step's messages hold the first reply, then the notice and the new
-reply (added to the ``AgentOutput`` the runner has not recorded yet), and its events both model
-calls, so the record keeps both replies. The rewritten reply stands in for the first in the
-``max_steps`` budget (a correction does not shorten the agent's episode); its tokens count.
+model replies again, and ``revise`` returns the step's new ``AgentOutput``, for the controller to
+``replace_action`` with: the new reply's first action, and as messages the first reply, then the notice
+and the new reply, as events both model calls, so the record keeps both replies. The output ``act``
+returned (which the runner holds) is left as it was. The rewritten reply stands in for the first in
+the ``max_steps`` budget (a correction does not shorten the agent's episode); its tokens count.
 
-Branching: the agent's state is its LangGraph checkpoint plus the calls of the current reply still
-to run; ``snapshot()`` copies both, ``restore()`` writes the copy into a fresh thread and
-``fork()`` gives an independent agent (same model object, its own checkpointer) standing there.
+Branching: the agent's state is its LangGraph checkpoint (``gauntlet.agents.llm.state``): the
+conversation, its counters and the episode's tools. Each call of a reply is answered by one tool
+message, written into the checkpoint in call order as soon as it is known (``update_state(...,
+as_node="run_tools")``), so the calls still to run, the call the env is running and the turns already
+recorded are all read off the messages. ``snapshot()`` is that checkpoint (with the run config that
+LangGraph keeps out of checkpoints: ``LLMAgentSnapshot``), ``restore()`` writes it into a fresh thread
+and ``fork()`` gives an independent agent (same model object, its own checkpointer) standing there.
 """
 
 from __future__ import annotations
@@ -91,26 +95,33 @@ from gauntlet.agents.llm.calls import (
     tool_message,
 )
 from gauntlet.agents.llm.graph import (
-    AgentState,
     Budget,
     LoopSettings,
     build_graph,
-    initial_state,
     last_reply,
     make_checkpointer,
     run_config,
     wants_tools,
 )
 from gauntlet.agents.llm.demonstrations import CALL_ID, DEMO_OPENING, demonstration_messages, demonstration_task
-from gauntlet.agents.llm.modes import answer_spec, get_mode, user_prompt
+from gauntlet.agents.llm.modes import get_mode, user_prompt
 from gauntlet.agents.llm.number_check import UNGROUNDED_PREFIX, ungrounded_message, ungrounded_numbers
 from gauntlet.agents.llm.records import ModelCallRecorder, records
+from gauntlet.agents.llm.state import (
+    OFFERED,
+    EpisodeState,
+    answered,
+    current_reply,
+    episode_state,
+    offered_names,
+    offered_now,
+    tool_specs,
+)
 from gauntlet.agents.llm.tool_scope import (
     FIND_TOOLS,
     FIND_TOOLS_DEFAULT_K,
     ToolScope,
     find_tools,
-    find_tools_spec,
     parse_tool_scope,
     scope_tools,
 )
@@ -145,21 +156,21 @@ def auto_scope(tool_count: int) -> ToolScope:
 
 @dataclass(frozen=True)
 class LLMAgentSnapshot:
-    """A point in an LLM agent's episode: its graph checkpoint and the current reply's calls."""
+    """A point in an LLM agent's episode: its graph checkpoint (see Branching in the module docstring).
+
+    ``checkpoint`` and ``metadata`` are the episode thread's latest checkpoint (None before the first
+    ``act``): the conversation, the counters and the tools, from which every other fact of the episode is
+    read. Beside it, only what LangGraph takes per run rather than keeps in a checkpoint: the run
+    config's inputs ``seed`` (the sampling seed) and ``max_call_chars`` (the graph's call length limit),
+    both given by ``reset`` before the episode's first checkpoint exists, and ``elapsed_s``, the wall time
+    the episode had spent (the wall-time budget's clock is process-local: ``time.monotonic``).
+    """
 
     checkpoint: Checkpoint | None
     metadata: CheckpointMetadata | None
-    tools: tuple[ToolSpec, ...]
-    max_call_chars: int | None
-    reply_calls: tuple[CheckedCall, ...]
-    pending: tuple[CheckedCall, ...]
-    proposed: CheckedCall | None
-    results: tuple[tuple[str, ToolMessage], ...]
-    emitted: int
-    elapsed_s: float
     seed: int | None = None
-    server_tools: tuple[dict[str, Any], ...] = ()
-    answer_tool: str = DEFAULT_ANSWER_TOOL
+    max_call_chars: int | None = None
+    elapsed_s: float = 0.0
 
 
 class LLMAgent(Agent):
@@ -267,19 +278,18 @@ class LLMAgent(Agent):
 
     # Episode state -------------------------------------------------------------------------------
     def _clear_episode(self) -> None:
+        """Forget the episode. Its state is its checkpoint (``gauntlet.agents.llm.state``); beside it the
+        agent keeps only what no other process could use or what LangGraph takes per run: the checkpointer
+        thread's id, a cache of the checkpoint's values, the wall-time clock and reset's run config (see
+        ``LLMAgentSnapshot``), and the recording buffers of the step under way (events not yet handed to the
+        runner, and the output it holds, which a lent model's calls join while the step's tool call runs).
+        Neither buffer belongs in a snapshot: the events go out with each step's output, and the output is
+        that step's record, not the episode's state."""
         if self._thread is not None:
             self._saver.delete_thread(self._thread)
         self._thread = None
-        self._tools: tuple[ToolSpec, ...] = ()
-        self._server_tools: tuple[dict[str, Any], ...] = ()
-        self._answer_tool = DEFAULT_ANSWER_TOOL
-        self._reply_calls: list[CheckedCall] = []
-        self._pending: list[CheckedCall] = []
-        self._proposed: CheckedCall | None = None
-        self._results: dict[str, ToolMessage] = {}
-        self._emitted = 0
+        self._values: EpisodeState | None = None
         self._events: list[Event] = []
-        self._values: AgentState | None = None
         self._output: AgentOutput | None = None
         self._started_at = time.monotonic()
 
@@ -295,13 +305,23 @@ class LLMAgent(Agent):
                             retry_initial_s=self._retry_backoff_s, max_call_chars=self._max_call_chars,
                             parallel_calls=self._parallel_calls, avoid_repeats=isinstance(redraws, int) and redraws > 0)
 
-    def _graph(self) -> CompiledStateGraph:
-        key = json.dumps([[spec.name, spec.description, spec.input_schema] for spec in self._tools]) + \
+    def _graph(self, state: EpisodeState) -> CompiledStateGraph:
+        """The graph offering the state's tools (a ``find_tools`` answer may have widened them since the
+        last reply); graphs share the checkpointer, so any of them continues the episode's thread."""
+        specs = self._specs(state)
+        key = json.dumps([[spec.name, spec.description, spec.input_schema] for spec in specs]) + \
             f"|{self._max_call_chars}"
         if key not in self._graphs:
-            self._graphs[key] = build_graph(self._chat_model(), self._tools, self._settings(),
-                                            checkpointer=self._saver, pause_before_tools=True)
+            self._graphs[key] = build_graph(self._chat_model(), specs, self._settings(), checkpointer=self._saver,
+                                            pause_before_tools=True, state_schema=EpisodeState)
         return self._graphs[key]
+
+    def _specs(self, state: EpisodeState, offered: Sequence[str] | None = None) -> tuple[ToolSpec, ...]:
+        """The specs of the tools ``offered`` (default: the state's)."""
+        return tool_specs(state, state["offered"] if offered is None else offered, self._mode)
+
+    def _spec_map(self, state: EpisodeState, offered: Sequence[str] | None = None) -> dict[str, ToolSpec]:
+        return {spec.name: spec for spec in self._specs(state, offered)}
 
     def _config(self) -> RunnableConfig:
         if self._thread is None:
@@ -311,26 +331,60 @@ class LLMAgent(Agent):
         config["metadata"] = {"sampling_seed": self._seed}  # a sampling model draws from the episode's seed
         return config
 
-    def _state(self) -> AgentState:
-        """The graph's state now (as the last run left it; read from the checkpoint after a restore)."""
+    def _thread_config(self) -> RunnableConfig:
+        """The config that names the episode's thread to the checkpointer."""
+        return RunnableConfig(configurable={"thread_id": self._thread, "checkpoint_ns": ""})
+
+    def _state(self) -> EpisodeState:
+        """The graph's state now: its checkpoint's values (cached until the agent writes the next one)."""
         if self._values is None:
-            self._values = cast(AgentState, self._graph().get_state(self._config()).values)
+            if self._thread is None:
+                raise RuntimeError("the agent has not started an episode; call act() after reset()")
+            found = self._saver.get_tuple(self._thread_config())
+            if found is None:
+                raise RuntimeError("the agent's episode has no checkpoint")
+            values = found.checkpoint["channel_values"]
+            self._values = cast(EpisodeState, {key: values[key] for key in EpisodeState.__annotations__
+                                               if key in values})
         return self._values
+
+    def _write(self, update: dict[str, Any]) -> None:
+        """Write ``update`` into the checkpoint as ``run_tools``'s: the graph's next node is ``call_model``."""
+        self._graph(self._state()).update_state(self._config(), update, as_node="run_tools")
+        self._values = None
+
+    def _checked(self, state: EpisodeState, reply_at: int) -> list[CheckedCall]:
+        """The calls of the reply at ``reply_at``, checked against the tools it was written for."""
+        return check_calls(cast(AIMessage, state["messages"][reply_at]), self._spec_map(state),
+                           max_call_chars=self._max_call_chars, parallel_calls=self._parallel_calls)
+
+    def _running(self, state: EpisodeState) -> CheckedCall | None:
+        """The call the env is running (the last action's): the current reply's first unanswered call."""
+        reply_at = current_reply(state["messages"])
+        if reply_at is None or state["stop_reason"] is not None:
+            return None
+        calls = self._checked(state, reply_at)[answered(state["messages"], reply_at):]
+        return calls[0] if calls else None
 
     # Acting --------------------------------------------------------------------------------------
     def act(self, observation: Any, info: dict[str, Any]) -> AgentOutput:
         if self._thread is None:
-            action = self._begin(observation, info)
+            start, action = 0, self._begin(observation, info)
         else:
+            start = len(self._state()["messages"])  # every message in the checkpoint is on record already
             action = self._receive(observation, info)
-        events = self._recorder.drain() + self._events
-        self._events = []
-        self._output = AgentOutput(action=action, messages=records(self._new_messages()), events=events)
+        self._output = AgentOutput(action=action, messages=records(self._state()["messages"][start:]),
+                                   events=self._drain_events())
         return self._output
 
+    def _drain_events(self) -> list[Event]:
+        events = self._recorder.drain() + self._events
+        self._events = []
+        return events
+
     def _begin(self, observation: Any, info: dict[str, Any]) -> str:
-        self._answer_tool = str(info.get("answer_tool") or DEFAULT_ANSWER_TOOL)
-        offered = [tool for tool in info.get("tools", []) if tool["name"] != self._answer_tool]
+        answer_tool = str(info.get("answer_tool") or DEFAULT_ANSWER_TOOL)
+        offered = [tool for tool in info.get("tools", []) if tool["name"] != answer_tool]
         if self._shown is not None:
             missing = sorted(set(self._shown) - {tool["name"] for tool in offered})
             if missing:
@@ -339,7 +393,6 @@ class LLMAgent(Agent):
             offered = [tool for tool in offered if tool["name"] in self._shown]
         task = self._tasks.get(str(info.get(TASK_ID)))
         text = observation["task"] if isinstance(observation, dict) else str(observation)
-        self._server_tools = tuple(offered)
         messages: list[Any] = [SystemMessage(self._system_prompt)]
         # Tools the prompt itself names (the plan shown in instruction mode, the demonstration's calls)
         # are offered whatever the scope: a model told to call a tool must be able to.
@@ -349,61 +402,63 @@ class LLMAgent(Agent):
                 raise UserError(f"agent llm: task {info.get(TASK_ID)!r} is not in the suite the agent was given, so "
                                 "it has no demonstration; give the agent the suite the env runs")
             try:
-                shown = demonstration_task(task, self._suite, self._answer_tool, mode=self._mode)
+                shown = demonstration_task(task, self._suite, answer_tool, mode=self._mode)
             except ValueError:  # no training task of its kind fits a demonstration (DORA's long T5 reports)
                 self._events.append(Event(source=self.name, kind="note", data={"demonstration": None}))
             else:
-                messages += demonstration_messages(shown, self._answer_tool, mode=self._mode)
+                messages += demonstration_messages(shown, answer_tool, mode=self._mode)
                 named += [call.call for call in shown.gold_trajectory]
                 self._events.append(Event(source=self.name, kind="note", data={"demonstration": shown.id}))
         scope = self._scope if self._scope is not None else auto_scope(len(offered))
         names = scope_tools(text, offered, scope)
-        names += [name for name in dict.fromkeys(named) if name not in names and name != self._answer_tool]
-        self._offer(names, search=len(names) < len(offered))
+        names += [name for name in dict.fromkeys(named) if name not in names and name != answer_tool]
+        search = len(names) < len(offered)
+        known = {tool["name"] for tool in offered}
+        shown_tools = self._offer([name for name in names if name in known], search=search, answer_tool=answer_tool)
         messages.append(HumanMessage(user_prompt(self._mode, text, _metadata(task))))
         self._thread = uuid.uuid4().hex
         self._load_weights()
-        return self._advance(initial_state(messages))
+        return self._advance(episode_state(messages, offered, answer_tool, shown_tools))
 
-    def _offer(self, names: Sequence[str], *, search: bool) -> None:
-        """Show the model the server tools ``names`` (in that order), the answer tool typed for the mode,
-        and ``find_tools`` when ``search`` (some tools are left out); record what is offered."""
-        by_name = {tool["name"]: tool for tool in self._server_tools}
-        specs = [ToolSpec.of(by_name[name]) for name in names if name in by_name]
-        if search:
-            specs.append(ToolSpec.of(find_tools_spec()))
-        specs.append(answer_spec(self._mode, self._answer_tool))
-        self._tools = tuple(specs)
-        self._events.append(Event(source=self.name, kind="note",
-                                  data={"tools_offered": [spec.name for spec in specs]}))
+    def _offer(self, names: Sequence[str], *, search: bool, answer_tool: str) -> list[str]:
+        """The names offered: the server tools ``names`` (in that order), ``find_tools`` when ``search``
+        (some tools are left out) and the answer tool; recorded as a ``tools_offered`` note."""
+        offered = offered_names(names, search=search, answer_tool=answer_tool)
+        self._events.append(Event(source=self.name, kind="note", data={"tools_offered": offered}))
+        return offered
 
-    def _internal_answer(self, call: CheckedCall, conversation: Sequence[AnyMessage]) -> ToolMessage | None:
+    def _internal_answer(self, call: CheckedCall, conversation: Sequence[AnyMessage], state: EpisodeState,
+                         offered: Sequence[str]) -> ToolMessage | None:
         """The agent's own answer to ``call``, when it is not one for the env: ``find_tools`` (the tools
-        found join the offered set), or a call identical to an earlier one (its earlier result again,
-        with a nudge); None for a call the env runs."""
+        found join the offered set: the answer's artifact holds the set), or a call identical to an
+        earlier one (its earlier result again, with a nudge); None for a call the env runs."""
+        answer_tool, server_tools = state["answer_tool"], state["server_tools"]
         if call.name == FIND_TOOLS:
-            offered = [spec.name for spec in self._tools if spec.name not in (FIND_TOOLS, self._answer_tool)]
-            found = find_tools(str(call.arguments["query"]), self._server_tools, offered,
+            shown = [name for name in offered if name not in (FIND_TOOLS, answer_tool)]
+            found = find_tools(str(call.arguments["query"]), server_tools, shown,
                                int(call.arguments.get("k", FIND_TOOLS_DEFAULT_K)))
-            self._offer(found.offered, search=len(found.offered) < len(self._server_tools))
-            return tool_message(call, ToolResult(found.result))
+            widened = self._offer(found.offered, search=len(found.offered) < len(server_tools),
+                                  answer_tool=answer_tool)
+            message = tool_message(call, ToolResult(found.result))
+            message.artifact = {OFFERED: widened}
+            return message
         if self._check_numbers:
             ungrounded = ungrounded_numbers(call.arguments, _shown_numbers(conversation))
             if ungrounded:
                 self._events.append(Event(source=self.name, kind="note", data={"ungrounded_numbers": ungrounded}))
-                return ToolMessage(content=ungrounded_message(ungrounded, self._answer_tool), tool_call_id=call.id,
+                return ToolMessage(content=ungrounded_message(ungrounded, answer_tool), tool_call_id=call.id,
                                    name=call.name, status="error", artifact={"unrun": "ungrounded_numbers"})
-        if call.name == self._answer_tool and self._review_answer and not _reviewed(conversation):
+        if call.name == answer_tool and self._review_answer and not _reviewed(conversation):
             self._events.append(Event(source=self.name, kind="note",
                                       data={"answer_review": call.arguments.get("answer")}))
-            return ToolMessage(content=review_message(_question(conversation), self._answer_tool),
+            return ToolMessage(content=review_message(_question(conversation), answer_tool),
                                tool_call_id=call.id, name=call.name, status="error",
                                artifact={"unrun": ANSWER_REVIEW, "may_repeat": True})
-        earlier = earlier_result(conversation, call, self._spec_map())
+        earlier = earlier_result(conversation, call, self._spec_map(state, offered))
         if earlier is None:
             return None
         self._events.append(Event(source=self.name, kind="note", data={"repeated_call": call.name}))
-        return ToolMessage(content=f"{REPEATED_CALL.format(answer_tool=self._answer_tool)} {earlier.text}",
+        return ToolMessage(content=f"{REPEATED_CALL.format(answer_tool=answer_tool)} {earlier.text}",
                            tool_call_id=call.id, name=call.name, status=earlier.status)
 
     def _load_weights(self) -> None:
@@ -418,148 +473,136 @@ class LLMAgent(Agent):
                 self._events.append(Event(source=self.name, kind="note", data={"model_load_s": round(seconds, 1)}))
 
     def _receive(self, observation: Any, info: dict[str, Any]) -> str:
-        proposed = self._proposed
-        if proposed is None:
+        state = self._state()
+        running = self._running(state)
+        if running is None:
             raise RuntimeError("act() was called again after the agent's final action; reset() starts a new task")
-        self._results[proposed.id] = _result_message(proposed, observation, info)
-        if self._pending:
-            return self._propose(self._pending.pop(0))
-        return self._advance(None, run_tools=[cast(ToolMessage, self._answer(call)) for call in self._reply_calls])
+        action = self._answer_calls(state, _result_message(running, observation, info))
+        return action if action is not None else self._advance(None)
 
-    def _advance(self, start: AgentState | None, run_tools: Sequence[AnyMessage] | None = None) -> str:
-        """Run the graph to its next pause (a reply with calls) or its end; the action that follows."""
+    def _answer_calls(self, state: EpisodeState, result: ToolMessage | None = None) -> str | None:
+        """Answer the current reply's calls in call order, from its first unanswered one: ``result`` (what
+        the env gave for the call it ran), then the agent's own answers (a malformed call's rejection, a
+        call answered without the env) up to the next call for the env. The answers are written into the
+        checkpoint; the action of that next call is returned, or None once every call is answered (the
+        reply's ``find_tools`` answers then widen the offered tools)."""
+        messages = state["messages"]
+        reply_at = cast(int, current_reply(messages))
+        offered = offered_now(state, reply_at)
+        answers = [] if result is None else [result]
+        ask: CheckedCall | None = None
+        for call in self._checked(state, reply_at)[answered(messages, reply_at) + len(answers):]:
+            if call.problem is not None:
+                answers.append(rejection(call, self._spec_map(state, offered)))
+                continue
+            answer = self._internal_answer(call, messages[:reply_at], state, offered)
+            if answer is None:
+                ask = call
+                break
+            answers.append(answer)
+            if isinstance(answer.artifact, dict) and OFFERED in answer.artifact:
+                offered = list(answer.artifact[OFFERED])
+        update: dict[str, Any] = {"messages": answers} if answers else {}
+        if ask is None and offered != state["offered"]:
+            update[OFFERED] = offered
+        if update:
+            self._write(update)
+        return call_text(ask.name, ask.arguments) if ask is not None else None
+
+    def _advance(self, start: EpisodeState | None) -> str:
+        """Run the graph (from ``start``, else from its checkpoint) to its next pause (a reply with calls)
+        or its end; the action that follows."""
         config = self._config()
         while True:
-            graph = self._graph()  # a find_tools answer may have widened the tools since the last reply
-            if run_tools is not None:
-                graph.update_state(config, {"messages": list(run_tools)}, as_node="run_tools")
-                self._reply_calls, self._pending, self._results, self._proposed = [], [], {}, None
-            state = self._values = cast(AgentState, graph.invoke(start, config))
+            graph = self._graph(start if start is not None else self._state())
+            state = self._values = cast(EpisodeState, graph.invoke(start, config))
             start = None
             if state["stop_reason"] is not None:
                 return self._stop_action(state["stop_reason"])
             if not wants_tools(state):
                 # The answer is a typed call of the answer tool, never prose read for one.
                 self._events.append(Event(source=self.name, kind="note", data={"no_call": True}))
-                run_tools = [HumanMessage(NO_CALL.format(answer_tool=self._answer_tool))]
+                self._write({"messages": [HumanMessage(NO_CALL.format(answer_tool=state["answer_tool"]))]})
                 continue
             redrawn = last_reply(state).response_metadata.get("redrawn")
             if redrawn:
                 self._events.append(Event(source=self.name, kind="note", data={"redrawn_repeats": redrawn}))
-            self._reply_calls = check_calls(last_reply(state), self._spec_map(), max_call_chars=self._max_call_chars,
-                                            parallel_calls=self._parallel_calls)
-            malformed = [{"name": call.name, "problem": call.problem} for call in self._reply_calls if call.problem]
+            malformed = [{"name": call.name, "problem": call.problem}
+                         for call in self._checked(state, len(state["messages"]) - 1) if call.problem]
             if malformed:
                 self._events.append(Event(source=self.name, kind="note", data={"malformed_calls": malformed}))
-            conversation = state["messages"][:-1]
-            for call in self._reply_calls:
-                answer = self._internal_answer(call, conversation) if call.problem is None else None
-                if answer is not None:
-                    self._results[call.id] = answer
-            self._pending = [call for call in self._reply_calls
-                             if call.problem is None and call.id not in self._results]
-            if self._pending:
-                return self._propose(self._pending.pop(0))
-            run_tools = [cast(AnyMessage, self._answer(call)) for call in self._reply_calls]
+            action = self._answer_calls(state)
+            if action is not None:
+                return action
 
     # Revising ------------------------------------------------------------------------------------
     def reply(self) -> tuple[list[AnyMessage], AIMessage] | None:
         """The conversation before the current reply, and the reply, while none of its calls has run
         (the reply can still be revised); None otherwise (between calls of one reply, or ended by a budget)."""
-        if self._thread is None or self._results or (self._reply_calls and self._proposed is not self._first_call()):
+        if self._thread is None:
             return None
         state = self._state()
         messages = list(state["messages"])
-        if state["stop_reason"] is not None or not messages or not isinstance(messages[-1], AIMessage):
+        reply_at = current_reply(messages)
+        if reply_at is None or state["stop_reason"] is not None:
             return None
-        return messages[:-1], messages[-1]
+        calls = self._checked(state, reply_at)
+        done = answered(messages, reply_at)
+        # Only rejections of malformed calls may be written yet: none of the reply's calls has run.
+        if done >= len(calls) or any(call.problem is None for call in calls[:done]):
+            return None
+        return messages[:reply_at], cast(AIMessage, messages[reply_at])
 
-    def _first_call(self) -> CheckedCall | None:
-        return next((call for call in self._reply_calls if call.problem is None), None)
-
-    def revise(self, notice: AnyMessage, *, withhold: str | None = None) -> str:
+    def revise(self, notice: AnyMessage, *, withhold: str | None = None) -> AgentOutput:
         """Write the current reply again after ``notice`` (see Revising in the module doc); with
         ``withhold``, the tool results just before the reply are replaced by that text first. Returns
-        the new reply's action."""
+        the step's new output: the last ``act``'s, then the revision's turns and events, and the new
+        reply's action; the output ``act`` returned is left as it was."""
         found = self.reply()
         if found is None:
             raise RuntimeError("there is no reply to revise: a call of it already ran, or the episode ended")
-        before, reply = found
-        edits: list[Any] = [RemoveMessage(id=str(reply.id))]
+        before, _ = found
+        state = self._state()
+        # The reply leaves, with the rejections of its malformed calls already written after it.
+        edits: list[Any] = [RemoveMessage(id=str(message.id)) for message in state["messages"][len(before):]]
         if withhold is not None:
             for message in reversed(before):
                 if not isinstance(message, ToolMessage):
                     break
                 edits.append(message.model_copy(update={"content": withhold}))
         edits.append(notice)
-        graph, config = self._graph(), self._config()
         # The rewritten reply stands in for the first one: one reply of the agent's budget of model calls.
-        graph.update_state(config, {"messages": edits, "model_calls": self._state()["model_calls"] - 1},
-                           as_node="run_tools")
-        self._reply_calls, self._pending, self._results, self._proposed = [], [], {}, None
-        self._values = None
-        self._emitted = min(self._emitted, len(before))
+        self._write({"messages": edits, "model_calls": state["model_calls"] - 1})
         action = self._advance(None)
-        if self._output is not None:  # the runner reads the step's output after its controllers decided
-            self._output.messages.extend(records(self._new_messages()))
-            self._output.events.extend(self._recorder.drain() + self._events)
-            self._events = []
-        return action
-
-    def _propose(self, call: CheckedCall) -> str:
-        self._proposed = call
-        return call_text(call.name, call.arguments)
+        first = self._output if self._output is not None else AgentOutput(action=None)
+        # The runner records the returned output; a lent model's calls while its action runs join it.
+        self._output = AgentOutput(action=action, tool_call=first.tool_call,
+                                   messages=[*first.messages, *records(self._state()["messages"][len(before):])],
+                                   events=[*first.events, *self._drain_events()])
+        return self._output
 
     def _stop_action(self, reason: str) -> str:
-        self._proposed = None
         self._events.append(Event(source=self.name, kind="note", data={"budget": reason}))
         return stop_action(reason)
-
-    def _spec_map(self) -> dict[str, ToolSpec]:
-        return {spec.name: spec for spec in self._tools}
-
-    def _answer(self, call: CheckedCall) -> ToolMessage | None:
-        """The tool message answering a call of the current reply, once known."""
-        return rejection(call, self._spec_map()) if call.problem is not None else self._results.get(call.id)
-
-    def _new_messages(self) -> list[AnyMessage]:
-        """The turns that joined the conversation since the last step: the graph's messages, then
-        the current reply's tool messages known so far, in call order."""
-        conversation = list(self._state()["messages"])
-        for call in self._reply_calls:
-            message = self._answer(call)
-            if message is None:
-                break
-            conversation.append(message)
-        new, self._emitted = conversation[self._emitted:], len(conversation)
-        return new
 
     # Branching -----------------------------------------------------------------------------------
     def snapshot(self) -> LLMAgentSnapshot:
         """This point of the episode (see Branching in the module docstring)."""
-        found = self._saver.get_tuple(self._config()) if self._thread is not None else None
-        return LLMAgentSnapshot(
-            checkpoint=copy.deepcopy(found.checkpoint) if found else None,
-            metadata=copy.deepcopy(found.metadata) if found else None, tools=self._tools,
-            max_call_chars=self._max_call_chars, reply_calls=tuple(self._reply_calls), pending=tuple(self._pending),
-            proposed=self._proposed, results=tuple(copy.deepcopy(self._results).items()), emitted=self._emitted,
-            elapsed_s=time.monotonic() - self._started_at, seed=self._seed,
-            server_tools=copy.deepcopy(self._server_tools), answer_tool=self._answer_tool)
+        found = self._saver.get_tuple(self._thread_config()) if self._thread is not None else None
+        return LLMAgentSnapshot(checkpoint=copy.deepcopy(found.checkpoint) if found else None,
+                                metadata=copy.deepcopy(found.metadata) if found else None, seed=self._seed,
+                                max_call_chars=self._max_call_chars, elapsed_s=time.monotonic() - self._started_at)
 
     def restore(self, snapshot: LLMAgentSnapshot) -> None:
         """Stand at ``snapshot``: its checkpoint copied into a fresh thread of this agent's checkpointer."""
         self._clear_episode()
-        self._tools, self._max_call_chars = snapshot.tools, snapshot.max_call_chars
-        self._reply_calls, self._pending = list(snapshot.reply_calls), list(snapshot.pending)
-        self._proposed, self._results = snapshot.proposed, copy.deepcopy(dict(snapshot.results))
-        self._emitted, self._started_at = snapshot.emitted, time.monotonic() - snapshot.elapsed_s
-        self._seed = snapshot.seed
-        self._server_tools, self._answer_tool = copy.deepcopy(snapshot.server_tools), snapshot.answer_tool
+        self._seed, self._max_call_chars = snapshot.seed, snapshot.max_call_chars
+        self._started_at = time.monotonic() - snapshot.elapsed_s
         if snapshot.checkpoint is not None and snapshot.metadata is not None:
             self._thread = uuid.uuid4().hex
             checkpoint = copy.deepcopy(snapshot.checkpoint)
-            self._saver.put({"configurable": {"thread_id": self._thread, "checkpoint_ns": ""}}, checkpoint,
-                            copy.deepcopy(snapshot.metadata), checkpoint["channel_versions"])
+            self._saver.put(self._thread_config(), checkpoint, copy.deepcopy(snapshot.metadata),
+                            checkpoint["channel_versions"])
 
     def fork(self, snapshot: LLMAgentSnapshot) -> LLMAgent:
         """An independent agent standing at ``snapshot`` (same configuration and model object)."""

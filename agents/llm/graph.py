@@ -16,7 +16,8 @@ when ``concurrent_tools`` says the server allows it.
 
 The runner owns the tool-call boundary: ``build_graph(..., pause_before_tools=True)`` compiles
 the graph with an interrupt before ``run_tools``, and ``LLMAgent`` runs the calls through the env
-and writes their messages as ``run_tools``'s update. Without the pause the graph runs the whole loop
+and writes each call's message, in call order, as an update of ``run_tools``
+(``update_state(..., as_node="run_tools")``). Without the pause the graph runs the whole loop
 in one ``ainvoke`` (``run_on_session`` does it over one MCP session). Both give the same messages
 for the same model.
 
@@ -178,10 +179,12 @@ def make_checkpointer(spec: str = "memory") -> BaseCheckpointSaver:
 
 
 def build_graph(model: BaseChatModel, tools: Sequence[BaseTool | ToolSpec], settings: LoopSettings | None = None,
-                *, checkpointer: BaseCheckpointSaver | None = None,
-                pause_before_tools: bool = False) -> CompiledStateGraph:
+                *, checkpointer: BaseCheckpointSaver | None = None, pause_before_tools: bool = False,
+                state_schema: type[AgentState] = AgentState) -> CompiledStateGraph:
     """The agent graph (see the module docstring). ``tools`` are LangChain tools to run, or
-    ``ToolSpec``s when the graph pauses before ``run_tools`` and its caller runs the calls."""
+    ``ToolSpec``s when the graph pauses before ``run_tools`` and its caller runs the calls.
+    ``state_schema``: ``AgentState`` or a ``TypedDict`` extending it with keys of the caller's (the
+    nodes pass them through; ``gauntlet.agents.llm.state.EpisodeState`` holds the LLM agent's tools)."""
     settings = settings or LoopSettings()
     specs = {spec.name: spec for spec in map(ToolSpec.of, tools)}
     runnable = {tool.name: tool for tool in tools if isinstance(tool, BaseTool)}
@@ -249,7 +252,7 @@ def build_graph(model: BaseChatModel, tools: Sequence[BaseTool | ToolSpec], sett
     def after_model(state: AgentState) -> str:
         return "run_tools" if wants_tools(state) else END
 
-    graph = StateGraph(AgentState)
+    graph = StateGraph(state_schema)
     graph.add_node("call_model", RunnableLambda(call_model, afunc=acall_model, name="call_model"))
     graph.add_node("run_tools", run_tools)
     graph.add_edge(START, "call_model")

@@ -18,6 +18,18 @@ reader as above (``reused`` 0). A reply with tool calls is read as the bare JSON
 writes them in (``{"name": ..., "arguments": ...}``, one per line), so its states are those of the call
 as written.
 
+Scored once beside the correction. The ``latent-correct`` controller (``correction.LatentCorrection``)
+scores a reply before its first action runs, and records the verdict in the step's ``decision`` event
+(``chaos`` and ``reused`` of the reply it let through; ``chaos_after`` and ``reused_after`` of the one it
+had written again). The monitor observes the step right after, and takes that recorded score for the
+step's last reply instead of reading the reply again (``shared`` 1; it flags it against its own
+threshold). Only a step's last reply is scored: its score is the one the monitor returns. So a reply
+watched by both hooks is scored once. ``scores_from`` names the controller whose scores it takes
+(default ``latent-correct``; None: score every reply itself). Both must read the same fitted score:
+``gauntlet run``/``eval`` check this when both hooks are named (``LatentMonitor.compose``) and let the
+monitor score for itself when their ``model`` or ``reader`` differ; a caller who builds both hooks with
+different scores passes ``scores_from=None``.
+
 ``SHIPPED_SCORE`` (``chaos-layer12.npz`` beside this module, the default ``model``) is the score the
 instruction-hierarchy study fitted on the offline model (``python experiments/latent_monitor.py --size
 full --only hierarchy``: layer 12, rank 32, the threshold at the 95th percentile of compliant replies).
@@ -31,13 +43,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gauntlet.controllers.latent.detectors import ChaosScore
 from gauntlet.episode import Step
-from gauntlet.errors import UserError
+from gauntlet.errors import UserError, check_arguments
+
+if TYPE_CHECKING:
+    from gauntlet.cli_commands.common import HookTarget
+
+CORRECTION = "latent-correct"
+"""The registered name of the gated correction, whose recorded reply scores the monitor takes (``scores_from``)."""
 
 
 def save_chaos_score(path: str | Path, score: ChaosScore, threshold: float, model: str) -> Path:
@@ -63,7 +81,7 @@ def load_chaos_score(path: str | Path) -> tuple[ChaosScore, float, str]:
             return score, float(saved["threshold"]), str(saved["model"])
     except (OSError, KeyError, ValueError) as exc:
         raise UserError(f"monitor latent: {path} is not a fitted chaos score ({exc}); make one with "
-                        "python experiments/latent_monitor.py") from None
+                        "gauntlet latent fit --detector aeo --out FILE.npz") from None
 
 
 def reply_text(message: Any) -> str:
@@ -82,26 +100,63 @@ def shipped_score() -> Path:
     return Path(__file__).resolve().parent / SHIPPED_SCORE
 
 
+def fitted_score(model: str | None, reader: str | None) -> tuple[ChaosScore, float, str]:
+    """The chaos score in ``model`` (default: the shipped one), its threshold and the model file it was
+    fitted on, after checking that ``reader`` (when given) exists and is that model; ``UserError``
+    otherwise. Loads no model: what a hook checks before a run starts."""
+    path = model if model is not None else shipped_score()
+    score, threshold, fitted_on = load_chaos_score(path)
+    if reader is not None:
+        if not Path(reader).exists():
+            raise UserError(f"monitor latent: the reader {reader} does not exist; give a .gguf file or a "
+                            "transformers model folder")
+        if Path(reader).name != fitted_on:
+            raise UserError(f"monitor latent: {path} was fitted on {fitted_on}'s states, not "
+                            f"{Path(reader).name}'s; give the reader it was fitted on")
+    return score, threshold, fitted_on
+
+
+def same_score(config: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Whether two hook configs read replies with the same fitted score and reader."""
+    return all(config.get(key) == other.get(key) for key in ("model", "reader"))
+
+
 class LatentMonitor:
     """Records each model reply's chaos score (module doc)."""
 
     name = "latent"
 
-    def __init__(self, model: str | None = None, reader: str | None = None, threads: int = 1):
+    def __init__(self, model: str | None = None, reader: str | None = None, threads: int = 1,
+                 scores_from: str | None = CORRECTION):
         from gauntlet.agents.llm.models import local_model
 
-        self.score, self.threshold, fitted_on = load_chaos_score(model if model is not None else shipped_score())
+        self.score, self.threshold, fitted_on = fitted_score(model, reader)
         if reader is None:  # the pinned offline model the score was fitted on
             from gauntlet.agents.llm.offline_model import model_path, pinned_model_of_file
 
             reader = str(model_path(pinned_model_of_file(fitted_on)))
-        if Path(reader).name != fitted_on:
-            raise UserError(f"monitor latent: {model} was fitted on {fitted_on}'s states, not {Path(reader).name}'s; "
-                            "give the reader it was fitted on")
         reader_model: Any = local_model(reader, threads=threads, max_new_tokens=1)
         reader_model.weights.watch((self.score.layer,))
         self.reader = reader_model
+        self.scores_from = scores_from
         self._conversation: list[Any] = []
+
+    @classmethod
+    def compose(cls, target: HookTarget, config: dict[str, Any]) -> dict[str, Any]:
+        """The config to watch ``target`` with (``gauntlet.cli_commands.common.HookTarget``), checked before a
+        run starts and without loading the reader: an llm agent (``UserError`` otherwise), a fitted score and
+        its reader. Beside a ``latent-correct`` controller that reads another score, ``scores_from`` None:
+        the monitor then scores every reply itself."""
+        if not target.agent_offers("reply"):
+            raise UserError(f"monitor {cls.name!r} scores the model replies of an llm agent, and agent "
+                            f"{target.agent!r} writes none; run it with --agent llm")
+        check_arguments(cls, what=f"monitor {cls.name!r}", fix="fix --monitor-config", **config)
+        fitted_score(config.get("model"), config.get("reader"))
+        partner = target.hooks.get("controller")
+        if partner is not None and partner.name == config.get("scores_from", CORRECTION) and not same_score(
+                config, partner.config):
+            return {**config, "scores_from": None}
+        return config
 
     def observe(self, step: Step) -> dict[str, float]:
         from langchain_core.messages import AIMessage
@@ -110,13 +165,34 @@ class LatentMonitor:
 
         if step.index == 0:
             self._conversation = []
-        scores: dict[str, float] = {}
+        reply, before = None, 0
         for record in step.messages:
             message = message_of(record)
             if isinstance(message, AIMessage) and self._conversation:
-                scores = self.reply_scores(self._conversation, message)
+                reply, before = message, len(self._conversation)
             self._conversation.append(message)
-        return scores
+        if reply is None:
+            return {}
+        shared = self.controller_scores(step)
+        if shared is not None:
+            return shared
+        return {**self.reply_scores(self._conversation[:before], reply), "shared": 0.0}
+
+    def controller_scores(self, step: Step) -> dict[str, float] | None:
+        """The score of ``step``'s last reply that the controller ``scores_from`` recorded in the step's
+        decision (module doc), flagged against this monitor's threshold; None when it scored no reply there."""
+        if self.scores_from is None:
+            return None
+        for event in step.events:
+            if event.kind == "decision" and event.source == self.scores_from:
+                scores = event.data.get("scores", {})
+                after = bool(scores.get("corrected"))
+                chaos = scores.get("chaos_after" if after else "chaos")
+                if chaos is None:
+                    return None
+                reused = scores.get("reused_after" if after else "reused", 0.0)
+                return {**self.verdict(float(chaos)), "reused": float(reused), "shared": 1.0}
+        return None
 
     def reply_scores(self, conversation: list[Any], reply: Any) -> dict[str, float]:
         """``chaos``, ``flagged`` and ``reused`` of the model's ``reply`` to ``conversation``."""
@@ -139,4 +215,5 @@ class LatentMonitor:
         return self.verdict(self.score.divergence(tokens))
 
 
-__all__ = ["SHIPPED_SCORE", "LatentMonitor", "load_chaos_score", "reply_text", "save_chaos_score", "shipped_score"]
+__all__ = ["CORRECTION", "SHIPPED_SCORE", "LatentMonitor", "fitted_score", "load_chaos_score", "reply_text",
+           "same_score", "save_chaos_score", "shipped_score"]

@@ -1,5 +1,5 @@
-"""Registers the latent monitor, its gated correction and the injection corpora's data builder (string
-targets only: torch, transformers and scikit-learn load when an entry is used)."""
+"""Registers the latent monitor, its gated correction, the ``gauntlet latent`` command and the injection
+corpora's data builder (string targets only: torch, transformers and scikit-learn load when an entry is used)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ def register() -> None:
 
     registry.add("monitor", "latent", f"{PACKAGE}.monitor:LatentMonitor",
                  "the chaos score (AEO, reconstructed) of each LLM-agent reply's hidden states, and whether it "
-                 "crosses its threshold (config: [model=FILE from experiments/latent_monitor.py, default the shipped "
+                 "crosses its threshold (config: [model=FILE from gauntlet latent fit, default the shipped "
                  "score of the offline model][, reader=MODEL])")
     registry.add("controller", "latent-correct", f"{PACKAGE}.correction:LatentCorrection",
                  "gates a correction on the chaos score: a flagged LLM-agent reply is written again with the "
                  "hierarchy restated (config: [model=FILE][, method=restate|withhold, threshold=X, reader=MODEL])")
+    registry.add("command", "latent", f"{PACKAGE}.cli:app",
+                 "latent monitor: fit a detector on a model's hidden states, evaluate it on held-out texts, "
+                 "score replies")
     registry.add("demo", "latent", f"{PACKAGE}.demo:run_demo",
                  "the chaos score and its gated correction live on two LLM-agent episodes (offline model, CPU)")
     registry.add("data", DATA_NAME, f"{PACKAGE}.corpora:build", DATA_DESCRIPTION, version=DATA_VERSION, inputs=(PINS,))

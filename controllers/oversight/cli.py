@@ -233,7 +233,8 @@ def train(
     from gauntlet.cli_commands.common import console
     from gauntlet.controllers.oversight.collect import load_meta
     from gauntlet.controllers.oversight.metrics import split_by_episode, tune_dispersion
-    from gauntlet.controllers.oversight.models import ActionConditioned, RiskScore, ScalarRouter, save_model
+    from gauntlet.controllers.oversight.models import (ActionConditioned, RiskScore, ScalarRouter, failure_data,
+                                                       save_model, utility_data)
     from gauntlet.controllers.oversight.utility import UtilityConfig
 
     data = _rows(rows)
@@ -248,11 +249,12 @@ def train(
     if dispersion is None:
         dispersion = tune_dispersion(kind.value, fit_rows, calibration_rows, (0.0, 0.25, 0.5, 1.0, 2.0), seed=seed,
                                      n_estimators=trees)
-    model = ActionConditioned(kind.value, n_estimators=trees, dispersion=dispersion, seed=seed).fit(train_rows)
+    model = ActionConditioned(kind.value, n_estimators=trees, dispersion=dispersion, seed=seed).fit(
+        *utility_data(train_rows))
     save_model(out, model, utility=utility, benchmark=meta["benchmark"], metadata=common)
     # The scalar baseline as `evaluate` builds it: risk on one part, the threshold tuned on the other.
-    router = ScalarRouter(RiskScore("rf", seed=seed, n_estimators=trees).fit(fit_rows),
-                          intervention="expert").fit(calibration_rows)
+    risk = RiskScore("rf", seed=seed, n_estimators=trees).fit(*failure_data(fit_rows))
+    router = ScalarRouter(risk, intervention="expert").fit(*utility_data(calibration_rows, risk.feature_names))
     scalar_out = scalar_path(out)
     save_model(scalar_out, router, utility=utility, benchmark=meta["benchmark"],
                metadata={**common, "threshold": router.threshold})

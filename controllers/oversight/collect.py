@@ -10,8 +10,10 @@ A job is one (episode, expert strength): ``collect_episode`` over it is the unit
 and its ``done`` line go to the file in one ``write`` on a descriptor opened for appending, by the
 driver only (workers return rows). So the file is always whole jobs plus, after a kill, at most one torn
 tail: resuming cuts the tail back to the last ``done`` line and runs only the jobs that have none.
-Branched rows are the expensive part, so jobs fan out: ``workers`` local processes (spawned: the text
-benchmarks run a JVM or a game interpreter that must not be forked), or Ray tasks on a cluster.
+Branched rows are the expensive part, so jobs fan out through the fan-out ``gauntlet run`` and
+``gauntlet eval`` use (``gauntlet.batch.fan_out``): ``workers`` local processes that die with the driver
+(spawned: the text benchmarks run a JVM or a game interpreter that must not be forked), or Ray tasks on
+a cluster. Workers return each job's rows; the driver writes them in the order jobs finish.
 """
 
 from __future__ import annotations
@@ -20,17 +22,16 @@ import json
 import multiprocessing
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gauntlet.batch import BACKENDS, fan_out
 from gauntlet.controllers.oversight.benchmarks import BENCHMARKS, Benchmark, get_benchmark
 from gauntlet.controllers.oversight.protocol import CollectStats, Prefixes, Row, collect_episode
 from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
 from gauntlet.fileio import exclusive_folder, write_atomically
-from gauntlet.worker_pool import worker_pool
 
 META, ROWS = "meta.json", "rows.jsonl"
 FORMAT = 1
@@ -197,8 +198,10 @@ def _benchmark(name: str, options: dict[str, Any]) -> Benchmark:
     return _benchmarks[key]
 
 
-def run_job(spec_json: dict[str, Any], episode: int, strength: float) -> tuple[list[Row], dict[str, Any]]:
-    """One job: the rows of ``episode`` with an expert of ``strength``, and its stats (a worker's task)."""
+def run_job(spec_json: dict[str, Any], episode: int, strength: float
+            ) -> tuple[int, float, list[Row], dict[str, Any]]:
+    """One job, a worker's task: ``(episode, strength, rows, stats)`` for the rows of ``episode`` with an
+    expert of ``strength``."""
     import gauntlet  # noqa: F401  (registers the gauntlet/ envs in spawned workers)
 
     config = UtilityConfig(**spec_json["config"])
@@ -207,7 +210,7 @@ def run_job(spec_json: dict[str, Any], episode: int, strength: float) -> tuple[l
     rows = collect_episode(_benchmark(spec_json["benchmark"], spec_json["options"]), episode, config=config,
                            actions=tuple(spec_json["actions"]), draws=spec_json["draws"], prefixes=prefixes,
                            strength_expert=strength, stats=stats)
-    return rows, stats.as_dict()
+    return episode, strength, rows, stats.as_dict()
 
 
 def _append(rows_file: Path, rows: list[Row], episode: int, strength: float) -> None:
@@ -224,47 +227,6 @@ def _append(rows_file: Path, rows: list[Row], episode: int, strength: float) -> 
         os.close(fd)
 
 
-def _run_local(spec_json: dict[str, Any], jobs: Sequence[tuple[int, float]], workers: int
-               ) -> Iterator[tuple[int, float, list[Row], dict[str, Any]]]:
-    if workers == 1:
-        for episode, strength in jobs:
-            rows, stats = run_job(spec_json, episode, strength)
-            yield episode, strength, rows, stats
-        return
-    context = multiprocessing.get_context("spawn")
-    with worker_pool(workers, context) as pool:
-        queue = list(jobs)
-        running: dict[Future[tuple[list[Row], dict[str, Any]]], tuple[int, float]] = {}
-        while queue or running:
-            while queue and len(running) < 2 * workers:
-                episode, strength = queue.pop(0)
-                running[pool.submit(run_job, spec_json, episode, strength)] = (episode, strength)
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                episode, strength = running.pop(future)
-                rows, stats = future.result()
-                yield episode, strength, rows, stats
-
-
-def _run_ray(spec_json: dict[str, Any], jobs: Sequence[tuple[int, float]], workers: int, address: str | None
-             ) -> Iterator[tuple[int, float, list[Row], dict[str, Any]]]:
-    import ray
-
-    if not ray.is_initialized():
-        if address is None:
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    remote = ray.remote(run_job)
-    pending = {remote.remote(spec_json, episode, strength): (episode, strength) for episode, strength in jobs}
-    while pending:
-        ready, _ = ray.wait(list(pending), num_returns=1)
-        for ref in ready:
-            episode, strength = pending.pop(ref)
-            rows, stats = ray.get(ref)
-            yield episode, strength, rows, stats
-
-
 def _merge(total: CollectStats, part: dict[str, Any]) -> None:
     for name in ("episodes", "rows", "branches", "env_steps", "restores", "replays_matched", "replays"):
         setattr(total, name, getattr(total, name) + int(part.get(name, 0)))
@@ -279,8 +241,8 @@ def collect(spec: CollectSpec, out_dir: str | os.PathLike[str], *, workers: int 
     ``progress(done, total, stats)`` is called after each job. ``stats.seconds`` sums the workers'
     busy time; the result's ``rows_per_s`` is per second of wall time.
     """
-    if backend not in ("local", "ray"):
-        raise ValueError(f"backend must be 'local' or 'ray', not {backend!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
     if ray_address is not None and backend != "ray":
@@ -307,9 +269,11 @@ def _collect(spec: CollectSpec, out: Path, workers: int, backend: str, ray_addre
     if progress is not None:
         progress(finished, total, stats)
     if jobs:
-        runner = (_run_local(spec_json, jobs, min(workers, len(jobs))) if backend == "local"
-                  else _run_ray(spec_json, jobs, workers, ray_address))
-        for episode, strength, rows, part in runner:
+        # Spawned workers: the text benchmarks run a JVM or a game interpreter that must not be forked.
+        results = fan_out(run_job, [(spec_json, episode, strength) for episode, strength in jobs], backend=backend,
+                          workers=min(workers, len(jobs)) if backend == "local" else workers,
+                          ray_address=ray_address, context=multiprocessing.get_context("spawn"))
+        for episode, strength, rows, part in results:
             _append(rows_file, rows, episode, strength)
             _merge(stats, part)
             finished += 1

@@ -25,6 +25,15 @@ back from an episode and ``online_utility`` prices a whole episode as the rows p
 
 Registered (``registration.py``) as the controllers ``oversight`` and ``oversight-scalar``:
 ``gauntlet run ... --controller oversight --controller-config '{"model": "FILE"}'``.
+
+Where they can oversee. A handover acts the expert of the benchmark the model was trained on, so the
+env must give that expert its input. The taxi expert reads the observation, so ``gauntlet run Taxi-v4``
+works; the expert of corridor, chem and disaster (``PrivilegedExpert``) acts
+``info["privileged"]["expert_action"]``, which only the benchmark's own env names (``Benchmark.make_env``:
+for the tool suites, ``GoldContinuation`` over the suite's env). ``compose`` refuses, before any episode,
+``gauntlet eval`` (a task suite's env names no expert action) and a ``gauntlet run`` whose env's reset
+info lacks what the expert reads, pointing to ``gauntlet oversight deploy``, which runs the benchmark's
+env; ``decide`` makes the same check at ``t = 0`` of every episode (a rollout outside the CLI).
 """
 
 from __future__ import annotations
@@ -32,11 +41,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gauntlet.controllers.oversight.benchmarks import Benchmark, get_benchmark
 from gauntlet.controllers.oversight.features import History, prefix_features
-from gauntlet.controllers.oversight.lapsing import BranchableAgent, derive_seed, plain_action
+from gauntlet.controllers.oversight.lapsing import BranchableAgent, derive_seed, plain_action, privileged_input
 from gauntlet.controllers.oversight.models import (
     ActionConditioned,
     ModelFile,
@@ -48,7 +57,12 @@ from gauntlet.controllers.oversight.models import (
 )
 from gauntlet.controllers.oversight.utility import INTERVENTIONS, UtilityConfig
 from gauntlet.episode import Episode, Event
+from gauntlet.errors import UserError, check_arguments
 from gauntlet.hooks import Decision, Prefix
+from gauntlet.info_keys import PRIVILEGED
+
+if TYPE_CHECKING:
+    from gauntlet.cli_commands.common import HookTarget
 
 ONLINE_ACTIONS = ("continue", "quit", "expert", "expert_k")
 """The overseer actions an online controller can carry out through the runner."""
@@ -65,6 +79,7 @@ class _Overseer(ABC):
 
     def __init__(self, model: str | Path, benchmark: str | None, benchmark_options: Mapping[str, Any] | None,
                  expert_strength: float) -> None:
+        self.model_path = Path(model)
         self.file: ModelFile = load_model(model)
         self.utility: UtilityConfig = self.file.utility
         self.benchmark: Benchmark = get_benchmark(benchmark or self.file.benchmark, **dict(benchmark_options or {}))
@@ -72,6 +87,40 @@ class _Overseer(ABC):
         self._handover_left = 0
         self._handover_action = ""
         self._seed = 0
+
+    @classmethod
+    def compose(cls, target: HookTarget, config: dict[str, Any]) -> dict[str, Any]:
+        """``config`` if the controller can oversee ``target`` (see the module doc), else ``UserError``
+        naming what its expert needs and ``gauntlet oversight deploy``; called before any episode runs.
+        Under ``run`` it builds the controller once (checking the config) and reads the env's first reset."""
+        if target.command == "eval":
+            model, benchmark = config.get("model", "FILE"), config.get("benchmark")
+            if benchmark is None and "model" in config:
+                try:
+                    benchmark = load_model(model).benchmark
+                except (OSError, ValueError):
+                    pass
+            raise UserError(f"controller {cls.name!r} cannot oversee `gauntlet eval {target.env}`: its handovers "
+                            "act the expert of the benchmark its model was trained on, which needs that benchmark's "
+                            "own env (a task suite's env does not name info['privileged']['expert_action']); deploy "
+                            f"it with `gauntlet oversight deploy {benchmark or 'BENCHMARK'} --model {model}`")
+        check_arguments(cls, what=f"controller {cls.name!r}", fix="fix --controller-config", **config)
+        overseer = cls(**config)
+        info = target.reset_info()
+        if info is not None:
+            overseer.check_expert_input(info, f"{target.env}'s reset info")
+        return config
+
+    def check_expert_input(self, info: dict[str, Any], where: str) -> None:
+        """``UserError`` unless ``info`` (``where``: what it is, for the message) gives the expert what it acts
+        from, pointing to ``gauntlet oversight deploy``, which runs the benchmark's own env."""
+        key = privileged_input(self.expert)
+        privileged = info.get(PRIVILEGED)
+        if key is None or (isinstance(privileged, dict) and key in privileged):
+            return
+        raise UserError(f"controller {self.name!r} hands over to the {self.benchmark.name} benchmark's expert, which "
+                        f"acts info[{PRIVILEGED!r}][{key!r}], and {where} names none; deploy it on the benchmark's own "
+                        f"env: `gauntlet oversight deploy {self.benchmark.name} --model {self.model_path}`")
 
     def features(self, prefix: Prefix) -> dict[str, float]:
         """The prefix features of ``prefix``, as the branching protocol computes them for a row."""
@@ -102,6 +151,7 @@ class _Overseer(ABC):
         return Decision.intervene("replace_action", action=decision.action, reason=action, scores=scores)
 
     def _start_episode(self, prefix: Prefix) -> None:
+        self.check_expert_input(prefix.info, "this env's reset info")
         self._seed = 0 if prefix.seed is None else int(prefix.seed)
         self._handover_left = 0
         self.expert.reset(seed=prefix.seed, observation_space=prefix.env.observation_space,
@@ -124,6 +174,8 @@ class OversightController(_Overseer):
     ``dispersion`` overrides the model's penalty ``lambda``.
     """
 
+    name = "oversight"
+
     def __init__(self, model: str | Path, benchmark: str | None = None, *,
                  benchmark_options: Mapping[str, Any] | None = None, expert_strength: float = 1.0,
                  dispersion: float | None = None, name: str = "oversight") -> None:
@@ -141,7 +193,7 @@ class OversightController(_Overseer):
 
     def _choose(self, features: dict[str, float]) -> tuple[str, dict[str, float]]:
         X, _ = design_matrix([{"features": features}], self.model.feature_names)
-        mean, std = self.model.predict(X)
+        mean, std = self.model.predict(X, return_std=True)
         scores = {}
         for j, action in enumerate(self.model.actions):
             if action in self.allowed:
@@ -157,6 +209,8 @@ class ScalarRoutingController(_Overseer):
 
     Arguments as ``OversightController``'s. The router's intervention must be ``expert`` or ``expert_k``.
     """
+
+    name = "oversight-scalar"
 
     def __init__(self, model: str | Path, benchmark: str | None = None, *,
                  benchmark_options: Mapping[str, Any] | None = None, expert_strength: float = 1.0,

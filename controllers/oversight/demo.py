@@ -19,7 +19,8 @@ ONLINE = 10
 def run_demo(out_dir: Path, *, episodes: int = EPISODES, online_episodes: int = ONLINE) -> None:
     from gauntlet.controllers.oversight.collect import CollectSpec, collect, load_rows
     from gauntlet.controllers.oversight.metrics import EvaluationConfig, evaluate, markdown_table, split_by_episode
-    from gauntlet.controllers.oversight.models import ActionConditioned, RiskScore, ScalarRouter, save_model
+    from gauntlet.controllers.oversight.models import (ActionConditioned, RiskScore, ScalarRouter, failure_data,
+                                                       save_model, utility_data)
     from gauntlet.controllers.oversight.online import compare_online
     from gauntlet.controllers.oversight.utility import UtilityConfig
 
@@ -37,9 +38,10 @@ def run_demo(out_dir: Path, *, episodes: int = EPISODES, online_episodes: int = 
         print(f"risk {name}: ECE {values['ece']:.3f}, AUROC {values['auroc']:.3f}")
     config = UtilityConfig()
     fit, calibration = split_by_episode(train, 0.3, 0)
-    model = save_model(out / "taxi-controller.joblib", ActionConditioned("rf").fit(train), utility=config,
-                       benchmark="taxi")
-    router = ScalarRouter(RiskScore("rf").fit(fit)).fit(calibration)
+    controller = ActionConditioned("rf").fit(*utility_data(train))
+    model = save_model(out / "taxi-controller.joblib", controller, utility=config, benchmark="taxi")
+    risk = RiskScore("rf").fit(*failure_data(fit))
+    router = ScalarRouter(risk).fit(*utility_data(calibration, risk.feature_names))
     scalar = save_model(out / "taxi-controller.scalar.joblib", router, utility=config, benchmark="taxi")
     online = compare_online("taxi", model, range(100_000, 100_000 + online_episodes), scalar_model=scalar,
                             record_dir=out / "online")

@@ -62,8 +62,19 @@ def plain_action(output: Any) -> Any:
     return output.action if type(output) is AgentOutput else output
 
 
+def privileged_input(expert: Any) -> str | None:
+    """The key under ``info["privileged"]`` that ``expert`` acts from (``EXPERT_ACTION`` for the
+    ``PrivilegedExpert``, also inside a lapsing or weakened one), or None when it acts from what any env
+    shows it. Only an env that puts that key in its info can host the expert: the benchmark's own
+    (``Benchmark.make_env``), not an env a run or an evaluation makes from an id or a suite."""
+    return getattr(expert, "privileged_key", None)
+
+
 class StatelessExpert(Agent):
     """An expert whose action is a function of what it is shown: nothing to snapshot, restore or reseed."""
+
+    privileged_key: str | None = None
+    """The key under ``info["privileged"]`` it acts from, if any (``privileged_input``)."""
 
     def snapshot(self) -> None:
         return None
@@ -79,6 +90,7 @@ class PrivilegedExpert(StatelessExpert):
     """The expert an env provides: acts ``info["privileged"]["expert_action"]``."""
 
     name = "privileged-expert"
+    privileged_key = EXPERT_ACTION
 
     def act(self, observation: Any, info: dict[str, Any]) -> Any:
         try:
@@ -176,6 +188,11 @@ class LapsingAgent(Agent):
         self._recent: tuple[Any, ...] = ()
         self._loop: tuple[Any, ...] = ()
         self._loop_left = 0
+
+    @property
+    def privileged_key(self) -> str | None:
+        """What its expert acts from (``privileged_input``): the lapsing agent needs it on the steps the expert acts."""
+        return privileged_input(self.expert)
 
     def config(self) -> dict[str, Any]:
         return {"seed": self.seed, "p_lapse": self.p_lapse, "p_loop": self.p_loop, "loop_len": self.loop_len,

@@ -39,6 +39,8 @@ from gauntlet.controllers.oversight.models import (
     choose_from_scores,
     continue_failed,
     design_matrix,
+    failure_data,
+    utility_data,
 )
 from gauntlet.stats import auroc, cluster_bootstrap_ci, expected_calibration_error
 
@@ -281,24 +283,27 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
 
     # The scalar baseline: risk on the fit split; recalibration and thresholds on the calibration split.
     fit_rows, calibration_rows = split_by_episode(train_rows, config.calibration_fraction, seed)
-    risk = RiskScore(config.risk_kind, seed=seed, n_jobs=config.n_jobs, n_estimators=config.trees).fit(fit_rows)
+    risk = RiskScore(config.risk_kind, seed=seed, n_jobs=config.n_jobs, n_estimators=config.trees).fit(
+        *failure_data(fit_rows))
+    X_calibration, utilities_calibration, _ = utility_data(calibration_rows, risk.feature_names)
+    failed_calibration = continue_failed(calibration_rows)
     scores: dict[str, RiskScore | Calibrated] = {"raw": risk}
     methods: tuple[Literal["platt", "isotonic"], ...] = ("platt", "isotonic")
     for method in methods:
-        scores[method] = Calibrated(risk, method).fit(calibration_rows)
+        scores[method] = Calibrated(risk, method).fit(X_calibration, failed_calibration)
     X_test, _ = design_matrix(test.rows, risk.feature_names)
     thresholds: dict[str, Any] = {}
-    raw_router = ScalarRouter(risk, intervention=config.intervention).fit(calibration_rows)
+    raw_router = ScalarRouter(risk, intervention=config.intervention).fit(X_calibration, utilities_calibration)
     for name, score in scores.items():
         router = raw_router if name == "raw" else ScalarRouter(score, intervention=config.intervention).fit(
-            calibration_rows)
+            X_calibration, utilities_calibration)
         choices[f"scalar_{name}"] = router.choose(X_test)
         thresholds[name] = router.threshold
         if name != "raw":
             fixed = ScalarRouter(score, threshold=raw_router.threshold, intervention=config.intervention)
             choices[f"scalar_{name}_raw_threshold"] = fixed.choose(X_test)
     if "quit" in actions:
-        two = TwoThresholdRouter(risk, intervention=config.intervention).fit(calibration_rows)
+        two = TwoThresholdRouter(risk, intervention=config.intervention).fit(X_calibration, utilities_calibration)
         choices["scalar_two_threshold"] = two.choose(X_test)
         thresholds["two_threshold"] = [two.low, two.high]
 
@@ -310,12 +315,12 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
             dispersion = tune_dispersion(kind, fit_rows, calibration_rows, config.dispersion_grid, seed=seed,
                                          n_jobs=config.n_jobs, n_estimators=trees)
             untuned = ActionConditioned(kind, n_estimators=trees, dispersion=0.0, seed=seed,
-                                        n_jobs=config.n_jobs).fit(train_rows)
+                                        n_jobs=config.n_jobs).fit(*utility_data(train_rows))
             choices[f"action_conditioned_{kind}_lambda0"] = untuned.choose(
                 design_matrix(test.rows, untuned.feature_names)[0])
         dispersions[kind] = dispersion
         model = ActionConditioned(kind, n_estimators=trees, dispersion=dispersion, seed=seed, n_jobs=config.n_jobs)
-        model.fit(train_rows)
+        model.fit(*utility_data(train_rows))
         choices[f"action_conditioned_{kind}"] = model.choose(design_matrix(test.rows, model.feature_names)[0])
 
     labels = continue_failed(test.rows)
@@ -348,9 +353,9 @@ def tune_dispersion(kind: Literal["rf", "gbr"], fit_rows: Sequence[Row], calibra
     fitted on ``fit_rows`` (ties go to the smaller penalty)."""
     if not grid:
         raise ValueError("the dispersion grid is empty")
-    model = ActionConditioned(kind, n_estimators=n_estimators, seed=seed, n_jobs=n_jobs).fit(fit_rows)
+    model = ActionConditioned(kind, n_estimators=n_estimators, seed=seed, n_jobs=n_jobs).fit(*utility_data(fit_rows))
     table = prefix_table(calibration_rows, model.actions)
-    mean, std = model.predict(design_matrix(table.rows, model.feature_names)[0])
+    mean, std = model.predict(design_matrix(table.rows, model.feature_names)[0], return_std=True)
     regrets = [(control_regret(table.utilities, model.actions,
                                choose_from_scores(mean - penalty * std, model.actions)), penalty)
                for penalty in sorted(grid)]

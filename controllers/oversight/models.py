@@ -12,9 +12,12 @@ overseer action run from that identical prefix. Two ways of turning prefix featu
   probability that the episode fails if the base agent continues, recalibrated or not, and a threshold
   above which one fixed intervention is taken.
 
-Feature matrices come from ``design_matrix`` with stable, sorted feature names; a trained model is
-saved with those names, the utility configuration and the benchmark (``save_model``/``load_model``)
-so an online controller computes the same columns.
+The models follow scikit-learn's conventions: ``fit(X, y)`` on features ``X`` (one row per prefix) and
+targets ``y``, then ``predict``, ``predict_proba`` or ``decision_function`` on new features.
+``utility_data(rows)`` and ``failure_data(rows)`` build ``X``, ``y`` and the feature names from branched
+rows (``model.fit(*utility_data(rows))``); feature matrices come from ``design_matrix`` with stable,
+sorted feature names. A trained model is saved with those names, the utility configuration and the
+benchmark (``save_model``/``load_model``) so an online controller computes the same columns.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version as package_version
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, overload
 
 import joblib  # type: ignore[import-untyped]  # joblib ships no type information
 import numpy as np
@@ -100,14 +103,62 @@ def actions_in(rows: Iterable[Row]) -> tuple[str, ...]:
 
 
 def utility_matrix(rows: Sequence[Row], actions: Sequence[str]) -> np.ndarray:
-    """Realised utilities, shape (rows, actions): entry (i, j) is ``U_{actions[j]}`` on row i."""
-    return np.array([[row["branches"][action]["utility"] for action in actions] for row in rows],
-                    dtype=np.float64).reshape(len(rows), len(actions))
+    """Realised utilities, shape (rows, actions): entry (i, j) is ``U_{actions[j]}`` on row i, NaN where row i
+    has no branch of that action."""
+    return np.array([[row["branches"][action]["utility"] if action in row["branches"] else np.nan
+                      for action in actions] for row in rows], dtype=np.float64).reshape(len(rows), len(actions))
 
 
 def continue_failed(rows: Sequence[Row]) -> np.ndarray:
     """1 where the ``continue`` branch failed, else 0: the scalar baseline's label."""
     return np.array([0 if row["branches"]["continue"]["success"] else 1 for row in rows], dtype=np.int64)
+
+
+def utility_data(rows: Sequence[Row], feature_names: Sequence[str] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``X, y, feature_names`` of ``rows`` for the utility learners (``ActionConditioned`` and the routers).
+
+    ``X`` is ``design_matrix(rows, feature_names)`` (pass a fitted model's ``feature_names`` for its
+    columns); ``y`` is ``utility_matrix(rows, ACTIONS)``: ``y[i, j]`` is row i's realised utility of
+    ``ACTIONS[j]``, NaN where the row has no branch of that action.
+    """
+    X, names = design_matrix(rows, feature_names)
+    return X, utility_matrix(rows, ACTIONS), names
+
+
+def failure_data(rows: Sequence[Row], feature_names: Sequence[str] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``X, y, feature_names`` of ``rows`` for the risk models (``RiskScore``, ``Calibrated``): ``X`` as in
+    ``utility_data``, ``y`` 1 where the ``continue`` branch failed, else 0 (``continue_failed``)."""
+    X, names = design_matrix(rows, feature_names)
+    return X, continue_failed(rows), names
+
+
+def _checked(X: np.ndarray, y: np.ndarray, y_columns: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``X`` and ``y`` as float arrays, refused unless they have one row per prefix each (and ``y`` has
+    ``y_columns`` columns where given)."""
+    X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if X.ndim != 2 or len(X) == 0 or len(y) != len(X):
+        raise ValueError(f"fit needs X of shape (prefixes, features) and y with one entry per prefix; got X of "
+                         f"shape {X.shape} and y of shape {y.shape}")
+    if y_columns is not None and (y.ndim != 2 or y.shape[1] != y_columns):
+        raise ValueError(f"y must have one column per overseer action ({y_columns}, ACTIONS); got shape {y.shape}")
+    return X, y
+
+
+def _feature_names(X: np.ndarray, feature_names: Sequence[str] | None) -> list[str]:
+    """``feature_names``, checked against X's columns (default ``x0``, ``x1``, ... as scikit-learn names them)."""
+    names = [f"x{j}" for j in range(X.shape[1])] if feature_names is None else list(feature_names)
+    if len(names) != X.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} columns but {len(names)} feature names")
+    return names
+
+
+def _same_columns(model: FeatureModel, feature_names: Sequence[str] | None) -> None:
+    """Refuse an ``X`` whose columns (``feature_names``) are not those ``model`` was trained on."""
+    if feature_names is not None and list(feature_names) != model.feature_names:
+        raise ValueError("X's columns are not those the risk model was trained on; build X with the model's "
+                         "feature_names (utility_data(rows, model.feature_names))")
 
 
 class FeatureModel(Protocol):
@@ -132,9 +183,9 @@ class ActionConditioned:
     dispersion comes from the bootstrap.
 
     ``quit`` is never learned: its utility is the constant ``U_quit`` the rows record (``u_quit``), with no
-    dispersion. The actions are
-    those every training row has (``actions_in``); ``choose(X, allowed=...)`` restricts them further,
-    e.g. to the actions an online controller can carry out.
+    dispersion. The actions are those every training row has (``actions``); ``predict`` gives their
+    estimated utilities, ``decision_function`` the pessimistic ones maximised, and ``choose(X, allowed=...)``
+    the chosen action, among ``allowed`` (e.g. the actions an online controller can carry out).
     """
 
     def __init__(self, kind: Literal["rf", "gbr"] = "rf", *, n_estimators: int | None = None,
@@ -155,11 +206,20 @@ class ActionConditioned:
         self.feature_names: list[str] = []
         self._members: dict[str, list[Any]] = {}
 
-    def fit(self, rows: Sequence[Row], feature_names: Sequence[str] | None = None) -> ActionConditioned:
-        """Fit one regressor per learned action on every row (repeat draws of a prefix included)."""
-        X, self.feature_names = design_matrix(rows, feature_names)
-        self.actions = actions_in(rows)
-        utilities = utility_matrix(rows, self.actions)
+    def fit(self, X: np.ndarray, y: np.ndarray, feature_names: Sequence[str] | None = None) -> ActionConditioned:
+        """Fit one regressor per learned action on every row (repeat draws of a prefix included).
+
+        ``X``: prefix features, shape (rows, features), its columns named ``feature_names``; ``y``: realised
+        utilities, shape (rows, ``len(ACTIONS)``), column j that of ``ACTIONS[j]``, NaN where a row has no
+        branch of it. The actions learned are those with a utility on every row. ``utility_data(rows)``
+        gives all three.
+        """
+        X, y = _checked(X, y, len(ACTIONS))
+        self.feature_names = _feature_names(X, feature_names)
+        self.actions = tuple(action for j, action in enumerate(ACTIONS) if not np.isnan(y[:, j]).any())
+        if not self.actions:
+            raise ValueError("the rows share no overseer action (no branch common to all of them)")
+        utilities = y[:, [ACTIONS.index(action) for action in self.actions]]
         rng = np.random.default_rng(self.seed)
         self._members = {}
         for j, action in enumerate(self.actions):
@@ -198,8 +258,16 @@ class ActionConditioned:
         return {action: np.stack([member.predict(X) for member in members])
                 for action, members in self._members.items()}
 
-    def predict(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Mean utility and member dispersion per action, each shape (prefixes, ``len(actions)``)."""
+    @overload
+    def predict(self, X: np.ndarray, return_std: Literal[True]) -> tuple[np.ndarray, np.ndarray]: ...
+
+    @overload
+    def predict(self, X: np.ndarray, return_std: Literal[False] = ...) -> np.ndarray: ...
+
+    def predict(self, X: np.ndarray, return_std: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """Estimated utility of each action, shape (prefixes, ``len(actions)``): the members' mean, and with
+        ``return_std=True`` their standard deviation (the dispersion) too, as ``(mean, std)``:
+        scikit-learn's convention for a regressor that reports its uncertainty."""
         samples = self.member_predictions(X)
         n = np.asarray(X).shape[0]
         mean = np.empty((n, len(self.actions)))
@@ -210,20 +278,16 @@ class ActionConditioned:
             else:
                 mean[:, j] = samples[action].mean(axis=0)
                 std[:, j] = samples[action].std(axis=0)
-        return mean, std
+        return (mean, std) if return_std else mean
 
-    def predict_utilities(self, X: np.ndarray) -> np.ndarray:
-        """Estimated utility of each action, shape (prefixes, ``len(actions)``)."""
-        return self.predict(X)[0]
-
-    def action_scores(self, X: np.ndarray) -> np.ndarray:
-        """The quantity maximised: ``mean_a - dispersion * std_a`` (a pessimistic utility)."""
-        mean, std = self.predict(X)
-        return mean - self.dispersion * std
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        """The quantity maximised, per action: ``mean_a - dispersion * std_a`` (a pessimistic utility)."""
+        mean, std = self.predict(X, return_std=True)
+        return np.asarray(mean - self.dispersion * std)
 
     def choose(self, X: np.ndarray, allowed: Iterable[str] | None = None) -> list[str]:
         """The chosen action per prefix, among ``allowed`` (default: every learned action)."""
-        return choose_from_scores(self.action_scores(X), self.actions, allowed)
+        return choose_from_scores(self.decision_function(X), self.actions, allowed)
 
 
 def _constant_quit_utility(utilities: np.ndarray) -> float:
@@ -249,12 +313,30 @@ def choose_from_scores(scores: np.ndarray, actions: Sequence[str], allowed: Iter
 # --------------------------------------------------------------------------------------- risk score
 
 
-class RiskScore:
+class _FailureClassifier(ABC):
+    """A classifier of whether the ``continue`` branch fails (class 1) from prefix features, in
+    scikit-learn's terms: ``predict_proba`` from the risk ``predict_risk``, and ``predict``."""
+
+    @abstractmethod
+    def predict_risk(self, X: np.ndarray) -> np.ndarray:
+        """P(failure under continue) per prefix."""
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """Shape (prefixes, 2): P(continue succeeds), P(it fails)."""
+        risk = self.predict_risk(X)
+        return np.column_stack([1.0 - risk, risk])
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """1 where failure is the likelier outcome, else 0."""
+        return (self.predict_risk(X) > 0.5).astype(np.int64)
+
+
+class RiskScore(_FailureClassifier):
     """The scalar baseline: P(the episode fails if the base agent continues) from prefix features.
 
     ``kind="rf"``: a ``RandomForestClassifier`` with the action-conditioned forest's settings;
     ``kind="logistic"``: standardised features and a logistic regression. Trained on the ``continue``
-    branch's success of each row.
+    branch's failure of each row (``failure_data(rows)``).
     """
 
     def __init__(self, kind: Literal["rf", "logistic"] = "rf", *, seed: int = 0, n_jobs: int = 1,
@@ -271,9 +353,12 @@ class RiskScore:
         self._classifier: Any = None
         self._constant: float | None = None
 
-    def fit(self, rows: Sequence[Row], feature_names: Sequence[str] | None = None) -> RiskScore:
-        X, self.feature_names = design_matrix(rows, feature_names)
-        failed = continue_failed(rows)
+    def fit(self, X: np.ndarray, y: np.ndarray, feature_names: Sequence[str] | None = None) -> RiskScore:
+        """Fit on prefix features ``X`` (columns named ``feature_names``) and ``y``, 1 where the ``continue``
+        branch failed, else 0 (``failure_data(rows)`` gives all three)."""
+        X, labels = _checked(X, y)
+        self.feature_names = _feature_names(X, feature_names)
+        failed = labels.astype(np.int64)
         # A training split where continue always (or never) fails has one class: the risk is that constant.
         self._constant = float(failed[0]) if len(set(failed.tolist())) == 1 else None
         if self._constant is None:
@@ -293,7 +378,7 @@ class RiskScore:
         return np.asarray(self._classifier.predict_proba(X)[:, 1], dtype=np.float64)
 
 
-class Calibrated:
+class Calibrated(_FailureClassifier):
     """A risk score recalibrated on a calibration split: ``method="platt"`` or ``"isotonic"``.
 
     Platt: a logistic regression on the logit of the score, ``sigmoid(a * logit(p) + b)``, fitted with
@@ -314,10 +399,12 @@ class Calibrated:
     def feature_names(self) -> list[str]:
         return self.risk.feature_names
 
-    def fit(self, rows: Sequence[Row]) -> Calibrated:
-        """Fit the recalibration map on ``rows`` (a split the risk model was not trained on)."""
-        X, _ = design_matrix(rows, self.feature_names)
-        return self.fit_scores(self.risk.predict_risk(X), continue_failed(rows))
+    def fit(self, X: np.ndarray, y: np.ndarray, feature_names: Sequence[str] | None = None) -> Calibrated:
+        """Fit the recalibration map on a split the risk model was not trained on: ``X`` with the risk
+        model's columns, ``y`` 1 where ``continue`` failed (``failure_data(rows, risk.feature_names)``)."""
+        _same_columns(self, feature_names)
+        X, labels = _checked(X, y)
+        return self.fit_scores(self.risk.predict_risk(X), labels.astype(np.int64))
 
     def fit_scores(self, scores: np.ndarray, labels: np.ndarray) -> Calibrated:
         """Fit the map from raw ``scores`` to the 0/1 ``labels`` (1 = failed)."""
@@ -392,9 +479,16 @@ class _RiskRouter(ABC):
                              f"{sorted(set(allowed))}")
         return self.route(self.risk.predict_risk(X))
 
-    def _risk_and_utilities(self, rows: Sequence[Row], actions: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        X, _ = design_matrix(rows, self.feature_names)
-        return self.risk.predict_risk(X), utility_matrix(rows, actions)
+    def _risk_and_utilities(self, X: np.ndarray, y: np.ndarray, feature_names: Sequence[str] | None,
+                            actions: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The risk of each prefix of ``X`` and the utilities of ``actions`` in ``y`` (laid out as ``fit`` takes it)."""
+        _same_columns(self, feature_names)
+        X, y = _checked(X, y, len(ACTIONS))
+        utilities = y[:, [ACTIONS.index(action) for action in actions]]
+        missing = [action for j, action in enumerate(actions) if np.isnan(utilities[:, j]).any()]
+        if missing:
+            raise ValueError(f"the router needs a {missing[0]!r} branch on every row; some rows have none")
+        return self.risk.predict_risk(X), utilities
 
 
 class ScalarRouter(_RiskRouter):
@@ -416,8 +510,10 @@ class ScalarRouter(_RiskRouter):
     def actions(self) -> tuple[str, ...]:
         return ("continue", self.intervention)
 
-    def fit(self, rows: Sequence[Row]) -> ScalarRouter:
-        risk, utilities = self._risk_and_utilities(rows, ("continue", self.intervention))
+    def fit(self, X: np.ndarray, y: np.ndarray, feature_names: Sequence[str] | None = None) -> ScalarRouter:
+        """Tune the threshold on ``X`` (the risk model's columns) and ``y``, realised utilities with one column
+        per action of ``ACTIONS`` (``utility_data(rows, router.feature_names)``)."""
+        risk, utilities = self._risk_and_utilities(X, y, feature_names, ("continue", self.intervention))
         self.threshold = tune_threshold(risk, utilities[:, 0], utilities[:, 1])
         return self
 
@@ -447,8 +543,9 @@ class TwoThresholdRouter(_RiskRouter):
     def actions(self) -> tuple[str, ...]:
         return ("continue", "quit", self.intervention)
 
-    def fit(self, rows: Sequence[Row]) -> TwoThresholdRouter:
-        risk, utilities = self._risk_and_utilities(rows, ("continue", self.intervention, "quit"))
+    def fit(self, X: np.ndarray, y: np.ndarray, feature_names: Sequence[str] | None = None) -> TwoThresholdRouter:
+        """Tune both cuts on ``X`` and ``y`` as ``ScalarRouter.fit`` takes them."""
+        risk, utilities = self._risk_and_utilities(X, y, feature_names, ("continue", self.intervention, "quit"))
         self.low, self.high = tune_two_thresholds(risk, *utilities.T)
         return self
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import typer
 from pydantic import ValidationError
@@ -74,23 +75,80 @@ def validation_problems(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, error['loc'])) or 'value'}: {error['msg']}" for error in exc.errors())
 
 
+@dataclass
+class HookTarget:
+    """What a command's controllers and monitors will watch, known before any episode runs: the command
+    (``run`` or ``eval``), the env id (``run``) or task suite (``eval``), the agent (its registered name),
+    and every hook the command names (``hooks``, by kind), so that a hook can see its partner.
+
+    A hook class states what it needs with a classmethod ``compose(target, config) -> config``. It is
+    called before anything is built or run: it raises ``UserError`` with one line naming the hook, what it
+    needs and the command that provides it when it cannot watch this target, checks its config, and
+    returns the config the run's workers build it with. The driver does not build a hook whose class
+    has ``compose`` (so a refusal costs nothing, and no model is loaded in the driver as well); a hook
+    without it is built here once to check its config.
+    """
+
+    command: Literal["run", "eval"]
+    env: str
+    agent: str
+    agent_config: dict[str, Any] = field(default_factory=dict)
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    hooks: dict[str, HookSpec] = field(default_factory=dict)
+    _reset_info: dict[str, Any] | None = field(default=None, init=False, repr=False)
+
+    def agent_offers(self, method: str) -> bool:
+        """Whether the agent's class has ``method`` (e.g. ``revise``: the llm agent's reply interface)."""
+        target = registry.get("agent", self.agent).load()
+        return callable(getattr(getattr(target, "func", target), method, None))  # func: a partial's class
+
+    def reset_info(self) -> dict[str, Any] | None:
+        """The info of the run's first reset (its env made, reset with episode 0's seed, closed), for a hook
+        whose input is in it; None for an evaluation, whose tasks each make their own env."""
+        if self.command != "run":
+            return None
+        if self._reset_info is None:
+            import gymnasium as gym
+
+            from gauntlet.registry import env_spec
+            from gauntlet.runner import episode_seed
+
+            env = gym.make(env_spec(self.env), **self.env_kwargs)
+            try:
+                self._reset_info = dict(env.reset(seed=episode_seed(self.seed, 0))[1] or {})
+            finally:
+                env.close()
+        return self._reset_info
+
+
 def hook_specs(controller: str | None, controller_config: str | None, monitor: str | None,
-               monitor_config: str | None) -> list[HookSpec]:
-    """The run's hooks from the command's options, each built once here so that a bad name or config
-    fails with one line before any worker starts."""
+               monitor_config: str | None, target: HookTarget) -> list[HookSpec]:
+    """The run's hooks from the command's options, each checked here against ``target`` (its class's
+    ``compose``, see ``HookTarget``) or else built once, so that a hook that cannot watch this run, or a
+    bad name or config, fails with one line before any worker starts or any episode file is written."""
     from gauntlet.batch import HookSpec
 
-    specs: list[HookSpec] = []
+    named: list[tuple[str, str, dict[str, Any], Any]] = []
     for kind, name, text in (("controller", controller, controller_config), ("monitor", monitor, monitor_config)):
         option = f"--{kind}-config"
         if name is None:
             if text is not None:
                 raise UserError(f"{option} configures a {kind}; add --{kind} NAME (see `gauntlet list`)")
             continue
-        config = parse_json_object(option, text)
-        check_arguments(registry.get(kind, name).load(), what=f"{kind} {name!r}", fix=f"fix {option}", **config)
+        named.append((kind, name, parse_json_object(option, text), registry.get(kind, name).load()))
+    target.hooks = {kind: HookSpec(kind=kind, name=name, config=config)  # type: ignore[arg-type]
+                    for kind, name, config, _ in named}
+    specs: list[HookSpec] = []
+    for kind, name, config, hook_class in named:
+        option = f"--{kind}-config"
+        compose = getattr(hook_class, "compose", None)
         try:
-            make_hook(kind, name, **config)
+            if compose is not None:
+                config = compose(target, config)
+            else:
+                check_arguments(hook_class, what=f"{kind} {name!r}", fix=f"fix {option}", **config)
+                make_hook(kind, name, **config)
         except ValidationError as exc:
             raise UserError(f"{kind} {name!r} rejects {option}: {validation_problems(exc)}; fix {option}") from None
         except (FileNotFoundError, ValueError) as exc:

@@ -15,8 +15,8 @@ import typer
 from rich.table import Table
 
 from gauntlet.cli_commands.common import (AgentConfigOption, Backend, ControllerConfigOption, ControllerOption,
-                                          EnvKwargsOption, MonitorConfigOption, MonitorOption, build_agent, console,
-                                          hook_specs, parse_json_object)
+                                          EnvKwargsOption, HookTarget, MonitorConfigOption, MonitorOption,
+                                          build_agent, console, hook_specs, parse_json_object)
 from gauntlet.errors import UserError
 from gauntlet.registry import env_spec, registry
 
@@ -30,6 +30,11 @@ BackendOption = Annotated[Backend, typer.Option(help="Where episodes run: local 
 WorkersOption = Annotated[int | None, typer.Option(min=1, help=(
     "Worker processes (default: one per CPU; 1 runs the episodes in this process)."))]
 RayAddressOption = Annotated[str | None, typer.Option(help="Address of a Ray cluster (with --backend ray).")]
+# ``run`` and ``eval`` take the same agent by default: the baseline every env (and every task suite) supports.
+DEFAULT_AGENT = "random"
+AgentOption = Annotated[str, typer.Option("--agent", "-a", help=(
+    f"Registered agent (default: {DEFAULT_AGENT}, uniform samples from the action space; `gauntlet list agents` "
+    "shows the others)."))]
 # An eval's table lists every attempt up to this many; beyond, only those that scored below 1.
 TABLE_ROWS = 40
 
@@ -65,7 +70,7 @@ def _default_run_folder(name: str, agent: str) -> Path:
 
 def run(
     env_id: Annotated[str, typer.Argument(help="Gymnasium env id: gauntlet/... or any other (e.g. CartPole-v1).")],
-    agent: Annotated[str, typer.Option("--agent", "-a", help="Registered agent (see `gauntlet list`).")] = "random",
+    agent: AgentOption = DEFAULT_AGENT,
     agent_config: AgentConfigOption = None,
     env_kwargs: EnvKwargsOption = None,
     episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Number of episodes.")] = 10,
@@ -90,7 +95,8 @@ def run(
     make_kwargs = parse_json_object("--env-kwargs", env_kwargs)
     _check_env(env_id, make_kwargs)
     build_agent(agent, agent_kwargs)
-    hooks = hook_specs(controller, controller_config, monitor, monitor_config)
+    hooks = hook_specs(controller, controller_config, monitor, monitor_config,
+                       HookTarget("run", env_id, agent, agent_config=agent_kwargs, env_kwargs=make_kwargs, seed=seed))
     spec = RunSpec(env_id=env_id, env_kwargs=make_kwargs, agent=AgentSpec(name=agent, config=agent_kwargs),
                    seed=seed, max_steps=max_steps, hooks=hooks)
     folder = out if out is not None else _default_run_folder(env_id, agent)
@@ -208,15 +214,19 @@ def _tools_table(server: Any) -> str:
 
 
 def eval_suite(
-    suite: Annotated[str, typer.Argument(help="Registered task suite (see `gauntlet list`).")],
-    agent: Annotated[str, typer.Option("--agent", "-a", help="Registered agent name.")],
+    suite: Annotated[str, typer.Argument(help="Registered task suite (`gauntlet list suites` shows them).")],
+    agent: AgentOption = DEFAULT_AGENT,
     agent_config: AgentConfigOption = None,
     view: Annotated[str | None, typer.Option("--view", help=(
         "A view of the suite's family, e.g. `gauntlet eval chem --view noisy-high` (the suite's metadata "
         "lists its views)."))] = None,
     mode: Annotated[str | None, typer.Option("--mode", help=(
-        "How the tasks are put to the agent, for suites that define modes, e.g. `gauntlet eval disaster --mode "
-        "if` (DORA: ap autonomous planning, if instruction following); recorded in scores.json."))] = None,
+        "The suite's mode, for suites that define modes (`gauntlet list suites` shows them; default: the "
+        "suite's default mode): how its tasks are put to the agent and scored, e.g. `gauntlet eval disaster "
+        "--mode if` (DORA: ap autonomous planning, if instruction following). Not the agent's own `mode` "
+        "(that is --agent-config '{\"mode\": ...}'): a suite mode that implies one (disaster: ap -> autonomous, "
+        "if -> instruction) sets it unless --agent-config does, and a different one there is refused. "
+        "Recorded in scores.json."))] = None,
     tasks: Annotated[str | None, typer.Option("--tasks", help=(
         "Only these tasks, by id, comma-separated (in this order)."))] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks (of --tasks, if given).")] = None,
@@ -247,7 +257,8 @@ def eval_suite(
     resolve_mode(resolved, mode)
     registry.get("agent", agent)
     config = parse_json_object("--agent-config", agent_config)
-    hooks = hook_specs(controller, controller_config, monitor, monitor_config)
+    hooks = hook_specs(controller, controller_config, monitor, monitor_config,
+                       HookTarget("eval", resolved, agent, agent_config=config))
     task_ids = [task_id.strip() for task_id in tasks.split(",") if task_id.strip()] if tasks is not None else None
     if task_ids == []:
         raise UserError("--tasks names no task; give task ids separated by commas, e.g. --tasks a-1,a-2")

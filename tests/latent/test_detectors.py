@@ -39,7 +39,7 @@ def test_every_latent_detector_separates_planted_violations_it_never_saw(name):
     train, train_labels = planted(seed=0)
     test, test_labels = planted(seed=1)
     detector = LATENT_DETECTORS[name](LAYER).fit(train, train_labels)
-    assert auroc(detector.score(test), test_labels) > 0.9
+    assert auroc(detector.score_samples(test), test_labels) > 0.9
 
 
 def test_the_chaos_score_models_compliance_only_and_is_near_zero_on_its_own_kind():
@@ -65,7 +65,7 @@ def test_the_text_classifier_reads_the_texts_it_is_given():
     examples = [Example(e.states, e.external_text, "sure, the code is" if v else "I cannot")
                 for e, v in zip(examples, labels, strict=True)]
     detector = TextClassifier(embed).fit(examples, labels)
-    assert auroc(detector.score(examples), labels) == 1.0
+    assert auroc(detector.score_samples(examples), labels) == 1.0
 
 
 def test_auroc_and_fpr_at_95_tpr_on_hand_computed_cases():

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gauntlet.controllers.oversight.basic_benchmarks import CorridorBenchmark, corridor_expected_utilities
+from gauntlet.controllers.oversight.benchmarks.basic import CorridorBenchmark, corridor_expected_utilities
 from gauntlet.controllers.oversight.benchmarks import get_benchmark
 from gauntlet.controllers.oversight.controller import (
     ONLINE_ACTIONS,
@@ -23,7 +23,9 @@ from gauntlet.controllers.oversight.models import (
     ScalarRouter,
     TwoThresholdRouter,
     design_matrix,
+    failure_data,
     save_model,
+    utility_data,
 )
 from gauntlet.controllers.oversight.protocol import collect_episode
 from gauntlet.controllers.oversight.utility import UtilityConfig
@@ -50,7 +52,7 @@ def training_rows(corridor: CorridorBenchmark) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def model_path(training_rows: list[dict[str, Any]], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    model = ActionConditioned("rf", seed=0).fit(training_rows)
+    model = ActionConditioned("rf", seed=0).fit(*utility_data(training_rows))
     return save_model(tmp_path_factory.mktemp("model") / "corridor.joblib", model, utility=CONFIG,
                       benchmark="corridor")
 
@@ -123,7 +125,7 @@ def test_deployed_through_the_runner_it_changes_actions_and_the_file_records_why
 def test_online_features_are_the_features_of_the_protocols_rows(
         corridor: CorridorBenchmark, training_rows: list[dict[str, Any]], tmp_path: Path) -> None:
     # A router that never intervenes leaves the base episode as the protocol ran it.
-    never = ScalarRouter(RiskScore("logistic").fit(training_rows), threshold=np.inf)
+    never = ScalarRouter(RiskScore("logistic").fit(*failure_data(training_rows)), threshold=np.inf)
     controller = ScalarRoutingController(save_router(never, tmp_path))
     seen: dict[int, dict[str, float]] = {}
     features = controller.features
@@ -147,7 +149,8 @@ def test_online_features_are_the_features_of_the_protocols_rows(
 
 def test_a_router_that_routes_every_prefix_to_expert_k_hands_over_for_k_steps_then_decides_again(
         corridor: CorridorBenchmark, training_rows: list[dict[str, Any]], tmp_path: Path) -> None:
-    always = ScalarRouter(RiskScore("logistic").fit(training_rows), threshold=-np.inf, intervention="expert_k")
+    always = ScalarRouter(RiskScore("logistic").fit(*failure_data(training_rows)), threshold=-np.inf,
+                          intervention="expert_k")
     episode = overseen(corridor, ScalarRoutingController(save_router(always, tmp_path), name="scalar"), 3, tmp_path)
     choices = overseer_choices(episode, "scalar")
     assert choices == [(t, "expert_k") for t in range(0, len(episode.steps), CONFIG.k)]
@@ -159,7 +162,7 @@ def test_a_router_that_routes_every_prefix_to_expert_k_hands_over_for_k_steps_th
 
 def test_a_router_that_quits_everywhere_halts_before_the_first_step(
         corridor: CorridorBenchmark, training_rows: list[dict[str, Any]], tmp_path: Path) -> None:
-    quitter = TwoThresholdRouter(RiskScore("logistic").fit(training_rows), low=-np.inf, high=-np.inf)
+    quitter = TwoThresholdRouter(RiskScore("logistic").fit(*failure_data(training_rows)), low=-np.inf, high=-np.inf)
     episode = overseen(corridor, ScalarRoutingController(save_router(quitter, tmp_path)), 0, tmp_path)
     assert episode.steps == [] and episode.outcome is not None and episode.outcome.metrics["truncated"]
     assert overseer_choices(episode, "oversight-scalar") == [(0, "quit")]
@@ -168,7 +171,7 @@ def test_a_router_that_quits_everywhere_halts_before_the_first_step(
 
 def test_each_controller_refuses_the_other_kind_of_model_and_offline_only_interventions(
         training_rows: list[dict[str, Any]], model_path: Path, tmp_path: Path) -> None:
-    risk = RiskScore("logistic").fit(training_rows)
+    risk = RiskScore("logistic").fit(*failure_data(training_rows))
     with pytest.raises(ValueError, match="not an ActionConditioned"):
         OversightController(save_router(ScalarRouter(risk, threshold=0.5), tmp_path))
     with pytest.raises(ValueError, match="not a scalar router"):

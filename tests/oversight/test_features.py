@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gauntlet.controllers.oversight.basic_benchmarks import CorridorBenchmark, TaxiBenchmark
+from gauntlet.controllers.oversight.benchmarks.basic import CorridorBenchmark, TaxiBenchmark
 from gauntlet.controllers.oversight.features import GENERIC_FEATURES, History, digest, prefix_features
 from gauntlet.controllers.oversight.protocol import collect_episode
 from gauntlet.runner import rollout

@@ -167,15 +167,15 @@ def test_evaluate_sizes_every_forest_with_trees(monkeypatch) -> None:
     built: list[tuple[str, int]] = []
 
     class CountingRisk(models.RiskScore):
-        def fit(self, rows, feature_names=None):
-            fitted = super().fit(rows, feature_names)
+        def fit(self, X, y, feature_names=None):
+            fitted = super().fit(X, y, feature_names)
             built.append(("risk", len(fitted._classifier.estimators_)))
             return fitted
 
     class CountingController(models.ActionConditioned):
-        def fit(self, rows):
+        def fit(self, X, y, feature_names=None):
             built.append((self.kind, self.n_estimators))
-            return super().fit(rows)
+            return super().fit(X, y, feature_names)
 
     monkeypatch.setattr(metrics, "RiskScore", CountingRisk)
     monkeypatch.setattr(metrics, "ActionConditioned", CountingController)

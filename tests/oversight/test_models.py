@@ -18,12 +18,14 @@ from gauntlet.controllers.oversight.models import (
     TwoThresholdRouter,
     actions_in,
     design_matrix,
+    failure_data,
     load_model,
     save_model,
     tune_threshold,
     tune_two_thresholds,
+    utility_data,
 )
-from gauntlet.controllers.oversight.utility import UtilityConfig
+from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
 
 
 def known_best_action(x0: float, x1: float) -> str:
@@ -88,7 +90,7 @@ def test_actions_are_those_every_row_has_in_the_canonical_order() -> None:
 
 @pytest.mark.parametrize("kind", ["rf", "gbr"])
 def test_action_conditioned_recovers_the_known_best_action(kind: str) -> None:
-    model = ActionConditioned(kind, seed=1).fit(synthetic_rows(60, seed=1))
+    model = ActionConditioned(kind, seed=1).fit(*utility_data(synthetic_rows(60, seed=1)))
     test = synthetic_rows(20, seed=2)
     X, _ = design_matrix(test, model.feature_names)
     chosen = model.choose(X)
@@ -101,17 +103,17 @@ def test_quit_is_the_constant_the_rows_record_and_has_no_dispersion() -> None:
     rows = synthetic_rows(10, seed=3)
     for row in rows:
         row["branches"]["quit"]["utility"] = -0.2
-    model = ActionConditioned("rf", n_estimators=20, seed=0).fit(rows)
-    mean, std = model.predict(design_matrix(rows[:5], model.feature_names)[0])
+    model = ActionConditioned("rf", n_estimators=20, seed=0).fit(*utility_data(rows))
+    mean, std = model.predict(design_matrix(rows[:5], model.feature_names)[0], return_std=True)
     quit_column = model.actions.index("quit")
     assert np.all(mean[:, quit_column] == -0.2) and np.all(std[:, quit_column] == 0)
     rows[0]["branches"]["quit"]["utility"] = 0.0
     with pytest.raises(ValueError, match="quit utilities differ"):
-        ActionConditioned("rf", n_estimators=5).fit(rows)
+        ActionConditioned("rf", n_estimators=5).fit(*utility_data(rows))
 
 
 def test_choose_allowed_restricts_the_argmax_to_those_actions() -> None:
-    model = ActionConditioned("rf", n_estimators=20, seed=0).fit(synthetic_rows(30, seed=4))
+    model = ActionConditioned("rf", n_estimators=20, seed=0).fit(*utility_data(synthetic_rows(30, seed=4)))
     X = np.array([[0.9, 0.9, 0.5]])  # a bad, late prefix: quit is best
     assert model.choose(X) == ["quit"]
     assert model.choose(X, allowed=["continue", "expert"]) == ["continue"]
@@ -126,21 +128,66 @@ def test_a_dispersion_penalty_turns_away_from_an_action_whose_utility_the_trees_
         row["branches"]["continue"]["utility"] = 0.5
         row["branches"]["expert"]["utility"] = 0.55 + float(rng.normal(0, 0.5))
     X = design_matrix(rows[:200], ["x0", "x1", "x2"])[0]
-    bold = ActionConditioned("rf", dispersion=0.0, seed=0).fit(rows)
-    careful = ActionConditioned("rf", dispersion=3.0, seed=0).fit(rows)
-    _, std = careful.predict(X)
+    bold = ActionConditioned("rf", dispersion=0.0, seed=0).fit(*utility_data(rows))
+    careful = ActionConditioned("rf", dispersion=3.0, seed=0).fit(*utility_data(rows))
+    _, std = careful.predict(X, return_std=True)
     assert np.all(std[:, careful.actions.index("expert")] > std[:, careful.actions.index("continue")])
     assert careful.choose(X).count("expert") < bold.choose(X).count("expert")
     assert careful.choose(X).count("continue") > 0.9 * len(X)
 
 
 def test_the_forest_members_average_to_the_forest_prediction() -> None:
-    model = ActionConditioned("rf", n_estimators=15, seed=0).fit(synthetic_rows(20, seed=6))
+    model = ActionConditioned("rf", n_estimators=15, seed=0).fit(*utility_data(synthetic_rows(20, seed=6)))
     X = design_matrix(synthetic_rows(3, seed=7), model.feature_names)[0]
-    forest_mean = model.predict_utilities(X)[:, model.actions.index("expert")]
+    forest_mean = model.predict(X, return_std=False)[:, model.actions.index("expert")]
     members = model.member_predictions(X)["expert"]
     assert members.shape == (15, len(X))
     np.testing.assert_allclose(members.mean(axis=0), forest_mean)
+
+
+def test_the_models_fit_features_and_targets_as_scikit_learn_estimators_do() -> None:
+    rows = synthetic_rows(30, seed=13)
+    X, y, names = utility_data(rows)
+    assert names == ["x0", "x1", "x2"] and y.shape == (len(rows), len(ACTIONS))
+    assert np.isnan(y[:, ACTIONS.index("rollback")]).all()  # no row has a rollback branch
+    model = ActionConditioned("rf", n_estimators=10, seed=0).fit(X, y, names)
+    assert model.actions == ("continue", "quit", "expert") and model.feature_names == names
+    mean, std = model.predict(X, return_std=True)
+    np.testing.assert_array_equal(model.predict(X, return_std=False), mean)
+    np.testing.assert_array_equal(model.decision_function(X), mean)  # no dispersion penalty
+    assert model.choose(X) == [model.actions[j] for j in mean.argmax(axis=1)]
+    partial = y.copy()
+    partial[0, ACTIONS.index("expert")] = np.nan  # one row without an expert branch: expert is not comparable
+    unnamed = ActionConditioned("rf", n_estimators=5, seed=0).fit(X, partial)
+    assert unnamed.actions == ("continue", "quit") and unnamed.feature_names == ["x0", "x1", "x2"]
+    with pytest.raises(ValueError, match="one column per overseer action"):
+        ActionConditioned("rf", n_estimators=5).fit(X, y[:, :3])
+    with pytest.raises(ValueError, match="one entry per prefix"):
+        ActionConditioned("rf", n_estimators=5).fit(X[:-1], y)
+
+    X, failed, _ = failure_data(rows)
+    risk = RiskScore("logistic").fit(X, failed, names)
+    proba = risk.predict_proba(X)
+    assert proba.shape == (len(rows), 2)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(proba[:, 1], risk.predict_risk(X))
+    np.testing.assert_array_equal(risk.predict(X), (proba[:, 1] > 0.5).astype(int))
+    assert np.mean(risk.predict(X) == failed) > 0.9  # continue fails exactly where x0 >= 0.4
+    calibrated = Calibrated(risk, "isotonic").fit(X, failed, names)
+    np.testing.assert_array_equal(calibrated.predict_proba(X)[:, 1], calibrated.predict_risk(X))
+
+
+def test_a_router_refuses_features_of_other_columns_and_rows_without_its_intervention() -> None:
+    rows = synthetic_rows(10, seed=14)
+    risk = RiskScore("logistic").fit(*failure_data(rows))
+    X, y, names = utility_data(rows, risk.feature_names)
+    assert ScalarRouter(risk).fit(X, y, names).threshold is not None
+    with pytest.raises(ValueError, match="not those the risk model was trained on"):
+        ScalarRouter(risk).fit(X, y, ["x1", "x0", "x2"])
+    with pytest.raises(ValueError, match="not those the risk model was trained on"):
+        Calibrated(risk).fit(*failure_data(rows, ["x0", "x1"]))
+    with pytest.raises(ValueError, match="'rollback' branch"):
+        ScalarRouter(risk, intervention="rollback").fit(X, y)
 
 
 def overconfident_scores(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -197,14 +244,15 @@ def test_tune_two_thresholds_finds_the_best_pair_of_a_brute_force_search() -> No
 def test_a_router_retuned_after_a_strictly_increasing_recalibration_routes_every_prefix_as_before() -> None:
     rows = synthetic_rows(40, seed=8, noise=0.3)
     fit_rows, tune_rows, test_rows = rows[:150], rows[150:300], synthetic_rows(20, seed=9)
-    risk = RiskScore("logistic").fit(fit_rows)
-    platt = Calibrated(risk, "platt").fit(tune_rows)
+    risk = RiskScore("logistic").fit(*failure_data(fit_rows))
+    platt = Calibrated(risk, "platt").fit(*failure_data(tune_rows, risk.feature_names))
     assert platt.platt_slope > 0
-    raw_router = ScalarRouter(risk).fit(tune_rows)
-    platt_router = ScalarRouter(platt).fit(tune_rows)
+    tune = utility_data(tune_rows, risk.feature_names)
+    raw_router = ScalarRouter(risk).fit(*tune)
+    platt_router = ScalarRouter(platt).fit(*tune)
     X = design_matrix(test_rows, risk.feature_names)[0]
     assert platt_router.choose(X) == raw_router.choose(X)
-    two_raw, two_platt = TwoThresholdRouter(risk).fit(tune_rows), TwoThresholdRouter(platt).fit(tune_rows)
+    two_raw, two_platt = TwoThresholdRouter(risk).fit(*tune), TwoThresholdRouter(platt).fit(*tune)
     assert two_platt.choose(X) == two_raw.choose(X)
 
 
@@ -213,22 +261,23 @@ def test_isotonic_recalibration_cannot_lower_the_tuned_routers_regret_on_its_tun
     # fewer cuts of the same order, so on the rows it is tuned on it does no better than the raw one.
     rows = synthetic_rows(40, seed=10, noise=0.3)
     fit_rows, tune_rows = rows[:150], rows[150:]
-    risk = RiskScore("logistic").fit(fit_rows)
-    isotonic = Calibrated(risk, "isotonic").fit(tune_rows)
+    risk = RiskScore("logistic").fit(*failure_data(fit_rows))
+    isotonic = Calibrated(risk, "isotonic").fit(*failure_data(tune_rows, risk.feature_names))
     X = design_matrix(tune_rows, risk.feature_names)[0]
     u = {a: np.array([row["branches"][a]["utility"] for row in tune_rows]) for a in ("continue", "expert")}
 
     def routed_utility(router: ScalarRouter) -> float:
         return float(sum(u[action][i] for i, action in enumerate(router.choose(X))))
 
-    raw_total = routed_utility(ScalarRouter(risk).fit(tune_rows))
-    assert routed_utility(ScalarRouter(isotonic).fit(tune_rows)) <= raw_total + 1e-9
+    tune = utility_data(tune_rows, risk.feature_names)
+    raw_total = routed_utility(ScalarRouter(risk).fit(*tune))
+    assert routed_utility(ScalarRouter(isotonic).fit(*tune)) <= raw_total + 1e-9
 
 
 def test_the_risk_score_is_the_probability_that_continue_fails() -> None:
     rows = synthetic_rows(40, seed=11)
     for kind in ("rf", "logistic"):
-        risk = RiskScore(kind, seed=0).fit(rows)  # type: ignore[arg-type]
+        risk = RiskScore(kind, seed=0).fit(*failure_data(rows))  # type: ignore[arg-type]
         X = np.array([[0.1, 0.5, 0.5], [0.9, 0.5, 0.5]])
         low, high = risk.predict_risk(X)
         assert low < 0.2 < 0.8 < high
@@ -236,7 +285,7 @@ def test_the_risk_score_is_the_probability_that_continue_fails() -> None:
 
 def test_saved_models_load_with_their_names_utility_and_benchmark(tmp_path: Any) -> None:
     rows = synthetic_rows(10, seed=12)
-    model = ActionConditioned("rf", n_estimators=10, dispersion=0.5, seed=0).fit(rows)
+    model = ActionConditioned("rf", n_estimators=10, dispersion=0.5, seed=0).fit(*utility_data(rows))
     utility = UtilityConfig(c_intervene=0.1, k=4)
     path = save_model(tmp_path / "m.joblib", model, utility=utility, benchmark="corridor",
                       metadata={"rows": len(rows)})
@@ -245,9 +294,11 @@ def test_saved_models_load_with_their_names_utility_and_benchmark(tmp_path: Any)
     assert loaded.utility == utility and loaded.feature_names == ["x0", "x1", "x2"]
     assert loaded.actions == ("continue", "quit", "expert") and loaded.metadata["rows"] == len(rows)
     X = design_matrix(rows, loaded.feature_names)[0]
-    np.testing.assert_array_equal(loaded.model.action_scores(X), model.action_scores(X))
+    np.testing.assert_array_equal(loaded.model.decision_function(X), model.decision_function(X))
 
-    router = ScalarRouter(Calibrated(RiskScore("logistic").fit(rows), "isotonic").fit(rows)).fit(rows)
+    risk = RiskScore("logistic").fit(*failure_data(rows))
+    calibrated = Calibrated(risk, "isotonic").fit(*failure_data(rows, risk.feature_names))
+    router = ScalarRouter(calibrated).fit(*utility_data(rows, risk.feature_names))
     again = load_model(save_model(tmp_path / "r.joblib", router, utility=utility, benchmark="corridor"))
     assert again.model.choose(X) == router.choose(X) and again.actions == ("continue", "expert")
 
@@ -260,7 +311,7 @@ def test_load_model_refuses_missing_files_and_other_versions(tmp_path: Any) -> N
     joblib.dump({"format": "something else"}, tmp_path / "other.joblib")
     with pytest.raises(ValueError, match="not an oversight model file"):
         load_model(tmp_path / "other.joblib")
-    path = save_model(tmp_path / "m.joblib", RiskScore().fit(synthetic_rows(3)), utility=UtilityConfig(),
+    path = save_model(tmp_path / "m.joblib", RiskScore().fit(*failure_data(synthetic_rows(3))), utility=UtilityConfig(),
                       benchmark="corridor")
     payload = joblib.load(path)
     joblib.dump({**payload, "version": MODEL_FILE_VERSION + 1}, path)

@@ -9,7 +9,7 @@ import numpy as np
 import orjson
 import pytest
 
-from gauntlet.controllers.oversight.basic_benchmarks import CorridorBenchmark, CorridorEnv, corridor_expected_utilities
+from gauntlet.controllers.oversight.benchmarks.basic import CorridorBenchmark, CorridorEnv, corridor_expected_utilities
 from gauntlet.controllers.oversight.benchmarks import BENCHMARKS, Benchmark, get_benchmark
 from gauntlet.controllers.oversight.protocol import CollectStats, collect_episode
 from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig, recompute
@@ -179,3 +179,16 @@ def test_recompute_prices_collected_rows_as_collecting_under_that_config_would()
     benchmark, other = CorridorBenchmark(), UtilityConfig(w=2.0, c_intervene=0.2, s=0.05, u_quit=-0.1)
     rows = collect_episode(benchmark, 2, draws=2)
     assert recompute(rows, other) == collect_episode(benchmark, 2, draws=2, config=other)
+
+
+def test_every_benchmark_lives_in_the_benchmarks_package():
+    import importlib
+
+    from gauntlet.controllers.oversight.benchmarks import basic
+    from gauntlet.registry import registry
+
+    for target in BENCHMARKS.values():
+        module, _, factory = target.partition(":")
+        assert module.rsplit(".", 1)[0] == "gauntlet.controllers.oversight.benchmarks"
+        assert callable(getattr(importlib.import_module(module), factory))
+    assert registry.get("data", "oversight-taxi-expert").load() is basic.build_taxi_expert

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from gauntlet.controllers.oversight.basic_benchmarks import (TAXI_ID, TAXI_MAX_STEPS, TaxiBenchmark, decode_taxi,
+from gauntlet.controllers.oversight.benchmarks.basic import (TAXI_ID, TAXI_MAX_STEPS, TaxiBenchmark, decode_taxi,
                                                              taxi_expert_folder, taxi_expert_table, taxi_success_rate,
                                                              train_taxi_expert)
 from gauntlet.controllers.oversight.protocol import CollectStats, collect_episode

@@ -8,7 +8,7 @@ import pytest
 
 from gauntlet.controllers.oversight.benchmarks import Benchmark, get_benchmark
 from gauntlet.controllers.oversight.protocol import CollectStats, collect_episode
-from gauntlet.controllers.oversight.text_benchmarks import (LAPSE_TEMPLATES, PLAN_ACTION, ROLLBACK, InfoExpert,
+from gauntlet.controllers.oversight.benchmarks.text import (LAPSE_TEMPLATES, PLAN_ACTION, ROLLBACK, InfoExpert,
                                                             on_path_length, plan_position, scienceworld, textworld)
 from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
 from gauntlet.info_keys import PRIVILEGED

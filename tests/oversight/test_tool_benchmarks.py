@@ -13,8 +13,10 @@ from gauntlet.bridges.tool_task_env import parse_action
 from gauntlet.controllers.oversight.features import History, prefix_features
 from gauntlet.controllers.oversight.lapsing import EXPERT_ACTION
 from gauntlet.controllers.oversight.protocol import collect_episode
-from gauntlet.controllers.oversight.tool_benchmarks import (TOOL_FEATURES, WrongAnswers, WrongCalls, answer_action,
-                                                           chem, disaster, gold_continuation, tool_features)
+from gauntlet.controllers.oversight.benchmarks.tool import chem, disaster
+from gauntlet.controllers.oversight.benchmarks.tool_expert import answer_action, gold_continuation
+from gauntlet.controllers.oversight.benchmarks.tool_features import TOOL_FEATURES, tool_features
+from gauntlet.controllers.oversight.benchmarks.tool_lapses import WrongAnswers, WrongCalls
 from gauntlet.episode import ToolCall
 from gauntlet.info_keys import PRIVILEGED, TASK_ID, TOOL_CALL
 from gauntlet.tasks import EvalSpec, GoldCall, Scorer, ToolTask

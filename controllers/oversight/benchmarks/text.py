@@ -90,6 +90,7 @@ class InfoExpert(StatelessExpert):
 
     def __init__(self, key: str, idle: str):
         self.key, self.idle = key, idle
+        self.privileged_key = key  # what the controller checks an env gives before it hands over
         self.name = f"info-expert[{key}]"
 
     def config(self) -> dict[str, Any]:

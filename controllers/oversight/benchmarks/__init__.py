@@ -4,6 +4,15 @@ A benchmark turns an episode index into an env, a reset seed, a lapsing base age
 says how to read success from the final ``info``. ``get_benchmark(name, **options)`` loads one by name
 from ``BENCHMARKS`` (``"module:factory"`` strings, so naming a benchmark imports nothing until it is
 used; each factory takes keyword options such as ``n_episodes`` or ``split``).
+
+Modules:
+
+- ``basic``: ``corridor`` (closed form, for tests) and ``taxi`` (Gymnasium's Taxi, a Q-learned expert).
+- ``text``: ``textworld`` and ``scienceworld``, text games with an expert read from ``info``.
+- ``tool``: ``chem`` and ``disaster``, Gauntlet's tool suites through ``ToolTaskEnv``; built from
+  ``tool_expert`` (the env wrapper that names the gold continuation, the tool benchmarks' expert),
+  ``tool_lapses`` (the base agent's wrong calls and wrong answers) and ``tool_features`` (what an
+  overseer sees of a tool episode's prefix).
 """
 
 from __future__ import annotations
@@ -19,12 +28,12 @@ if TYPE_CHECKING:
     from gauntlet.controllers.oversight.lapsing import BranchableAgent
 
 BENCHMARKS: dict[str, str] = {
-    "corridor": "gauntlet.controllers.oversight.basic_benchmarks:corridor",
-    "taxi": "gauntlet.controllers.oversight.basic_benchmarks:taxi",
-    "textworld": "gauntlet.controllers.oversight.text_benchmarks:textworld",
-    "scienceworld": "gauntlet.controllers.oversight.text_benchmarks:scienceworld",
-    "chem": "gauntlet.controllers.oversight.tool_benchmarks:chem",
-    "disaster": "gauntlet.controllers.oversight.tool_benchmarks:disaster",
+    "corridor": "gauntlet.controllers.oversight.benchmarks.basic:corridor",
+    "taxi": "gauntlet.controllers.oversight.benchmarks.basic:taxi",
+    "textworld": "gauntlet.controllers.oversight.benchmarks.text:textworld",
+    "scienceworld": "gauntlet.controllers.oversight.benchmarks.text:scienceworld",
+    "chem": "gauntlet.controllers.oversight.benchmarks.tool:chem",
+    "disaster": "gauntlet.controllers.oversight.benchmarks.tool:disaster",
 }
 
 
