@@ -72,3 +72,15 @@ def test_every_parameter_of_every_tool_has_a_type_and_a_description(name):
                 untyped.append(f"{tool}.{argument}")
     assert not undescribed, f"parameters without a description: {undescribed}"
     assert not untyped, f"parameters without a type: {untyped}"
+
+
+@pytest.mark.parametrize("name", sorted(SERVERS))
+def test_every_tool_of_every_server_has_a_call_grammar(name):
+    # The offline agent decodes its calls under the grammar of the offered tools: a tool without one
+    # would stop an episode the moment tool scoping offered it (disaster's tool_loop did: list[Any]).
+    from gauntlet.agents.llm.call_grammar import grammar_problem
+    from gauntlet.agents.llm.calls import ToolSpec
+
+    problems = [problem for tool, schema in listed_schemas(SERVERS[name]()).items()
+                if (problem := grammar_problem([ToolSpec(tool, "", schema)])) is not None]
+    assert problems == []

@@ -13,6 +13,9 @@ The schemas become GBNF through llama-cpp-python's JSON-schema converter (the po
   would otherwise let a model add keys no tool reads, which is where small models wander;
 * each tool's ``$defs`` are renamed under the tool's name first, because the converter names a
   rule after the last segment of its ``$ref`` and would give two tools' same-named models one rule;
+* an array's ``items: {}`` (any item, as pydantic writes ``list[Any]``) is dropped: the converter
+  takes an empty items schema for a missing tuple and fails, and an array without ``items`` means
+  the same to both;
 * a string ``pattern`` the converter cannot read (it takes only whole-string ``^...$`` patterns, and
   a subset of regular expressions) is left out of the grammar, which then admits more strings than
   the schema: the decoded call is still checked against the full schema (``calls.check_calls``),
@@ -166,6 +169,10 @@ def _closed(schema: Any) -> Any:
                   for key, value in schema.items() if key not in _NOTES and not _loose_bound(key, value)}
         if "properties" in closed and "additionalProperties" not in closed:
             closed["additionalProperties"] = False
+        if closed.get("items") in ({}, True):
+            # "items of any kind": the converter reads an empty items schema as a missing tuple
+            # (``prefixItems``) and fails, while an array without ``items`` is any array to both.
+            del closed["items"]
         return closed
     if isinstance(schema, list):
         return [_closed(value) for value in schema]
