@@ -84,7 +84,8 @@ NOT_RUN: dict[str, str] = {
         "needs the full disaster scenes (`gauntlet data build disaster`: 1.3 GB, about 5 minutes); gold "
         "trajectories replay on small scenes in tests/disaster/test_tasks.py",
     # The synopsis spans two lines without a backslash, so the rule reads it as two.
-    "gauntlet eval SUITE --agent NAME [--view V] [--tasks ID,...] [--limit N] [--repeats K] [--seed S]": SYNOPSIS,
+    "gauntlet eval SUITE [--agent NAME] [--mode M] [--view V] [--tasks ID,...] [--limit N] [--repeats K] [--seed S]":
+        SYNOPSIS,
     "[--workers N] [--backend local|ray] [--ray-address ADDR] [--agent-config JSON] [--out DIR]": SYNOPSIS,
     "gauntlet demo --only oversight": "about a minute of branching and training; tests/oversight/test_experiment.py "
                                       "runs this demo",
