@@ -20,7 +20,8 @@ Persisted prefix
     store on disk (``PrefixStore``: the data cache, keyed by the model file, the llama.cpp version and
     the token ids), else read and saved there, so a new process (a worker, the next command) starts from
     it instead of reading ~3,000 tokens again. The prefix is always read on its own before the rest of
-    the prompt, so a loaded prefix holds the same cells a read one would.
+    the prompt (from the longest part of it already cached), so the next process starts where this one
+    would.
 
 Hidden states
     llama.cpp names each layer's output ``l_out-<i>`` (0-based), the embeddings ``inp_embd`` and
@@ -185,7 +186,8 @@ class LlamaRuntime(KeptStates):
         self.lock = threading.Lock()
         self.watched: set[int] = set()
         self.kept: list[tuple[str, dict[int, np.ndarray]]] = []
-        self.prefix_loads = 0
+        self.prefix_loads = 0  # shared prefixes loaded from the store, and tokens read for ones that were not
+        self.prefix_tokens_read = 0
         self.load_seconds = time.perf_counter() - start
 
     # Tokens --------------------------------------------------------------------------------------
@@ -375,14 +377,19 @@ class LlamaRuntime(KeptStates):
         if any(shared_length(self._held[seq], prefix) == len(prefix) for seq in (0, *self._kept_order)):
             return
         store = PrefixStore.for_model(self.path)
-        self._clear_working()
         state = store.load(prefix)
-        if state is not None and self._set_working_state(state, prefix):
-            self.prefix_loads += 1
-        else:
+        if state is not None:
             self._clear_working()
-            self._read(prefix, logits_last=False)
-            store.save(prefix, self._working_state())
+            if self._set_working_state(state, prefix):
+                self.prefix_loads += 1
+                self._keep_working()
+                return
+        # Read it, from the longest part of it a sequence holds (a system turn whose tool list changed
+        # keeps the text before the first changed tool), and store it.
+        reused = self._start_from_prefix(prefix)
+        self._read(prefix[reused:], logits_last=False)
+        self.prefix_tokens_read += len(prefix) - reused
+        store.save(prefix, self._working_state())
         self._keep_working()
 
     def _working_state(self) -> bytes:

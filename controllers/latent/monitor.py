@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gauntlet.controllers.latent.detector_file import reply_states
 from gauntlet.controllers.latent.detectors import ChaosScore
 from gauntlet.episode import Step
 from gauntlet.errors import UserError, check_arguments
@@ -208,11 +209,7 @@ class LatentMonitor:
 
     def chaos(self, conversation: list[Any], response: str) -> dict[str, float]:
         """The chaos score of ``response`` to ``conversation``, read by the reader model."""
-        layer = self.score.layer
-        states = self.reader.hidden_states(conversation, response, layers=(layer,))
-        # The positions that produced the reply's tokens: the last prompt token and all but the last.
-        tokens = states.layers[layer][states.prompt_length - 1:max(len(states.token_ids) - 1, states.prompt_length)]
-        return self.verdict(self.score.divergence(tokens))
+        return self.verdict(self.score.divergence(reply_states(self.reader, conversation, response, self.score.layer)))
 
 
 __all__ = ["CORRECTION", "SHIPPED_SCORE", "LatentMonitor", "fitted_score", "load_chaos_score", "reply_text",

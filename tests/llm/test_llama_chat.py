@@ -286,3 +286,18 @@ def test_the_prefix_store_keeps_the_most_recently_used_files(tmp_path):
     assert store.load([0, 1, 2]) == b"state 3" and store.load([0, 1]) == b"state 2"
     store.save([7], b"seven")  # [0, 1] was used after [0, 1, 2], so [0, 1, 2] goes
     assert store.load([0, 1, 2]) is None and store.load([0, 1]) == b"state 2"
+
+
+def test_a_system_turn_whose_tools_changed_is_read_from_the_part_it_shares_with_a_cached_one(offline_gguf,
+                                                                                           llama_model):
+    tools = openai_tool_schemas(TOOLS)
+    fewer = openai_tool_schemas(TOOLS[:2])  # the last tool gone, as when find_tools changes the offered set
+    runtime = LlamaRuntime(offline_gguf, context=2048, threads=1)
+    prompts = [llama_model.prompt_ids(CONVERSATION, offered) for offered in (tools, fewer)]
+    shared = [llama_model.shared_prefix_length(CONVERSATION, prompt, offered)
+              for prompt, offered in zip(prompts, (tools, fewer))]
+    runtime.generate(prompts[0], max_new_tokens=4, persist_prefix=shared[0])
+    read_first = runtime.prefix_tokens_read
+    runtime.generate(prompts[1], max_new_tokens=4, persist_prefix=shared[1])
+    common = next(i for i, (a, b) in enumerate(zip(prompts[0], prompts[1])) if a != b)
+    assert read_first == shared[0] and runtime.prefix_tokens_read - read_first == shared[1] - common
