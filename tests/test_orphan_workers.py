@@ -120,9 +120,20 @@ def assert_ended_as_signalled(signum: int, status: int, stderr: str) -> None:
 
 
 def assert_folder_free(folder: Path, lock_name: str) -> None:
-    """No process left holds the folder's writer lock (a forked worker would hold the driver's)."""
-    with exclusive_folder(folder, lock_name, lambda: AssertionError(f"{folder} is still locked")):
-        pass
+    """No process left holds the folder's writer lock (a forked worker would hold the driver's).
+
+    Waits up to ``GONE_TIMEOUT_S`` for it: a killed worker drops its memory (so ``marked`` no longer reads
+    its environment and counts it gone) a moment before the kernel closes its files, while an orphan that
+    lives on holds the lock for good."""
+    deadline = time.monotonic() + GONE_TIMEOUT_S
+    while True:
+        try:
+            with exclusive_folder(folder, lock_name, lambda: AssertionError(f"{folder} is still locked")):
+                return
+        except AssertionError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
 
 
 SIGNALS = pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
