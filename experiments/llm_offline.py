@@ -212,7 +212,10 @@ def evaluate(folder: Path, suite: str, config: dict[str, Any], task_ids: Sequenc
     report = json.loads((Path(evaluation.out_dir) / "scores.json").read_text()).get("report") or {}
     # The chem scorer's diagnosis: how many of the reaction's components the agent bought (recall) and how
     # many of its purchases were components (precision), which shows progress that CTA@25 alone does not.
-    diagnosis = {key: report[key] for key in ("component_recall", "component_precision") if key in report}
+    # And the answers within 25 % that did not act on every component: numbers the episode showed (a molar
+    # mass, one pack's price) that happen to lie near the gold price, not prices of the reaction.
+    diagnosis = {key: report[key] for key in ("component_recall", "component_precision", "correct_unpriced",
+                                              "cta@25_priced") if key in report}
     return evaluation, {"config": config, "mean_score": evaluation.mean_score,
                         "success_rate": evaluation.success_rate, **diagnosis, **usage(evaluation, folder)}
 
@@ -308,6 +311,11 @@ def tables(results: dict[str, Any]) -> str:
             lines.append(f"| {row['k']} | {row['pass_at_k']:.3f} [{row['pass_at_k_ci'][0]:.3f}, "
                          f"{row['pass_at_k_ci'][1]:.3f}] | {row['pass_hat_k']:.3f} [{row['pass_hat_k_ci'][0]:.3f}, "
                          f"{row['pass_hat_k_ci'][1]:.3f}] |")
+        if "correct_unpriced" in chem:
+            lines += ["", f"Components acted on: recall {_num(chem.get('component_recall'))}, precision "
+                      f"{_num(chem.get('component_precision'))}. {chem['correct_unpriced']} of the attempts within "
+                      "25 % did not act on every component of the reaction (a number the episode showed that lies near "
+                      f"the gold price); CTA@25 over attempts that did: {_num(chem.get('cta@25_priced'), 3)}."]
         lines += ["", _usage_line(chem), ""]
     disaster = results.get("disaster")
     if disaster:

@@ -14,6 +14,12 @@ logged tool calls against the gold rule's intermediate values (``metadata['gold'
   ``select_pack`` total nor a number in a ``calculate`` expression within 0.5 %), else
   ``arithmetic``. ``abstained`` when no number was submitted, ``correct`` within 25 %.
 
+A number within 25 % is ``correct`` however it was reached, so the summary also counts the correct
+answers that did not price the reaction (``correct_unpriced``: some gold component never acted on):
+a small model that submits a number it was shown (the product's molar mass, a pack price) lands within
+25 % of the gold price now and then, and ``cta@25_priced`` is CTA@25 over the attempts that acted on
+every gold component.
+
 ``ChemScorer`` is the per-task form for ``ToolTaskEnv`` (the chem suites name it in their registry
 ``env_kwargs``): the task's eval spec grades the answer, and the diagnosis rides in the report's
 ``details["chem"]``, so every recorded episode carries it; ``ChemScorer.summarize`` turns a run's
@@ -120,7 +126,8 @@ def _cost_seen(component: dict, made: list[tuple[str, dict, Any]]) -> bool:
 
 
 def summarize(diagnoses: Sequence[TaskDiagnosis]) -> dict[str, Any]:
-    """CTA@10/25/50, mean and median relative error (answered tasks), component P/R, stage counts."""
+    """CTA@10/25/50, mean and median relative error (answered tasks), component P/R, stage counts, and the
+    correct answers reached without acting on every gold component (``correct_unpriced``, ``cta@25_priced``)."""
     n = len(diagnoses)
     errors = [d.relative_error for d in diagnoses if d.relative_error is not None]
     summary: dict[str, Any] = {"n_tasks": n, "n_answered": len(errors)}
@@ -131,6 +138,9 @@ def summarize(diagnoses: Sequence[TaskDiagnosis]) -> dict[str, Any]:
     summary["median_relative_error"] = statistics.median(errors) if errors else None
     summary["component_precision"] = statistics.fmean(d.component_precision for d in diagnoses) if n else 0.0
     summary["component_recall"] = statistics.fmean(d.component_recall for d in diagnoses) if n else 0.0
+    unpriced = sum(1 for d in diagnoses if d.stage == "correct" and d.component_recall < 1.0)
+    summary["correct_unpriced"] = unpriced
+    summary["cta@25_priced"] = (summary["cta@25"] * n - unpriced) / n if n else 0.0
     counts = Counter(d.stage for d in diagnoses)
     summary["stages"] = {stage: counts.get(stage, 0) for stage in STAGES}
     return summary

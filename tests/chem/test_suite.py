@@ -206,3 +206,14 @@ def test_cta_counts_answers_within_each_tolerance_and_abstentions_as_misses(task
     assert summary["median_relative_error"] == pytest.approx(0.30)
     assert summary["mean_relative_error"] == pytest.approx((0.05 + 0.2 + 0.4 + 2.0) / 4)
     assert summary["stages"]["abstained"] == 1 and summary["stages"]["correct"] == 2
+    # No call acted on a component, so both correct answers are guesses, not prices.
+    assert summary["correct_unpriced"] == 2 and summary["cta@25_priced"] == 0.0
+
+
+def test_a_correct_answer_counts_as_priced_only_when_every_gold_component_was_acted_on(tasks):
+    gold = float(tasks[0].answer)
+    components = tasks[0].metadata["gold"]["components"]
+    every = [{"name": "get_chemical", "arguments": {"chemical_id": c["chemical_id"]}, "result": {}, "is_error": False}
+             for c in components]
+    summary = summarize([diagnose(tasks[0], gold, every), diagnose(tasks[0], gold, every[:-1])])
+    assert summary["cta@25"] == 1.0 and summary["correct_unpriced"] == 1 and summary["cta@25_priced"] == 0.5

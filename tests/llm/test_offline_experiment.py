@@ -108,3 +108,17 @@ def test_a_size_below_one_is_one_line(option, capsys):
         load_experiment("llm_offline").main(["--size", "smoke", option, "0"])
     assert stop.value.code == 2
     assert f"{option} 0" in capsys.readouterr().err
+
+
+def test_the_chem_table_says_how_many_successes_priced_nothing():
+    module = load_experiment("llm_offline")
+    usage = {"episodes": 3, "malformed_calls": 0, "calls_proposed": 6, "repeated_calls": 0, "replies_without_call": 0,
+             "model_calls_per_episode": 2.0, "tokens_per_episode": 100.0, "seconds_per_step": 1.0,
+             "seconds_per_episode": 2.0, "peak_rss_gb": 1.0}
+    chem = {**usage, "tasks": 1, "repeats": 3, "component_recall": 0.25, "component_precision": 0.5,
+            "correct_unpriced": 1, "cta@25_priced": 0.0,
+            "pass_k": [{"k": 1, "pass_at_k": 0.333, "pass_at_k_ci": [0.0, 1.0], "pass_hat_k": 0.333,
+                        "pass_hat_k_ci": [0.0, 1.0]}]}
+    text = module.tables({"model": "offline", "size": "full", "chem": chem})
+    assert "1 of the attempts within 25 % did not act on every component" in text
+    assert "CTA@25 over attempts that did: 0.000" in text
