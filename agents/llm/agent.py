@@ -205,9 +205,9 @@ class LLMAgent(Agent):
                                   or not tools):
             raise UserError("agent llm: tools is a non-empty list of tool names; fix the agent config")
         if isinstance(model, str):
-            from gauntlet.agents.llm.models import parse_spec
+            from gauntlet.agents.llm.models import check_spec
 
-            parse_spec(model)  # a spec the backends cannot read fails here, not in every worker
+            check_spec(model)  # a spec the backends cannot read fails here, not in every worker
         try:
             self._mode = get_mode(mode)
             self._budget = Budget(max_steps=max_steps, max_tokens=max_tokens, wall_time_s=wall_time_s)

@@ -176,6 +176,24 @@ def _offline(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
     return llama_model(model_path(spec.model or None), options)
 
 
+def check_spec(spec: str | None) -> ModelSpec:
+    """``parse_spec``, plus what can be checked without loading anything: a pinned offline model's name,
+    a scripted model's script and a llama.cpp model's file exist. The driver calls it, so a misspelt
+    model fails in one line before a run folder or a worker exists."""
+    parsed = parse_spec(spec)
+    if parsed.backend == "offline":
+        from gauntlet.agents.llm.offline_model import model_pin
+
+        model_pin(parsed.model or None)
+    elif parsed.backend == "scripted" and not Path(parsed.model).is_file():
+        raise UserError(f"the script {parsed.model} of --model scripted:{parsed.model} does not exist; fix the path")
+    elif parsed.backend == "llama":
+        path = Path(parsed.model).expanduser()
+        if not path.is_file() or path.suffix != ".gguf":
+            raise UserError(f"llama:{parsed.model} is not a .gguf file on this machine; give the path of a GGUF model")
+    return parsed
+
+
 LLAMA_MISSING = ("the llama.cpp runtime (llama-cpp-python) is not installed; run `make setup`, which builds it once "
                  "for this CPU (about 13 minutes on 2 cores), or use --model hf:<file.gguf> (transformers, slower)")
 

@@ -209,6 +209,29 @@ def test_a_bad_tool_scope_is_one_line_before_any_episode():
         LLMAgent(model=scripted([answer_turn(5)]), demonstrations=True)
 
 
+def test_a_misspelt_model_is_one_line_before_any_run_folder(tmp_path, capsys, monkeypatch):
+    from gauntlet import registry
+    from gauntlet.cli import main
+    from gauntlet.registry import Entry
+
+    task = {"id": "t-0", "server": "env:CartPole-v1", "answer": 4, "eval_spec": {"kind": "numeric"},
+            "question": "How many numbers are in the observation?",
+            "gold_trajectory": [{"call": "reset", "args": {"seed": 0}, "obs": None}]}
+    (tmp_path / "tiny.jsonl").write_text(json.dumps(task) + "\n")
+    (tmp_path / "tiny_suite_module.py").write_text(f"SUITE = {str(tmp_path / 'tiny.jsonl')!r}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(registry._entries["suite"], "tiny", Entry("suite", "tiny", "tiny_suite_module:SUITE"))
+    for spec, says in (("offline:nope", "no offline model 'nope' is pinned"),
+                       (f"scripted:{tmp_path / 'missing.json'}", "does not exist; fix the path"),
+                       (f"llama:{tmp_path / 'missing.gguf'}", "is not a .gguf file")):
+        out = tmp_path / "run"
+        with pytest.raises(SystemExit) as stop:
+            main(["eval", "tiny", "--agent", "llm", "--agent-config", json.dumps({"model": spec}),
+                  "--out", str(out)])
+        assert stop.value.code == 2 and says in capsys.readouterr().err
+        assert not out.exists()  # the corrected command can use the same folder
+
+
 class Redrawing(ScriptedChatModel):
     """A scripted model that says it can redraw a reply, and keeps the calls each reply was told to avoid."""
 
