@@ -17,7 +17,7 @@ Figures, every one measured in the same run:
 
 Torch runs on ``--threads`` intra-op threads (default 1: these forward passes are small, and a
 second thread on a busy machine costs more than it gives). ``--quick`` uses the smoke-size
-transformer (trained in seconds) and fewer repeats; the figures in docs/curiosity.md come from the
+transformer (trained in seconds) and fewer repeats; the figures in docs/results/curiosity.md come from the
 default transformer.
 """
 

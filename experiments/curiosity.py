@@ -1,4 +1,4 @@
-"""Reproduces the curiosity results (i)-(iv) of docs/curiosity.md: JSON plus one PNG per result.
+"""Reproduces the curiosity results (i)-(iv) of docs/results/curiosity.md: JSON plus one PNG per result.
 
     python experiments/curiosity.py --size smoke --out experiments/results/curiosity-smoke
     python experiments/curiosity.py --size full  --out experiments/results/curiosity

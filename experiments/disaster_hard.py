@@ -1,4 +1,5 @@
-"""The disaster detectors on the ``clean`` and ``hard`` realism levels of the same scenes (docs/disaster-hard.md).
+"""The disaster detectors on the ``clean`` and ``hard`` realism levels of the same scenes
+(docs/results/disaster-hard.md).
 
     python experiments/disaster_hard.py --size smoke  --out /tmp/disaster-hard-smoke
     python experiments/disaster_hard.py --size medium --out experiments/results/disaster/hard
@@ -21,7 +22,7 @@ timed, and then measured as ``gauntlet bench disaster --accuracy-only`` measures
    the same machine load; an untimed small build first loads the libraries).
 
 Scenes are built into a scratch folder and removed after each event. The figures go to
-``<out>/disaster_hard.json`` and ``<out>/disaster_hard.md`` (the table docs/disaster-hard.md shows).
+``<out>/disaster_hard.json`` and ``<out>/disaster_hard.md`` (the table docs/results/disaster-hard.md shows).
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ def _remove(folder: Path) -> None:
 
 
 def markdown(results: dict[str, Any]) -> str:
-    """The tables of docs/disaster-hard.md."""
+    """The tables of docs/results/disaster-hard.md."""
     events = results["events"]
     lines = [f"# Disaster detectors: clean vs hard ({results['size']}: {len(events)} events at "
              f"{results['size_px']} x {results['size_px']} cells, seed {results['seed']})", "",

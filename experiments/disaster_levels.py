@@ -1,4 +1,4 @@
-"""Gold replay and truth vs gold of the disaster task suite on both realism levels (docs/disaster-hard.md).
+"""Gold replay and truth vs gold of the disaster task suite on both realism levels (docs/results/disaster-hard.md).
 
     python experiments/disaster_levels.py --size smoke  --out /tmp/disaster-levels-smoke
     python experiments/disaster_levels.py --size medium --out experiments/results/disaster/levels
@@ -137,7 +137,7 @@ def _json(results: dict[str, Any]) -> str:
 
 
 def markdown(results: dict[str, Any]) -> str:
-    """The tables docs/disaster-hard.md shows: gold replay and truth vs gold per level and dimension."""
+    """The tables docs/results/disaster-hard.md shows: gold replay and truth vs gold per level and dimension."""
     lines = ["| level | dimension | tasks | gold replay: perfect / replayed | gold DORA answer score | "
              "gold answer passes vs the truth |", "|---|---|---|---|---|---|"]
     for level, row in results["levels"].items():

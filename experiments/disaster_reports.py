@@ -1,5 +1,5 @@
 """The T5 situation-report tasks over the catalogue: how many there are, that their gold replays score 1.000,
-and how far the gold reports are from the generator's truth (docs/disaster-figures.md, "T5 situation reports").
+and how far the gold reports are from the generator's truth (docs/results/disaster-figures.md, "T5 situation reports").
 
     python experiments/disaster_reports.py --size smoke  --out /tmp/disaster-reports-smoke
     python experiments/disaster_reports.py --size medium --out experiments/results/disaster/reports

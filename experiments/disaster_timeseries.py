@@ -1,4 +1,4 @@
-"""What the disaster time series costs, and its T4 tasks' gold against the generator's truth (docs/disaster.md).
+"""What the disaster time series costs, and its T4 tasks' gold against the generator's truth (docs/results/disaster.md).
 
     python experiments/disaster_timeseries.py --size smoke  --out /tmp/disaster-timeseries-smoke
     python experiments/disaster_timeseries.py --size medium --out experiments/results/disaster/timeseries-medium

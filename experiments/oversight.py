@@ -1,4 +1,4 @@
-"""Reproduces the prefix-branching oversight results of docs/oversight.md ("Calibration Is Not Control").
+"""Reproduces the prefix-branching oversight results of docs/results/oversight.md ("Calibration Is Not Control").
 
     python experiments/oversight.py --size smoke --out experiments/results/oversight-smoke
     python experiments/oversight.py --size full  --out experiments/results/oversight
@@ -61,7 +61,7 @@ PLANS: dict[str, dict[str, dict[str, Any]]] = {
     "full": {
         "corridor": {"episodes": 600, "stride": 1, "strengths": [1.0, 0.6, 0.3], "online": 200, "options": {}},
         "taxi": {"episodes": 400, "stride": 1, "strengths": [1.0, 0.6, 0.3], "online": 200, "options": {}},
-        # The text and tool benchmarks branch at about 1 row/s on 2 cores (docs/oversight.md, figures):
+        # The text and tool benchmarks branch at about 1 row/s on 2 cores (docs/results/oversight.md):
         # sized to finish in under an hour together, so their tables are small and their CIs wide.
         # Game 22: TextWorld's own planner (its policy_commands, the expert) grew past 6 GB in 10 minutes
         # on a state a lapsing agent reached; skipped wherever a plan reaches it, and reported.

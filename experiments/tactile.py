@@ -493,7 +493,7 @@ def check_random_moves(family: str, checkpoint: Path, episodes: int, objects_per
 
 
 POSE_FAMILIES = {"GlyphPose", "Toolbox"}
-POSE_YAW_BINS = 36  # pose models predict the yaw over 36 arcs of 10 degrees (docs/tactile.md, "Pose tasks")
+POSE_YAW_BINS = 36  # pose models predict the yaw over 36 arcs of 10 degrees (docs/results/tactile.md, "Pose tasks")
 
 
 SYMMETRY_IOU = 0.9  # an object turned a quarter or half turn that overlaps itself this much looks the same

@@ -80,7 +80,7 @@ class DADConfig(LocationFindingModel):
 
 CONFIGS = {"default": DADConfig(),
            # The contrastive learner (the truth among the particles), twice the histories per step and a
-           # higher learning rate: the config that learns (docs/curiosity.md, result (iii)).
+           # higher learning rate: the config that learns (docs/results/curiosity.md, result (iii)).
            "contrastive": DADConfig(include_truth=True, batch_size=64, learning_rate=3e-3, steps=3000),
            # The same with four times the particles (the posterior rules them out more slowly) for 1,200 steps.
            "contrastive-sharp": DADConfig(include_truth=True, n_particles=2048, batch_size=64, learning_rate=3e-3,

@@ -10,7 +10,7 @@ crosses the threshold with the hierarchy restated. Printed per episode: the repl
 against the threshold, what the gate did, and whether the rule's checker says the final answer kept the
 rule. The episodes and their trace are written to ``out_dir``. What the gate does is what the score
 says: on this model the score is near chance at telling violations apart (see
-``docs/latent_monitor.md``), and the demo shows it as it is.
+``docs/results/latent_monitor.md``), and the demo shows it as it is.
 """
 
 from __future__ import annotations

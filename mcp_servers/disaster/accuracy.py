@@ -2,7 +2,7 @@
 
     measure(scene_root, event) -> {"flood_ndwi_iou": ..., "building_damage_accuracy": ..., ...}
 
-Used by the tests (floors) and by ``bench/disaster.py`` (the figures in docs/disaster.md).
+Used by the tests (floors) and by ``bench/disaster.py`` (the figures in docs/results/disaster.md).
 """
 
 from __future__ import annotations

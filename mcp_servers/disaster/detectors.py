@@ -39,7 +39,7 @@ TANK_HOUGH_PEAK = 0.45
 POOL_BLUE, POOL_BLUE_RED, POOL_NIR = 0.15, 0.3, 0.1
 BRIDGE_CLOSING_PX = 7
 BRIDGE_MIN_WATER_PX = 400     # 2,500 m2 at 2.5 m
-SAR_DESTROYED_DB, SAR_PARTIAL_DB = -3.5, -2.5  # chosen on five events (docs/disaster.md)
+SAR_DESTROYED_DB, SAR_PARTIAL_DB = -3.5, -2.5  # chosen on five events (docs/results/disaster.md)
 SCALE = 10000.0
 
 

@@ -1,7 +1,7 @@
 """Classical, deterministic perception on the scene rasters (no learned weights).
 
 Each detector is a published index or statistic with a fixed threshold; its accuracy against the
-generator's truth is measured in the tests and reported in docs/disaster.md, not assumed.
+generator's truth is measured in the tests and reported in docs/results/disaster.md, not assumed.
 """
 
 from __future__ import annotations

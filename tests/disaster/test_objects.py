@@ -1,7 +1,7 @@
 """Object detectors (vehicles, ships, tanks, pools, bridges) and SAR damage against the generator's truth,
 GeoPackage layers, Voronoi service areas and one CRS spelling.
 
-The figures over every event are in docs/disaster.md (``gauntlet bench disaster --accuracy-only``); the
+The figures over every event are in docs/results/disaster.md (``gauntlet bench disaster --accuracy-only``); the
 floors here sit below them.
 """
 

@@ -1,6 +1,6 @@
 """Perception accuracy against the generator's truth: measured, with floors that catch regressions.
 
-The measured figures over every event are in docs/disaster.md (``gauntlet bench disaster``); these
+The measured figures over every event are in docs/results/disaster.md (``gauntlet bench disaster``); these
 floors sit below them, and none is 1.0: the scenes are built so that the detectors make mistakes.
 """
 
