@@ -7,6 +7,11 @@ larger than ``INLINE_ARRAY_MAX`` elements go to a sidecar ``.npz`` next to the f
 holds a summary that names the array's key. A crash leaves a readable prefix: the reader skips a
 torn last line with a warning and returns the episode without an outcome (``complete`` is False).
 
+A step's tool call (server, name, arguments, result, is_error, latency_ms) lives in its ``info`` under
+``gauntlet.info_keys.TOOL_CALL``, as the env reported it, and nowhere else; ``Step.tool_call`` reads it
+from there. Files written before this held it in a step-level ``tool_call`` field; the reader moves it
+into ``info``, so old and new files load alike.
+
 Readers need only this module (or any JSON reader): nothing here depends on the code that wrote the
 episode.
 """
@@ -23,9 +28,10 @@ from typing import Any, Literal
 
 import numpy as np
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gauntlet.fileio import write_atomically
+from gauntlet.info_keys import TOOL_CALL
 
 SCHEMA_VERSION = 1
 INLINE_ARRAY_MAX = 64
@@ -78,7 +84,11 @@ class Event(BaseModel):
 
 
 class Step(BaseModel):
-    """One transition: the action taken and what the environment returned for it."""
+    """One transition: the action taken and what the environment returned for it.
+
+    The tool call the step made is ``info['tool_call']`` (a ``ToolCall``), read as ``tool_call``.
+    ``Step(tool_call=...)`` and the step-level ``tool_call`` of files written before both land there.
+    """
 
     index: int
     observation: Any = None
@@ -88,10 +98,42 @@ class Step(BaseModel):
     terminated: bool = False
     truncated: bool = False
     info: dict[str, Any] = Field(default_factory=dict)
-    tool_call: ToolCall | None = None
     messages: list[Message] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
     privileged: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tool_call_in_info(cls, data: Any) -> Any:
+        """Put a step-level ``tool_call`` into ``info`` and read a call in ``info`` as a ``ToolCall``.
+
+        Runs on every step the runner builds, so the common case (a ``ToolCall`` already in ``info``,
+        or no call) costs two lookups. The caller's dicts are copied, never changed.
+        """
+        if type(data) is not dict:
+            return data
+        info = data.get("info")
+        if "tool_call" in data:
+            data = dict(data)
+            call = data.pop("tool_call")
+            if call is not None:
+                info = dict(info or {})
+                if info.get(TOOL_CALL) is not None:
+                    raise ValueError("a step's tool call is given twice, as 'tool_call' and as "
+                                     f"info[{TOOL_CALL!r}]; give it once, in info")
+                info[TOOL_CALL] = call
+                data["info"] = info
+        if type(info) is dict:
+            call = info.get(TOOL_CALL)
+            if call is not None and type(call) is not ToolCall:
+                data = {**data, "info": {**info, TOOL_CALL: ToolCall.model_validate(call)}}
+        return data
+
+    @property
+    def tool_call(self) -> ToolCall | None:
+        """The tool call this step made (its one home is ``info['tool_call']``), or None."""
+        call = self.info.get(TOOL_CALL)
+        return call if call is None or type(call) is ToolCall else ToolCall.model_validate(call)
 
 
 class Outcome(BaseModel):
@@ -177,8 +219,8 @@ def _default(value: Any) -> Any:
 
 def step_extra(step: Step) -> dict[str, Any]:
     """The fields of ``step`` that ``EpisodeWriter.step`` takes as ``extra``, left out when at their default."""
-    return {"cost": step.cost or None, "tool_call": step.tool_call, "messages": step.messages,
-            "events": step.events, "privileged": step.privileged}
+    return {"cost": step.cost or None, "messages": step.messages, "events": step.events,
+            "privileged": step.privileged}
 
 
 def dumps(value: Any) -> bytes:
@@ -259,9 +301,9 @@ class EpisodeWriter:
              terminated: bool, truncated: bool, info: dict[str, Any], **extra: Any) -> None:
         """Record one step: one dict, one orjson call, one unbuffered write.
 
-        ``extra`` may carry the other ``Step`` fields (``cost``, ``tool_call``, ``messages``,
-        ``events``, ``privileged``); those given as None or empty are left out and read back as
-        their defaults.
+        ``extra`` may carry the other ``Step`` fields (``cost``, ``messages``, ``events``,
+        ``privileged``); those given as None or empty are left out and read back as their defaults.
+        A tool call is part of ``info`` (``info['tool_call']``).
         """
         if type(observation) is not np.ndarray or observation.size > self.inline_array_max:
             observation = self._externalise(observation, f"obs.{index + 1}")

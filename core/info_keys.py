@@ -1,7 +1,8 @@
 """The ``info`` keys the platform reads: the contract between an env and the runner, scorers and bridges.
 
 Gymnasium keeps ``info`` free-form; Gauntlet reads a few keys from it, and only these. An env that
-reports them gets them recorded in the Episode's own fields (docs/architecture.md, "The info contract").
+reports them gets them recorded in the Episode's own fields, except ``tool_call``, which the step's
+``info`` keeps (docs/architecture.md, "The info contract").
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ IS_SUCCESS: Final = "is_success"
 """The same as ``success`` under the name Gymnasium-Robotics and SB3 use; read when ``success`` is absent."""
 
 TOOL_CALL: Final = "tool_call"
-"""A tool call the step made (``ToolCall`` fields); moved out of ``info`` into ``Step.tool_call``."""
+"""The tool call the step made, with its result (a ``ToolCall``): its one home, kept in the recorded
+step's ``info`` (``Step.tool_call`` reads it there); an agent reads the call's result from here or from
+the observation, never from a second copy."""
 
 TASK_ID: Final = "task_id"
 """The tool task an episode runs (``ToolTaskEnv``'s reset info); the episode's ``task_id``."""

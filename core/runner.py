@@ -5,9 +5,12 @@ Recording. ``record="memory"`` keeps typed steps in the returned Episode; a path
 outcome only, unless ``keep_steps=True``; ``load_episodes`` reads the steps back); ``record="none"``
 keeps only the outcome. One step loop serves every mode: a step is kept, written, both or neither,
 and what is kept is what is written. The env's ``info`` is read through the keys of
-``gauntlet.info_keys``: ``cost`` becomes ``Step.cost`` (summed into the outcome), ``tool_call`` moves
-to ``Step.tool_call``, ``privileged`` to ``Step.privileged`` (each recorded once), the final step's
-``success`` (or ``is_success``) is the outcome's, and the reset info's ``task_id`` the episode's.
+``gauntlet.info_keys``: ``cost`` becomes ``Step.cost`` (summed into the outcome), ``privileged`` moves
+to ``Step.privileged`` (recorded once, out of the step's ``info``), ``tool_call`` stays where the env put
+it (``Step.info``, its one home, which ``Step.tool_call`` reads), the final step's ``success`` (or
+``is_success``) is the outcome's, and the reset info's ``task_id`` the episode's. An agent that runs a
+tool itself, not through the env, reports it as ``AgentOutput.tool_call``: the step's ``info`` then
+records that call under ``tool_call``.
 
 Hooks. Monitors and controllers (``gauntlet.hooks``) read the steps, so with hooks the steps are
 always kept. A controller decides before each step. When one halts, the step it was asked about
@@ -191,10 +194,10 @@ def _run(env: gym.Env, agent: Agent, observation: Any, info: dict[str, Any], lim
                 action = output.action
                 # The lists themselves, read when the step is built: calls of a model the agent lends the
                 # env (``client_model``) while the step's action runs join its events.
-                extra: dict[str, Any] | None = {"messages": output.messages, "tool_call": output.tool_call,
-                                                "events": output.events}
+                extra: dict[str, Any] | None = {"messages": output.messages, "events": output.events}
+                reported = output.tool_call
             else:
-                action, extra = output, None
+                action, extra, reported = output, None, None
             if deciding:
                 prefix = Prefix(steps=steps, observation=observation, info=info, env=env, agent=agent, seed=seed)
                 action, revised, events, halt = _decide(controllers, prefix, action)
@@ -207,7 +210,8 @@ def _run(env: gym.Env, agent: Agent, observation: Any, info: dict[str, Any], lim
                 if halt:
                     return _Run(steps, total, total_cost, n, info, [] if steps else events)
                 if revised is not None:
-                    extra = {"messages": revised.messages, "tool_call": revised.tool_call, "events": revised.events}
+                    extra = {"messages": revised.messages, "events": revised.events}
+                    reported = revised.tool_call
                 if events:
                     if extra:  # onto the output's own list: what the agent adds while the step runs is kept too
                         extra["events"].extend(events)
@@ -228,8 +232,10 @@ def _run(env: gym.Env, agent: Agent, observation: Any, info: dict[str, Any], lim
                     cost = float(cost)
                     total_cost += cost
                     extra = {**extra, "cost": cost} if extra else {"cost": cost}
-                if recording and (TOOL_CALL in info or PRIVILEGED in info):
-                    step_info, extra = _fields_from_info(info, extra)
+                if recording and PRIVILEGED in info:
+                    step_info, extra = _privileged_from_info(info, extra)
+            if reported is not None and recording:
+                step_info = {**step_info, TOOL_CALL: reported}
             if keep:
                 # Validated, so a step kept in memory is one the file can hold (and pydantic-core builds
                 # it in half the time ``model_construct`` takes); ``extra`` holds Step fields by name.
@@ -264,17 +270,15 @@ def _write_step(write: Callable[..., None], step: Step, reward: SupportsFloat) -
           **step_extra(step))
 
 
-def _fields_from_info(info: dict[str, Any], extra: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Move ``tool_call`` and ``privileged`` out of the env's ``info`` into the step's own fields.
+def _privileged_from_info(info: dict[str, Any],
+                          extra: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Move ``privileged`` out of the env's ``info`` into the step's own field, so it is recorded once.
 
-    Each is recorded once, in its field (a ``tool_call`` the agent already reported wins); ``info`` keeps
-    the rest. The env's own dict is left as it was: the agent reads it next.
+    ``info`` keeps the rest, the tool call included. The env's own dict is left as it was: the agent
+    reads it next.
     """
     info = dict(info)
     fields = dict(extra or {})
-    call = info.pop(TOOL_CALL, None)
-    if call is not None and fields.get("tool_call") is None:
-        fields["tool_call"] = call
     privileged = info.pop(PRIVILEGED, None)
     if privileged is not None:
         fields["privileged"] = privileged

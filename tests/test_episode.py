@@ -23,9 +23,9 @@ def test_written_episode_reads_back_as_typed_records(tmp_path):
     path = tmp_path / "ep.jsonl"
     with EpisodeWriter(path) as writer:
         writer.begin(_header(observation=np.arange(3, dtype=np.float32)))
-        writer.step(0, np.array([1.5, 2.5]), 1, 1.0, False, False, {"x": np.float32(0.5)},
-                    cost=0.25, tool_call=ToolCall(server="s", name="t", arguments={"a": 1}, result=2, latency_ms=1.0),
-                    events=[Event(source="m", kind="monitor", data={"risk": 0.1}, cost_ms=0.2)],
+        call = ToolCall(server="s", name="t", arguments={"a": 1}, result=2, latency_ms=1.0)
+        writer.step(0, np.array([1.5, 2.5]), 1, 1.0, False, False, {"x": np.float32(0.5), "tool_call": call},
+                    cost=0.25, events=[Event(source="m", kind="monitor", data={"risk": 0.1}, cost_ms=0.2)],
                     privileged={"truth": 7})
         writer.end(Outcome(score=1.0, success=True, metrics={"length": 1}))
     (episode,) = load_episodes(path)
@@ -34,8 +34,8 @@ def test_written_episode_reads_back_as_typed_records(tmp_path):
     step = episode.steps[0]
     assert isinstance(step, Step)
     assert step.observation == [1.5, 2.5] and step.action == 1 and step.cost == 0.25
-    assert step.info == {"x": 0.5} and step.privileged == {"truth": 7}
-    assert step.tool_call.name == "t" and step.tool_call.result == 2
+    assert step.info == {"x": 0.5, "tool_call": call} and step.privileged == {"truth": 7}
+    assert step.tool_call == call and step.tool_call is step.info["tool_call"]
     assert step.events[0].data == {"risk": 0.1} and step.events[0].cost_ms == 0.2
     assert episode.outcome.success is True
 
@@ -180,3 +180,38 @@ def test_an_episode_given_as_its_header_writes_only_the_header_fields(tmp_path):
         writer.begin(episode)
     header = json.loads(path.read_text().splitlines()[0])
     assert set(header) == {"kind", *EpisodeHeader.model_fields}
+
+
+OLD_STEP_LINE = {"kind": "step", "index": 0, "observation": {"result": "{}"}, "action": "a", "reward": 0.0,
+                 "terminated": False, "truncated": False, "info": {"task_id": "t1", "step": 1},
+                 "tool_call": {"server": "s", "name": "t", "arguments": {"a": 1}, "result": 2, "is_error": False,
+                               "latency_ms": 1.5}}
+
+
+def test_a_file_written_with_the_step_level_tool_call_reads_with_the_call_in_info(tmp_path):
+    # Before the tool call had one home, the runner moved it out of info into a step-level field.
+    path = tmp_path / "old.jsonl"
+    header = {"kind": "header", **_header().model_dump()}
+    path.write_text("\n".join(json.dumps(record) for record in (header, OLD_STEP_LINE)) + "\n")
+    (episode,) = load_episodes(path)
+    step = episode.steps[0]
+    call = ToolCall(server="s", name="t", arguments={"a": 1}, result=2, latency_ms=1.5)
+    assert step.info == {"task_id": "t1", "step": 1, "tool_call": call} and step.tool_call == call
+    assert "tool_call" not in step.model_dump()  # one home: written back, it is part of info
+    with EpisodeWriter(tmp_path / "new.jsonl") as writer:
+        writer.write_episode(episode)
+    written = json.loads((tmp_path / "new.jsonl").read_text().splitlines()[1])
+    assert "tool_call" not in written and written["info"]["tool_call"] == OLD_STEP_LINE["tool_call"]
+    assert load_episodes(tmp_path / "new.jsonl")[0].steps == episode.steps
+
+
+def test_a_step_given_its_tool_call_keeps_it_in_info_and_refuses_a_second_copy():
+    call = ToolCall(server="s", name="t", result={"ok": True})
+    info = {"k": 1}
+    step = Step(index=0, info=info, tool_call=call)
+    assert step.info == {"k": 1, "tool_call": call} and step.tool_call is call
+    assert info == {"k": 1}  # the caller's dict is left as it was
+    assert Step(index=0, info={"tool_call": call.model_dump()}).tool_call == call  # read as a ToolCall
+    assert Step(index=0).tool_call is None and Step(index=0, tool_call=None).info == {}
+    with pytest.raises(ValueError, match="given twice"):
+        Step(index=0, info={"tool_call": call}, tool_call=call)

@@ -12,9 +12,9 @@ import pytest
 import gauntlet
 from gauntlet.agent import Agent, AgentOutput
 from gauntlet.batch import RunFolderError, RunSpec, episode_path, run_many
-from gauntlet.episode import AgentSpec, EpisodeWriter, Message, load_episodes, to_plain
+from gauntlet.episode import AgentSpec, EpisodeWriter, Message, ToolCall, load_episodes, to_plain
 from gauntlet.hooks import Decision
-from gauntlet.info_keys import COST, PRIVILEGED
+from gauntlet.info_keys import COST, PRIVILEGED, TOOL_CALL
 from gauntlet.runner import episode_seed, rollout
 
 
@@ -150,6 +150,57 @@ def test_every_record_mode_takes_the_action_out_of_an_agent_output(mode, tmp_pat
     if steps is not None:
         assert [step.action for step in steps] == [int(a) for a in reference.actions]
         assert all(step.messages[0].content == "push" for step in steps)
+
+
+class _ToolCartPole(gym.Wrapper):
+    """CartPole whose every step reports the tool call it ran (a push, its action) and privileged state."""
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        call = ToolCall(server="cart", name="push", arguments={"direction": int(action)}, result=float(observation[0]))
+        return observation, reward, terminated, truncated, {**info, TOOL_CALL: call,
+                                                            PRIVILEGED: {"x": float(observation[0])}}
+
+
+class _SelfCallingAgent(Agent):
+    """A random agent that runs a tool of its own at every third step (``AgentOutput.tool_call``) and keeps
+    the infos it is given."""
+
+    name = "self-calling"
+
+    def __init__(self):
+        self._random = gauntlet.make_agent("random")
+        self.infos: list[dict] = []
+
+    def reset(self, *, seed, observation_space, action_space):
+        self._random.reset(seed=seed, observation_space=observation_space, action_space=action_space)
+        self.infos = []
+
+    def act(self, observation, info):
+        self.infos.append(info)
+        k = len(self.infos) - 1
+        own = ToolCall(server="agent", name="note", arguments={"step": k}) if k % 3 == 0 else None
+        return AgentOutput(action=self._random.act(observation, info), tool_call=own)
+
+
+@pytest.mark.parametrize("mode", RECORD_MODES)
+def test_every_record_mode_keeps_a_steps_tool_call_once_in_its_info(mode, tmp_path):
+    agent = _SelfCallingAgent()
+    episode, steps = _rollout_in_mode(mode, tmp_path, _ToolCartPole(gym.make("CartPole-v1")), agent, seed=3)
+    # The agent reads the env's own infos, as the env gave them: the runner copies what it records.
+    assert all(TOOL_CALL in info and PRIVILEGED in info for info in agent.infos[1:])
+    if steps is None:
+        return
+    assert len(steps) > 3
+    for step in steps:
+        expected = (ToolCall(server="agent", name="note", arguments={"step": step.index}) if step.index % 3 == 0
+                    else ToolCall(server="cart", name="push", arguments={"direction": int(step.action)},
+                                  result=pytest.approx(step.observation[0])))
+        assert step.info[TOOL_CALL] == expected and step.tool_call == expected
+        assert PRIVILEGED not in step.info and step.privileged == {"x": pytest.approx(step.observation[0])}
+    if "disk" in mode:  # one home on disk too: inside the step's info, never beside it
+        lines = [json.loads(line) for line in (tmp_path / "ep.jsonl").read_text().splitlines()]
+        assert all("tool_call" not in line and "tool_call" in line["info"] for line in lines if line["kind"] == "step")
 
 
 def test_agent_output_cannot_be_subclassed_so_no_field_of_a_subclass_goes_unrecorded():

@@ -153,14 +153,18 @@ def test_gold_agent_scores_one_on_every_task_of_the_suite(tmp_path, env):
         assert not [event for step in episode.steps for event in step.events]  # results matched the gold obs
 
 
-def test_every_step_records_its_tool_call_in_the_episode_file(tmp_path, env):
-    gauntlet.rollout(env, gauntlet.make_agent("gold", suite=TASKS), seed=0, record=tmp_path / "run.jsonl")
-    [episode] = load_episodes(tmp_path / "run.jsonl")
+def test_every_step_records_its_tool_call_once_in_its_info_in_the_episode_file(tmp_path, env):
+    path = tmp_path / "run.jsonl"
+    kept = gauntlet.rollout(env, gauntlet.make_agent("gold", suite=TASKS), seed=0, record=path, keep_steps=True)
+    [episode] = load_episodes(path)
     calls = [step.tool_call for step in episode.steps]
     assert [c.name for c in calls] == ["put", "put", "total", "submit_answer"]
     assert calls[2].result == {"total": 7.0} and calls[2].server == "kv" and not calls[2].is_error
     assert all(c.latency_ms > 0 for c in calls[:3])
-    assert all("tool_call" not in step.info for step in episode.steps)  # recorded once, in its own field
+    assert all(step.info["tool_call"] is step.tool_call for step in episode.steps)  # its one home: info
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert all("tool_call" not in line for line in lines if line["kind"] == "step")  # not a second copy
+    assert episode.steps == kept.steps  # the file reads back as the steps held in memory
 
 
 def test_wrong_answer_ends_the_episode_with_score_zero(env):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gauntlet.episode import Step, dumps
-from gauntlet.info_keys import PRIVILEGED, TOOL_CALL
+from gauntlet.info_keys import PRIVILEGED
 
 if TYPE_CHECKING:  # the protocol is only named in annotations; benchmarks import this module
     from gauntlet.controllers.oversight.benchmarks import Benchmark
@@ -84,9 +84,9 @@ class History:
         if not steps:
             return cls.start(observation, info, max_steps)
         observations = [initial_observation, *(step.observation for step in steps[:-1]), observation]
-        # The runner moves a step's tool call out of its info into Step.tool_call; put it back where
-        # the env put it, as the protocol's History (built from the env's own infos) has it.
-        infos = [{}, *(_info_of(step) for step in steps[:-1]), visible_info(info)]
+        # A recorded step's info is the env's (its tool call included) without ``privileged``, which the
+        # runner moves to Step.privileged: the infos the protocol's History holds.
+        infos = [{}, *(visible_info(step.info) for step in steps[:-1]), visible_info(info)]
         return cls(observations, [step.action for step in steps], [float(step.reward) for step in steps], infos,
                    max_steps)
 
@@ -112,10 +112,6 @@ class History:
 
     def action_digest(self, k: int) -> bytes:
         return self._action_digests[k]
-
-
-def _info_of(step: Step) -> dict[str, Any]:
-    return step.info if step.tool_call is None else {**step.info, TOOL_CALL: step.tool_call}
 
 
 def _runs(keys: Sequence[bytes]) -> tuple[int, int, int]:

@@ -141,7 +141,8 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
     ``Dict(task=Text, result=Text)``: ``task`` is the question (with the task's inputs, if any);
     ``result`` is the last call's result as JSON ``{"tool", "is_error", "result"}`` (empty after
     reset), cut to ``max_text_length`` with a ``...[truncated N chars]`` marker. ``result`` holds the
-    structured content when the tool has one, else its content blocks.
+    structured content when the tool has one, else its content blocks. It is the text an agent that
+    reads only observations sees; the call itself, whole, is the step's ``info['tool_call']``.
 
     ## Rewards
     The task score (``gauntlet.tasks.Scorer``, in [0, 1]) when the episode ends, 0 before;
@@ -159,7 +160,8 @@ class ToolTaskEnv(gym.Env[dict[str, str], str]):
     (the server may still be working on it). A server that stops (its process dies, its connection
     closes) ends the episode: that step has an error result, ``info['server_lost']`` and is truncated,
     scored with no answer; the next reset connects afresh. Every step's ``info['tool_call']`` is a
-    ``gauntlet.ToolCall`` (server, name, arguments, result, is_error, latency_ms); the last step's
+    ``gauntlet.ToolCall`` (server, name, arguments, result, is_error, latency_ms), the one record of
+    the call (the runner keeps it in the step's ``info``; ``Step.tool_call`` reads it); the last step's
     info has ``score``, ``success`` and the scorer's report under ``privileged``, and the report's
     ``metrics`` (an attack view's utility and attack success) under ``metrics`` when it has any.
 

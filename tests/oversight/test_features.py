@@ -88,18 +88,38 @@ def test_an_observation_digests_the_same_as_an_array_or_as_the_list_read_back_fr
     assert digest({"text": "a"}) != digest({"text": "b"})
 
 
+def check_runner_features_equal_the_protocols(benchmark, episode: int) -> tuple[list[dict], list]:
+    """Collect ``episode`` with the protocol and roll it out with the runner; assert that every prefix of the
+    runner's steps gives the features the protocol recorded. Returns the protocol's rows and the runner's steps."""
+    rows = collect_episode(benchmark, episode, actions=("continue",))
+    recorded = rollout(benchmark.make_env(episode), benchmark.make_agent(episode),
+                       seed=benchmark.episode_seed(episode), max_steps=benchmark.max_steps, record="memory")
+    steps = recorded.steps
+    assert rows[0]["base_length"] == len(steps)
+    for row in rows:
+        t = row["t"]
+        observation = steps[t - 1].observation if t else recorded.initial_observation
+        info = steps[t - 1].info if t else recorded.reset_info
+        history = History.from_steps(steps[:t], observation, info, benchmark.max_steps)
+        assert prefix_features(history, benchmark) == row["features"], f"episode {episode}, t={t}"
+    return rows, steps
+
+
 @pytest.mark.parametrize("make", [lambda: CorridorBenchmark(), lambda: TaxiBenchmark()], ids=["corridor", "taxi"])
 def test_features_from_the_runners_prefix_equal_the_protocols(make):
     benchmark = make()
     for episode in range(3):
-        rows = collect_episode(benchmark, episode, actions=("continue",))
-        recorded = rollout(benchmark.make_env(episode), benchmark.make_agent(episode),
-                           seed=benchmark.episode_seed(episode), max_steps=benchmark.max_steps, record="memory")
-        steps = recorded.steps
-        assert rows[0]["base_length"] == len(steps)
-        for row in rows:
-            t = row["t"]
-            observation = steps[t - 1].observation if t else recorded.initial_observation
-            info = steps[t - 1].info if t else recorded.reset_info
-            history = History.from_steps(steps[:t], observation, info, benchmark.max_steps)
-            assert prefix_features(history, benchmark) == row["features"], f"episode {episode}, t={t}"
+        check_runner_features_equal_the_protocols(benchmark, episode)
+
+
+@pytest.mark.xdist_group("oversight-tools")
+def test_tool_features_from_the_runners_prefix_equal_the_protocols(small_chem):
+    # The runner keeps each step's tool call in the step's info, where the protocol's History has it
+    # from the env: the overseer reads the same calls online as in collection, with nothing put back.
+    from gauntlet.controllers.oversight.benchmarks.tool import chem
+
+    benchmark = chem(**small_chem, n_episodes=2, p_lapse=(0.3, 0.4))
+    for episode in range(2):
+        rows, steps = check_runner_features_equal_the_protocols(benchmark, episode)
+        assert all(step.tool_call is not None for step in steps)
+        assert rows[-1]["features"]["tool_distinct_tools"] > 0  # the calls were read, not missed alike
