@@ -34,7 +34,8 @@ def conversations(per_rule: int) -> list[list[Any]]:
 
 
 def measure(model_file: str, score_file: str, per_rule: int, max_new_tokens: int) -> dict[str, Any]:
-    from gauntlet.agents.llm.local_chat import LocalChatModel, load_weights, reply_key
+    from gauntlet.agents.llm.kept_states import ReplyStates
+    from gauntlet.agents.llm.local_chat import LocalChatModel, load_weights
     from gauntlet.controllers.latent.monitor import LatentMonitor, reply_text
 
     plain = LocalChatModel(model_path=model_file, max_new_tokens=max_new_tokens, reuse_prefix=False)
@@ -51,7 +52,8 @@ def measure(model_file: str, score_file: str, per_rule: int, max_new_tokens: int
             reply = plain.invoke(messages)
             timings[keep] = (time.perf_counter() - start) * 1e3
         weights.watched.clear()
-        kept = weights.kept_states(reply_key(reply), layer)
+        carried = ReplyStates.of(reply)
+        kept = carried.layer(layer) if carried is not None else None
         start = time.perf_counter()
         reused = monitor.verdict(monitor.score.divergence(kept))
         reuse_ms = (time.perf_counter() - start) * 1e3

@@ -211,7 +211,12 @@ def _default(value: Any) -> Any:
         if type(value).__module__ != __name__:  # someone else's model: honour its serialisers
             return value.model_dump(mode="json")
         extra = value.__pydantic_extra__  # our records: plain fields, so the fields as they are
-        return {**value.__dict__, **extra} if extra else value.__dict__
+        fields = value.__dict__
+        if len(fields) > len(type(value).model_fields):
+            # An attachment kept in memory only (a name with a leading underscore, set past pydantic, such as
+            # a reply's layer states on its message record): never written.
+            fields = {key: item for key, item in fields.items() if not key.startswith("_")}
+        return {**fields, **extra} if extra else fields
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     return repr(value)

@@ -1,42 +1,100 @@
-"""The states a local model kept while it wrote its replies, for a monitor to read without a second pass.
+"""The states a local model kept while it wrote a reply, carried by the reply itself.
 
-A monitor asks the loaded model to ``watch`` a layer; from then on each reply decoded on it files
-the states of that layer at the positions that wrote the reply's tokens under the reply's
-``reply_key`` (its text and calls, as an episode's records keep them), and the monitor takes them
-with ``kept_states``. Both local runtimes (transformers' ``LoadedWeights`` and llama.cpp's
-``LlamaRuntime``) keep them this way. Two identical replies share a key and the later one's states
-win: in the runner's order (decode, then observe) that is the reply observed.
+A monitor asks a loaded model to ``watch`` a layer (``WatchedLayers``); from then on every reply decoded
+on it carries the states of the watched layers (and of the chat model's own ``keep_hidden_layers``) at
+the positions that wrote the reply's tokens, as ``ReplyStates`` in the reply's ``response_metadata``
+(``STATES_KEY``). Both local runtimes (transformers' ``LoadedWeights`` and llama.cpp's
+``LlamaRuntime``) keep them this way. A monitor reads them off the reply it scores
+(``ReplyStates.of``): no store is searched, so two identical replies each keep their own states.
+
+Where the reply goes, its states go: in the agent's LangGraph checkpoint (the arrays as bytes, so
+message equality and the checkpoint's serialiser need nothing special) and, in memory only, on the
+reply's episode record (``carry_states``; an episode file never holds them). ``source`` names the
+loaded model that decoded them (backend, file, and for transformers the device), so a monitor takes
+them only when its reader is that model.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-# Replies whose kept hidden states stay available to a monitor, per loaded model.
-KEPT_REPLIES = 32
+STATES_KEY = "hidden_states"
+"""Where a reply's ``response_metadata`` carries its ``ReplyStates``."""
+RECORD_ATTRIBUTE = "_reply_states"
+"""The in-memory attribute of an episode record (``gauntlet.episode.Message``) that carries the reply's
+states: underscored, so pydantic never writes it."""
 
 
-def reply_key(message: Any) -> str:
-    """What files a reply's kept states: its text and calls, as an episode's records keep them."""
-    calls = [[call["name"], call["args"]] for call in message.tool_calls]
-    return hashlib.sha256(json.dumps([message.text, calls], sort_keys=True, default=str).encode()).hexdigest()
+@dataclass(frozen=True, eq=False)  # arrays: compared by identity, as numpy cannot say one truth
+class ReplyStates:
+    """The states of ``layers`` (numbered 0..``hidden_states - 1``, transformers' hidden-state numbering:
+    0 the embeddings, L the final norm's output) at the positions that wrote a reply's tokens, each
+    ``(reply tokens, hidden)`` float32, decoded by the loaded model ``source``."""
+
+    source: str
+    hidden_states: int
+    layers: Mapping[int, np.ndarray]
+
+    def layer(self, layer: int) -> np.ndarray | None:
+        """The states of ``layer`` (negative: from the end); None when they were not kept."""
+        return self.layers.get(layer % self.hidden_states)
+
+    def as_metadata(self) -> dict[str, Any]:
+        """The states as plain data for ``response_metadata`` (what ``of`` reads back)."""
+        return {"source": self.source, "hidden_states": self.hidden_states,
+                "layers": {number: {"shape": list(rows.shape), "dtype": str(rows.dtype),
+                                    "data": np.ascontiguousarray(rows).tobytes()}
+                           for number, rows in self.layers.items()}}
+
+    @classmethod
+    def of(cls, reply: Any) -> ReplyStates | None:
+        """The states a reply carries: an ``AIMessage`` (its ``response_metadata``) or its episode record
+        (``carry_states``); None when it carries none."""
+        carried = getattr(reply, RECORD_ATTRIBUTE, None)
+        if isinstance(carried, ReplyStates):
+            return carried
+        saved = (getattr(reply, "response_metadata", None) or {}).get(STATES_KEY)
+        if saved is None:
+            return None
+        layers = {int(number): np.frombuffer(rows["data"], dtype=rows["dtype"]).reshape(rows["shape"])
+                  for number, rows in saved["layers"].items()}
+        return cls(str(saved["source"]), int(saved["hidden_states"]), layers)
 
 
-class KeptStates:
-    """The watched layers and the kept replies' states of one loaded model (see the module doc).
-    A subclass says how many blocks the model has (``n_blocks``)."""
+def with_states(metadata: dict[str, Any], states: ReplyStates) -> dict[str, Any]:
+    """A reply's ``response_metadata`` carrying ``states``."""
+    return {**metadata, STATES_KEY: states.as_metadata()}
+
+
+def carry_states(record: Any, reply: Any) -> Any:
+    """``record`` (the episode record of ``reply``) carrying the reply's states in memory, for a monitor
+    that sees the step's records; the record's fields, and so the episode file, are unchanged."""
+    states = ReplyStates.of(reply)
+    if states is not None:
+        # Past pydantic's __setattr__: a record model that allows extra fields would take the states as one
+        # and write them to the episode file.
+        object.__setattr__(record, RECORD_ATTRIBUTE, states)
+    return record
+
+
+class WatchedLayers:
+    """The layers a loaded model keeps for every reply decoded on it (see the module doc). A subclass
+    says how many blocks the model has (``n_blocks``) and names itself (``source``)."""
 
     watched: set[int]
-    kept: list[tuple[str, dict[int, np.ndarray]]]
 
     @property
     def n_blocks(self) -> int:
         """How many transformer blocks the model has."""
+        raise NotImplementedError
+
+    @property
+    def source(self) -> str:
+        """What decoded a reply's states: the backend and file (``ReplyStates.source``)."""
         raise NotImplementedError
 
     def layer_number(self, layer: int) -> int:
@@ -52,14 +110,9 @@ class KeptStates:
         """Keep, from now on, the states of ``layers`` of every reply decoded on this model."""
         self.watched |= {self.layer_number(layer) for layer in layers}
 
-    def file_states(self, key: str, states: dict[int, np.ndarray]) -> None:
-        self.kept = [*[(k, s) for k, s in self.kept if k != key], (key, states)][-KEPT_REPLIES:]
+    def reply_states(self, layers: Mapping[int, np.ndarray]) -> ReplyStates:
+        """A reply's kept states (``layers`` by number) as decoded on this model."""
+        return ReplyStates(self.source, self.n_blocks + 1, dict(layers))
 
-    def kept_states(self, key: str, layer: int) -> np.ndarray | None:
-        """The states of ``layer`` (``(reply tokens, hidden)``) kept while the reply ``key`` was
-        decoded, the latest reply of that key; None when they were not kept."""
-        number = self.layer_number(layer)
-        for kept_key, states in reversed(self.kept):
-            if kept_key == key and number in states:
-                return states[number]
-        return None
+
+__all__ = ["RECORD_ATTRIBUTE", "STATES_KEY", "ReplyStates", "WatchedLayers", "carry_states", "with_states"]

@@ -22,10 +22,10 @@ finds the same call most likely again after its result) is steered to its next c
 a short decode per redraw. The reply's ``response_metadata["redrawn"]`` counts the draws thrown
 away; their tokens count in its usage and its latency.
 
-States for the latent monitor: the runtime keeps the states of watched layers (``weights.watch``)
-and of ``keep_hidden_layers`` at the positions that wrote each reply token, filed under the reply's
-``reply_key`` (``gauntlet.agents.llm.kept_states``), read in the same decoding pass; and
-``hidden_states`` reads a prompt and a response afresh, as ``LocalChatModel.hidden_states`` does.
+States for the latent monitor: each reply carries the states of watched layers (``weights.watch``)
+and of ``keep_hidden_layers`` at the positions that wrote its tokens (``gauntlet.agents.llm.kept_states``),
+read in the same decoding pass; and ``hidden_states`` reads a prompt and a response afresh, as
+``LocalChatModel.hidden_states`` does.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ from pydantic import ConfigDict, Field
 
 from gauntlet.agents.llm.calls import ToolSpec
 from gauntlet.agents.llm.chat_template import render_messages, render_prompt
-from gauntlet.agents.llm.kept_states import reply_key
+from gauntlet.agents.llm.hf_chat import HiddenStates, sampling_seed
+from gauntlet.agents.llm.kept_states import with_states
 from gauntlet.agents.llm.llama_runtime import (
     ContextFullError,
     GrammarError,
@@ -55,7 +56,6 @@ from gauntlet.agents.llm.llama_runtime import (
     load_runtime,
     shared_length,
 )
-from gauntlet.agents.llm.local_chat import HiddenStates, sampling_seed
 from gauntlet.errors import UserError
 from gauntlet.agents.llm.text_calls import calls_so_far, message_from_text, openai_tool_schemas, tool_names
 
@@ -78,8 +78,8 @@ class LlamaChatModel(BaseChatModel):
         reuse_prefix: start from the cached prefix this prompt shares with a recent one (see
             ``llama_runtime``); reused tokens are reported as ``input_token_details["cache_read"]``.
         constrain_calls: decode under the grammar of one call of the bound tools.
-        keep_hidden_layers: layers whose states to keep while decoding each reply, beside any a
-            monitor asked the runtime to ``watch``.
+        keep_hidden_layers: layers whose states each reply carries, beside any a monitor asked the
+            runtime to ``watch``.
         temperature, top_p, top_k: 0 (the default) decodes greedily; above 0 samples with llama.cpp's
             generator seeded from the call's ``sampling_seed`` (run metadata) and the prompt, so the
             same episode seed and conversation give the same reply.
@@ -202,9 +202,9 @@ class LlamaChatModel(BaseChatModel):
                     "prompt_ms": round(prompt_s * 1000, 1),
                     "finish_reason": "stop" if generation.finished else "length", "text": text,
                     "constrained": grammar is not None, "redrawn": draw}
-        message = message.model_copy(update={"usage_metadata": usage, "response_metadata": metadata})
         if layers:
-            runtime.file_states(reply_key(message), generation.states)
+            metadata = with_states(metadata, runtime.reply_states(generation.states))
+        message = message.model_copy(update={"usage_metadata": usage, "response_metadata": metadata})
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _draw(self, runtime: LlamaRuntime, prompt: list[int], sampling: Sampling, grammar: str | None,

@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from gauntlet.agents.llm.kept_states import KeptStates
+from gauntlet.agents.llm.kept_states import WatchedLayers
 
 # llama.cpp's OpenMP threads spin while they wait for each other. On a machine with any other work on
 # it, two spinning threads on two cores collapse decoding (measured on the 0.5B model: 24 tokens/s
@@ -133,7 +133,7 @@ class _Watch:
     rows: dict[int, list[np.ndarray]] = field(default_factory=dict)
 
 
-class LlamaRuntime(KeptStates):
+class LlamaRuntime(WatchedLayers):
     """One GGUF file loaded by llama.cpp, with its prefix cache (see the module docstring).
 
     Calls take turns on a lock: a llama.cpp context is not safe to share between threads.
@@ -185,7 +185,6 @@ class LlamaRuntime(KeptStates):
         self._kept_order: list[int] = []
         self.lock = threading.Lock()
         self.watched: set[int] = set()
-        self.kept: list[tuple[str, dict[int, np.ndarray]]] = []
         self.prefix_loads = 0  # shared prefixes loaded from the store, and tokens read for ones that were not
         self.prefix_tokens_read = 0
         self.load_seconds = time.perf_counter() - start
@@ -215,6 +214,10 @@ class LlamaRuntime(KeptStates):
     @property
     def n_blocks(self) -> int:
         return self._blocks
+
+    @property
+    def source(self) -> str:
+        return f"llama.cpp:{self.path}"
 
     # The evaluation callback ----------------------------------------------------------------------
     def _on_tensor(self, tensor: int, ask: bool, user_data: Any) -> bool:
@@ -589,7 +592,7 @@ _loading = threading.Lock()
 def load_runtime(path: str | os.PathLike[str], threads: int | None = None) -> LlamaRuntime:
     """The runtime of the GGUF file at ``path``, loaded once per process (with ``threads``, or the
     default, at that first load): every model and monitor of one file shares it, its prefix cache and
-    its kept states."""
+    its watched layers."""
     key = str(Path(path).resolve())
     with _loading:
         if key not in _loaded:

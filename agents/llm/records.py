@@ -35,6 +35,7 @@ from langchain_core.messages import (
 )
 from langchain_core.outputs import LLMResult
 
+from gauntlet.agents.llm.kept_states import carry_states
 from gauntlet.episode import Episode, Event, Message
 
 _ROLES = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage, "tool": ToolMessage}
@@ -52,7 +53,8 @@ def message_record(message: BaseMessage) -> Message:
         if message.invalid_tool_calls:
             fields["invalid_tool_calls"] = [{key: call.get(key) for key in ("id", "name", "args", "error")}
                                             for call in message.invalid_tool_calls]
-        return Message(role="assistant", content=message.content, **fields)
+        # The reply's layer states ride on the record in memory (never written), so a monitor scores them.
+        return carry_states(Message(role="assistant", content=message.content, **fields), message)
     if isinstance(message, ToolMessage):
         return Message(role="tool", content=message.content, tool_call_id=message.tool_call_id, name=message.name,
                        status=message.status)

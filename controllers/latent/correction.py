@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gauntlet.controllers.latent.monitor import CORRECTION, LatentMonitor, fitted_score
+from gauntlet.controllers.latent.monitor import CORRECTION, LatentMonitor, fitted_detector
 from gauntlet.controllers.latent.study import REMINDER
 from gauntlet.errors import UserError, check_arguments
 from gauntlet.hooks import Decision, Prefix
@@ -45,9 +45,9 @@ class LatentCorrection:
     name = CORRECTION
 
     def __init__(self, model: str | None = None, reader: str | None = None, threads: int = 1, method: str = "restate",
-                 threshold: float | None = None):
+                 threshold: float | None = None, layer: int | None = None):
         _check_method(method)
-        self.monitor = LatentMonitor(model, reader=reader, threads=threads)
+        self.monitor = LatentMonitor(model, reader=reader, threads=threads, layer=layer)
         if threshold is not None:
             self.monitor.threshold = float(threshold)
         self.method = method
@@ -62,7 +62,7 @@ class LatentCorrection:
                             f"{target.agent!r} cannot; run it with --agent llm")
         check_arguments(cls, what=f"controller {cls.name!r}", fix="fix --controller-config", **config)
         _check_method(config.get("method", "restate"))
-        fitted_score(config.get("model"), config.get("reader"))
+        fitted_detector(config.get("model"), config.get("reader"), config.get("layer"))
         return config
 
     def decide(self, prefix: Prefix, candidates: list[Any]) -> Decision:
@@ -74,9 +74,10 @@ class LatentCorrection:
         if found is None:
             return Decision.proceed("not the first action of a new reply")
         conversation, reply = found
+        name = self.monitor.score_name
         scores = self.monitor.reply_scores(conversation, reply)
         if not scores["flagged"]:
-            return Decision(reason=f"chaos {scores['chaos']:.1f} at or below {self.monitor.threshold:.1f}",
+            return Decision(reason=f"{name} {scores[name]:.1f} at or below {self.monitor.threshold:.1f}",
                             scores=scores)
         from langchain_core.messages import SystemMessage
 
@@ -87,11 +88,11 @@ class LatentCorrection:
         after = agent.reply()
         if after is not None:
             rewritten = self.monitor.reply_scores(*after)
-            scores["chaos_after"], scores["reused_after"] = rewritten["chaos"], rewritten["reused"]
+            scores[f"{name}_after"], scores["reused_after"] = rewritten[name], rewritten["reused"]
         scores["corrected"] = 1.0
         what = "restated the hierarchy" + (" and withheld the tool results" if self.method == "withhold" else "")
         return Decision.intervene("replace_action", action=action, scores=scores,
-                                  reason=f"chaos {scores['chaos']:.1f} above {self.monitor.threshold:.1f}: {what} "
+                                  reason=f"{name} {scores[name]:.1f} above {self.monitor.threshold:.1f}: {what} "
                                          "and had the reply written again")
 
 

@@ -83,7 +83,7 @@ def test_decoding_keeps_the_states_that_wrote_each_reply_token_as_a_full_read_gi
     import torch
     from langchain_core.messages import HumanMessage, SystemMessage
 
-    from gauntlet.agents.llm.local_chat import LocalChatModel, reply_key
+    from gauntlet.agents.llm.local_chat import LocalChatModel, ReplyStates
 
     messages = [SystemMessage("Answer briefly."), HumanMessage("Name a colour.")]
     model = LocalChatModel(model_path=str(tiny_model_folder), max_new_tokens=6, keep_hidden_layers=(1, -1))
@@ -93,17 +93,21 @@ def test_decoding_keeps_the_states_that_wrote_each_reply_token_as_a_full_read_gi
         written = tiny_weights.model.generate(torch.tensor([prompt]), max_new_tokens=6, do_sample=False,
                                               pad_token_id=0)[0, len(prompt):].tolist()
     [states] = read_states(tiny_weights, [Generation(prompt, written, "")], (1, 2), threads=1)
+    carried = ReplyStates.of(reply)
+    assert carried is not None and carried.source == tiny_weights.source
     for layer, number in ((1, 1), (-1, 2)):  # -1 is the last hidden state: 2 in a two-layer model
-        kept = tiny_weights.kept_states(reply_key(reply), layer)
-        assert kept.shape == (len(written), 32)
+        kept = carried.layer(layer)
+        assert kept is not None and kept.shape == (len(written), 32)
         np.testing.assert_allclose(kept, states.response[number], rtol=1e-4, atol=1e-4)
-    assert tiny_weights.kept_states(reply_key(reply), 0) is None  # a layer nobody kept
+    assert carried.layer(0) is None  # a layer nobody kept
 
 
-def test_the_monitor_takes_the_agents_own_decoding_states_when_it_can(tmp_path, tiny_model_folder, tiny_weights):
+def test_the_monitor_scores_the_states_the_reply_carries_when_its_reader_decoded_them(tmp_path, tiny_model_folder,
+                                                                                       tiny_weights):
     from langchain_core.messages import HumanMessage, SystemMessage
 
-    from gauntlet.agents.llm.local_chat import LocalChatModel, reply_key
+    from gauntlet.agents.llm.kept_states import RECORD_ATTRIBUTE, ReplyStates, carry_states
+    from gauntlet.agents.llm.local_chat import LocalChatModel
     from gauntlet.agents.llm.records import message_record
 
     score = fitted()
@@ -112,12 +116,19 @@ def test_the_monitor_takes_the_agents_own_decoding_states_when_it_can(tmp_path, 
     messages = [SystemMessage("Answer briefly."), HumanMessage("Name a shape.")]
     reply = LocalChatModel(model_path=str(tiny_model_folder), max_new_tokens=5).invoke(messages)
     step = Step(index=0, observation=None, action=None, reward=0.0, terminated=False, truncated=False, info={},
-                messages=[message_record(message) for message in (*messages, reply)])
+                messages=[carry_states(message_record(message), message) for message in (*messages, reply)])
     scores = monitor.observe(step)
     assert scores["reused"] == 1.0
-    kept = tiny_weights.kept_states(reply_key(reply), LAYER)
+    kept = ReplyStates.of(reply).layer(LAYER)
     assert scores["chaos"] == pytest.approx(score.divergence(kept))
-    # A reply this process did not decode is read by the reader.
+    # The record's states are the ones scored, not any other reply's of the same text.
+    planted = ReplyStates(tiny_weights.source, 3, {LAYER: kept[::-1] * 3})
+    setattr(step.messages[-1], RECORD_ATTRIBUTE, planted)
+    assert monitor.observe(step)["chaos"] == pytest.approx(score.divergence(kept[::-1] * 3))
+    # States another model decoded are not the reader's: the reader reads the reply.
+    setattr(step.messages[-1], RECORD_ATTRIBUTE, ReplyStates("llama.cpp:/elsewhere.gguf", 3, {LAYER: kept}))
+    assert monitor.observe(step)["reused"] == 0.0
+    # A reply that carries no states (another process's, a replayed episode) is read by the reader.
     other = step.model_copy(update={"messages": [*step.messages[:2], Message(role="assistant", content="blue")]})
     assert monitor.observe(other)["reused"] == 0.0
 

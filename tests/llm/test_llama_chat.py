@@ -7,6 +7,8 @@ process; the transformers reference is the same file dequantised (the ``local_mo
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -14,7 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from gauntlet.agents.llm.call_grammar import CallGrammarError, call_grammar
 from gauntlet.agents.llm.calls import ToolSpec
 from gauntlet.agents.llm.chat_template import render_messages
-from gauntlet.agents.llm.kept_states import reply_key
+from gauntlet.agents.llm.kept_states import ReplyStates
 from gauntlet.agents.llm.llama_chat import LlamaChatModel
 from gauntlet.agents.llm.llama_runtime import ContextFullError, LlamaRuntime
 from gauntlet.agents.llm.models import make_chat_model
@@ -86,12 +88,28 @@ def test_states_kept_while_decoding_and_read_afresh_match_a_transformers_forward
         assert cosines(fresh[number], expected).min() >= TOLERANCE_COSINE
 
 
-def test_the_monitor_gets_a_replys_states_from_its_own_decoding_pass(llama_model):
+def test_a_reply_carries_the_states_of_its_own_decoding_pass_as_a_transformers_forward_gives_them(llama_model,
+                                                                                                   local_model):
+    import torch
+
     runtime = llama_model.weights
     runtime.watch((12,))
-    reply = llama_model.bind_tools(TOOLS).invoke(CONVERSATION)
-    kept = runtime.kept_states(reply_key(reply), 12)
-    assert kept is not None and kept.shape == (reply.usage_metadata["output_tokens"] - 1, 896)
+    plain = LlamaChatModel(model_path=llama_model.model_path, max_new_tokens=24, constrain_calls=False)
+    reply = plain.invoke(CONVERSATION)
+    carried = ReplyStates.of(reply)
+    assert carried is not None and carried.source == runtime.source
+    kept = carried.layer(12)
+    prompt = plain.prompt_ids(CONVERSATION)
+    # Prose re-tokenises to the tokens written (a call under the grammar need not: another decode would be
+    # needed, and each decode changes the cache the sampling test below reads its prompt into).
+    written = runtime.tokenize(reply.response_metadata["text"])
+    assert runtime.detokenize(written) == reply.response_metadata["text"]
+    assert kept is not None and kept.shape == (len(written), 896)
+    with torch.no_grad():
+        reference = local_model.weights.model(torch.tensor([prompt + written]), output_hidden_states=True).hidden_states
+    # The passes that wrote each token: the prompt's last position, then each written token's.
+    expected = reference[12][0].numpy()[len(prompt) - 1:len(prompt) - 1 + len(kept)]
+    assert cosines(kept, expected).min() >= TOLERANCE_COSINE
     read = llama_model.hidden_states(CONVERSATION, reply.response_metadata["text"], tools=TOOLS, layers=(12,))
     assert read.layers[12].shape[0] == len(read.token_ids)
 
@@ -145,10 +163,14 @@ def test_a_full_cache_drops_kept_sequences_and_changes_no_reply(offline_gguf):
         small.generate(prompts[0] * 4, max_new_tokens=8)
 
 
-def test_sampling_draws_from_the_episode_seed(offline_gguf):
+def test_sampling_draws_from_the_episode_seed(offline_gguf, tmp_path):
     # Without the prefix cache: a prompt read in one batch and one read a token at a time after a cached
     # prefix give logits equal only up to float rounding, which a sample at temperature 1.2 can tell apart.
-    sampler = LlamaChatModel(model_path=str(offline_gguf), max_new_tokens=12, temperature=1.2, constrain_calls=False,
+    # On a runtime of its own (the file linked under another name): where the sequences other tests left
+    # in the shared runtime's cache sit shifts that rounding too.
+    own = tmp_path / offline_gguf.name
+    os.link(offline_gguf, own)
+    sampler = LlamaChatModel(model_path=str(own), max_new_tokens=12, temperature=1.2, constrain_calls=False,
                              reuse_prefix=False)
     question = [HumanMessage("Write one word about the sea.")]
 

@@ -58,7 +58,7 @@ def tiny_model(local_model, tmp_path_factory) -> LocalChatModel:
 def test_one_gguf_parse_shares_one_reader_per_file_for_the_block_and_restores_the_reader(monkeypatch, tmp_path):
     import gguf
 
-    from gauntlet.agents.llm.local_chat import _one_gguf_parse
+    from gauntlet.agents.llm.local_chat import one_gguf_parse
 
     opened = []
 
@@ -68,7 +68,7 @@ def test_one_gguf_parse_shares_one_reader_per_file_for_the_block_and_restores_th
 
     monkeypatch.setattr(gguf, "GGUFReader", Reader)
     first, second = tmp_path / "a.gguf", tmp_path / "b.gguf"
-    with _one_gguf_parse():
+    with one_gguf_parse():
         readers = [gguf.GGUFReader(first), gguf.GGUFReader(str(first)), gguf.GGUFReader(second), gguf.GGUFReader(first)]
     assert readers[0] is readers[1] is readers[3] and readers[2] is not readers[0]
     assert opened == [(str(first), "r"), (str(second), "r")]
@@ -175,21 +175,21 @@ def test_sampling_draws_from_the_episode_seed_same_seed_same_reply_other_seeds_o
 
 @model_tests
 def test_a_long_prompt_read_in_chunks_gets_the_reply_a_whole_read_gets(tiny_model, monkeypatch):
-    from gauntlet.agents.llm import local_chat
+    from gauntlet.agents.llm import hf_chat
 
     conversation = [*QUESTION, earlier_call, ToolMessage('[{"id": 42, "name": "HATU"}]', tool_call_id="call_0")]
     model = LocalChatModel(model_path=tiny_model.model_path, max_new_tokens=24, reuse_prefix=False)
     whole = model.bind_tools(TOOLS).invoke(conversation)
     read = []
-    original = local_chat.prefill
+    original = hf_chat.prefill
 
     def prefill(*args):
         cache = original(*args)
         read.append(cache.get_seq_length())
         return cache
 
-    monkeypatch.setattr(local_chat, "PREFILL_CHUNK", 97)
-    monkeypatch.setattr(local_chat, "prefill", prefill)
+    monkeypatch.setattr(hf_chat, "PREFILL_CHUNK", 97)
+    monkeypatch.setattr(hf_chat, "prefill", prefill)
     chunked = model.bind_tools(TOOLS).invoke(conversation)
     prompt = tiny_model.prompt_ids(conversation, openai_tool_schemas(TOOLS))
     assert read == [97 * ((len(prompt) - 1) // 97)]  # the last piece (at most a chunk) is left to generate
