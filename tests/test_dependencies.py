@@ -69,20 +69,20 @@ def lint_imports(cwd: Path, pythonpath: Path) -> subprocess.CompletedProcess[str
 
 
 def test_import_contracts_hold_for_the_source_tree():
-    result = lint_imports(ROOT, ROOT / "src")
+    result = lint_imports(ROOT, ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout
 
 
 @pytest.mark.timeout(180)
 def test_core_importing_an_agent_breaks_the_build(tmp_path):
-    for folder in ("core", "src", *LAYERS, "data"):
+    for folder in ("gauntlet", *LAYERS, "data"):
         shutil.copytree(ROOT / folder, tmp_path / folder, symlinks=True,
                         ignore=shutil.ignore_patterns("__pycache__", "*.npz", "*.pt"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    runner = tmp_path / "core" / "runner.py"
+    runner = tmp_path / "gauntlet" / "runner.py"
     runner.write_text(runner.read_text() + "\nfrom gauntlet.agents.tool import GoldAgent  # wrong way\n")
-    result = lint_imports(tmp_path, tmp_path / "src")
+    result = lint_imports(tmp_path, tmp_path)
     assert result.returncode != 0
     assert "core depends on nothing of ours BROKEN" in result.stdout
     assert "gauntlet.runner -> gauntlet.agents.tool" in result.stdout
@@ -92,8 +92,8 @@ def test_every_core_module_is_bound_by_the_core_contract():
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     (core,) = [contract for contract in contracts if contract["id"] == "core"]
     listed = set(core["source_modules"])
-    modules = {f"gauntlet.{path.stem}" for path in (ROOT / "core").glob("*.py") if path.stem != "__init__"}
-    packages = {f"gauntlet.{path.name}" for path in (ROOT / "core").iterdir()
+    modules = {f"gauntlet.{path.stem}" for path in (ROOT / "gauntlet").glob("*.py") if path.stem != "__init__"}
+    packages = {f"gauntlet.{path.name}" for path in (ROOT / "gauntlet").iterdir()
                 if path.is_dir() and not path.is_symlink() and (path / "__init__.py").is_file()}
     assert modules - listed == set(), "add these core modules to the 'core' contract in pyproject.toml"
     for package in packages:
@@ -184,8 +184,8 @@ def target_module(kind: str, name: str) -> str:
 
 
 def source_modules() -> list[tuple[str, Path]]:
-    found = [(f"gauntlet.{path.relative_to(ROOT / 'core').with_suffix('').as_posix().replace('/', '.')}", path)
-             for path in (ROOT / "core").rglob("*.py") if not any(p.is_symlink() for p in path.parents)]
+    found = [(f"gauntlet.{path.relative_to(ROOT / 'gauntlet').with_suffix('').as_posix().replace('/', '.')}", path)
+             for path in (ROOT / "gauntlet").rglob("*.py") if not any(p.is_symlink() for p in path.parents)]
     for layer in LAYERS:
         found += [(f"gauntlet.{layer}.{path.relative_to(ROOT / layer).with_suffix('').as_posix().replace('/', '.')}",
                    path) for path in (ROOT / layer).rglob("*.py")]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import zipfile
@@ -16,10 +18,15 @@ import gauntlet
 ROOT = Path(__file__).resolve().parents[1]
 SUBPACKAGES = ("envs", "mcp_servers", "agents", "controllers")
 
+# What a wheel is built from: the build reads nothing else, so the test copies only these (not runs/, .git, ...).
+BUILD_INPUTS = ("setup.py", "pyproject.toml", "README.md", "LICENSE", "gauntlet", *SUBPACKAGES, "data")
+
+
+def gauntlet_list(command: Path, cwd: Path, env: dict[str, str] | None = None) -> str:
+    return subprocess.run([str(command), "list"], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
+
 
 def test_import_gauntlet_mounts_every_family_as_a_subpackage():
-    import importlib
-
     for name in SUBPACKAGES:
         module = importlib.import_module(f"gauntlet.{name}")
         assert Path(module.__file__).resolve().parent == ROOT / name
@@ -39,18 +46,38 @@ def test_import_gauntlet_registers_plugins_without_importing_heavy_families():
     assert result.stdout.split() == ["True", "True", "False"]
 
 
-@pytest.mark.timeout(300)
-def test_built_wheel_contains_every_subpackage_and_imports(tmp_path):
-    source = tmp_path / "src"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info",
-                                                                 "__pycache__", "runs"))
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist")],
-                   cwd=source, check=True, capture_output=True)
+def test_editable_install_imports_gauntlet_from_the_checkout_and_runs_the_cli(tmp_path):
+    code = "import gauntlet, gauntlet.envs.tactile; print(gauntlet.__file__); print(gauntlet.envs.tactile.__file__)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    package, tactile = map(Path, result.stdout.split())
+    assert package == ROOT / "gauntlet" / "__init__.py"
+    # Through the link gauntlet/envs -> ../envs, one copy on disk.
+    assert tactile == ROOT / "gauntlet" / "envs" / "tactile" / "__init__.py"
+    assert tactile.resolve() == ROOT / "envs" / "tactile" / "__init__.py"
+    listing = gauntlet_list(Path(sys.executable).parent / "gauntlet", tmp_path)
+    assert "│ envs " in listing and "│ agents " in listing
+
+
+@pytest.mark.timeout(60)  # about 5 s: a wheel built without isolation, installed into a folder
+def test_built_wheel_holds_every_subpackage_as_files_and_runs_without_the_checkout(tmp_path):
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in BUILD_INPUTS:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(ROOT / name, source / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+                    "--wheel-dir", str(tmp_path / "dist"), str(source)], check=True, capture_output=True)
     (wheel,) = (tmp_path / "dist").glob("gauntlet-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
+    entries = zipfile.ZipFile(wheel).infolist()
+    names = [entry.filename for entry in entries]
     for package in ("gauntlet", *(f"gauntlet/{name}" for name in SUBPACKAGES), "gauntlet/bridges"):
         assert f"{package}/__init__.py" in names, f"{package} missing from the wheel"
-    assert not any(name.startswith(("envs/", "agents/", "core/", "tests/")) for name in names)
+    # Only the package: no top-level folder (envs/, data/, tests/ ...) ships under its own name.
+    assert {name.split("/")[0] for name in names} == {"gauntlet", f"{wheel.name.split('-py3')[0]}.dist-info"}
+    links = [entry.filename for entry in entries if stat.S_ISLNK(entry.external_attr >> 16)]
+    assert links == [], f"the wheel holds links, not files: {links}"
     # Data the code reads at run time ships as package data: baselines, the curious policy's weights.
     curated = [f"gauntlet/data/{path.relative_to(ROOT / 'data').as_posix()}"
                for path in (ROOT / "data").rglob("*") if path.is_file()]
@@ -60,14 +87,19 @@ def test_built_wheel_contains_every_subpackage_and_imports(tmp_path):
 
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(target),
-                    str(wheel)], check=True)
-    code = ("import gauntlet, gauntlet.envs, gauntlet.agents, gauntlet.mcp_servers, gauntlet.controllers; "
-            "print(gauntlet.__file__); print(gauntlet.make_agent('random').name)")
+                    str(wheel)], check=True, capture_output=True)
+    assert not (target / "gauntlet" / "envs").is_symlink()
+    # The wheel's folder first on the path and the checkout off it: the project's editable install stays
+    # in site-packages (for the dependencies) but comes after it, and the commands run outside the checkout.
     env = {**os.environ, "PYTHONPATH": str(target)}
-    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True,
-                            text=True, check=True)
-    location, agent = result.stdout.split()
-    assert Path(location).is_relative_to(target) and agent == "random"
+    code = "import gauntlet, gauntlet.envs.tactile; print(gauntlet.__file__); print(gauntlet.envs.tactile.__file__)"
+    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                            check=True)
+    for location in map(Path, result.stdout.split()):
+        assert location.is_relative_to(target) and location.resolve().is_relative_to(target), location
+    # The families register from the wheel as from the checkout: the same kinds, with the same counts.
+    assert gauntlet_list(target / "bin" / "gauntlet", tmp_path, env) == gauntlet_list(
+        Path(sys.executable).parent / "gauntlet", tmp_path)
 
 
 def test_version_is_the_installed_distribution_version():
