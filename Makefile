@@ -10,6 +10,8 @@ TORCH ?= torch==2.13.0
 .PHONY: setup lint test demo bench clean
 
 $(STAMP): pyproject.toml setup.py scripts/llama_wheel.sh
+	# A checkout made without symbolic links has text files for gauntlet/envs etc.: one line naming the fix.
+	$(PYTHON) setup.py check-links
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch before the project, pinned: left to the resolver, `torch>=2.3` could pull a newer multi-GB

@@ -1,8 +1,9 @@
-"""Packaging: the top-level folders are mounted as gauntlet sub-packages, in editable installs and wheels."""
+"""Packaging: the top-level folders are mounted as gauntlet sub-packages, in editable installs and wheels, and
+setup stops on a checkout whose links were written as plain files."""
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import os
 import shutil
 import stat
@@ -18,12 +19,37 @@ import gauntlet
 ROOT = Path(__file__).resolve().parents[1]
 SUBPACKAGES = ("envs", "mcp_servers", "agents", "controllers")
 
+
+def load_setup_script():
+    """setup.py as a module: its checks, without running setup() (that runs only as ``__main__``)."""
+    spec = importlib.util.spec_from_file_location("gauntlet_setup_script", ROOT / "setup.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SETUP = load_setup_script()
+
 # What a wheel is built from: the build reads nothing else, so the test copies only these (not runs/, .git, ...).
-BUILD_INPUTS = ("setup.py", "pyproject.toml", "README.md", "LICENSE", "gauntlet", *SUBPACKAGES, "data")
+BUILD_INPUTS = ("setup.py", "pyproject.toml", "README.md", "LICENSE", "gauntlet", *SETUP.LINKED_FOLDERS)
 
 
 def gauntlet_list(command: Path, cwd: Path, env: dict[str, str] | None = None) -> str:
     return subprocess.run([str(command), "list"], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
+
+
+def checkout_with_links_as_files(root: Path, *as_files: str) -> Path:
+    """A checkout's top as git writes it with ``core.symlinks`` off for ``as_files``: each link a text file."""
+    (root / "gauntlet").mkdir(parents=True)
+    shutil.copy(ROOT / "setup.py", root / "setup.py")
+    for name in SETUP.LINKED_FOLDERS:
+        (root / name).mkdir()
+        if name in as_files:
+            (root / "gauntlet" / name).write_text(f"../{name}")
+        else:
+            (root / "gauntlet" / name).symlink_to(f"../{name}")
+    return root
 
 
 def test_import_gauntlet_mounts_every_family_as_a_subpackage():
@@ -44,6 +70,30 @@ def test_import_gauntlet_registers_plugins_without_importing_heavy_families():
             "any(m in sys.modules for m in ('torch', 'mujoco', 'ray', 'mcp')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["True", "True", "False"]
+
+
+def test_setup_check_passes_on_this_checkout_whose_links_are_folders():
+    assert SETUP.unlinked_folder(ROOT) is None
+    assert all((ROOT / "gauntlet" / name).is_symlink() for name in SETUP.LINKED_FOLDERS)
+
+
+def test_setup_check_names_a_link_checked_out_as_a_plain_file_and_the_fix(tmp_path):
+    root = checkout_with_links_as_files(tmp_path, "controllers")
+    problem = SETUP.unlinked_folder(root)
+    assert problem is not None and "gauntlet/controllers is a plain file" in problem
+    assert "git config core.symlinks true" in problem and "\n" not in problem
+
+
+def test_setup_stops_with_one_line_before_installing_from_a_checkout_without_links(tmp_path):
+    root = checkout_with_links_as_files(tmp_path, "envs", "data")
+    for arguments in (["check-links"], ["--version"]):
+        result = subprocess.run([sys.executable, "setup.py", *arguments], cwd=root, capture_output=True, text=True)
+        assert result.returncode == 1 and result.stdout == ""
+        assert result.stderr.splitlines() == [SETUP.unlinked_folder(root)]
+        assert result.stderr.startswith("error: gauntlet/envs is a plain file")
+    (root / "gauntlet" / "envs").unlink()
+    (root / "gauntlet" / "data").unlink()
+    assert "gauntlet/envs is missing" in SETUP.unlinked_folder(root)
 
 
 def test_editable_install_imports_gauntlet_from_the_checkout_and_runs_the_cli(tmp_path):
