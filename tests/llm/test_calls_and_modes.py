@@ -125,12 +125,14 @@ def test_an_identical_earlier_call_of_an_idempotent_tool_is_found_with_its_resul
     assert earlier_result(bought, same, tools) is None  # a call that may change the price came between
 
 
-def test_the_agent_config_records_model_mode_prompt_and_budgets_and_rebuilds_the_agent():
-    agent = LLMAgent(model="scripted:/tmp/script.json", mode="chemcost", max_steps=7, wall_time_s=30.0)
+def test_the_agent_config_records_model_mode_prompt_and_budgets_and_rebuilds_the_agent(tmp_path):
+    script = tmp_path / "script.json"
+    script.write_text("[]")
+    agent = LLMAgent(model=f"scripted:{script}", mode="chemcost", max_steps=7, wall_time_s=30.0)
     config = agent.spec().config
     assert config["system_prompt"] == CHEMCOST.system_prompt
     assert (config["model"], config["mode"], config["max_steps"], config["wall_time_s"]) == \
-        ("scripted:/tmp/script.json", "chemcost", 7, 30.0)
+        (f"scripted:{script}", "chemcost", 7, 30.0)
     assert gauntlet.make_agent("llm", **config).config() == config
 
 
