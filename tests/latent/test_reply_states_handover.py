@@ -52,18 +52,24 @@ def carried_rows(turn: int) -> np.ndarray:
     return (np.random.default_rng(turn).normal(size=(4 + turn, HIDDEN)) + turn).astype(np.float32)
 
 
-def test_the_correction_scores_the_states_each_reply_carries_through_the_agents_checkpoint(tmp_path, reader):
+def watched_episode(tmp_path: Path, reader: Path, hook: Any) -> tuple[Any, DecodedOnTheReader, Path]:
+    """One scripted LLM episode whose replies carry states decoded on ``reader``, watched by ``hook``."""
     from gauntlet.agents.llm.local_chat import load_weights
 
-    score_path = tiny_score_file(tmp_path / "chaos.npz", reader, threshold=0.0)
-    controller = LatentCorrection(str(score_path), reader=str(reader), threshold=1e9)  # scores, never corrects
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     model = DecodedOnTheReader.from_file(script)
     model.states_source, model.carried = load_weights(str(reader)).source, []
     record = tmp_path / "episode.jsonl"
-    episode = gauntlet.rollout(ToolTaskEnv([TASK]), LLMAgent(model=model), seed=0, hooks=[controller],
-                               record=record, keep_steps=True)
+    episode = gauntlet.rollout(ToolTaskEnv([TASK]), LLMAgent(model=model), seed=0, hooks=[hook], record=record,
+                               keep_steps=True)
+    return episode, model, record
+
+
+def test_the_correction_scores_the_states_each_reply_carries_through_the_agents_checkpoint(tmp_path, reader):
+    score_path = tiny_score_file(tmp_path / "chaos.npz", reader, threshold=0.0)
+    controller = LatentCorrection(str(score_path), reader=str(reader), threshold=1e9)  # scores, never corrects
+    episode, model, record = watched_episode(tmp_path, reader, controller)
     scored = [event.data["scores"] for step in episode.steps for event in step.events
               if event.kind == "decision" and "chaos" in event.data["scores"]]
     fitted = controller.monitor.score
@@ -77,18 +83,10 @@ def test_the_correction_scores_the_states_each_reply_carries_through_the_agents_
 def test_the_monitor_alone_scores_the_states_each_reply_carries_through_its_step_record(tmp_path, reader):
     """Without the correction, the monitor reads a reply's states from the step's messages: the agent's
     records carry them in memory, so no reply is read again."""
-    from gauntlet.agents.llm.local_chat import load_weights
     from gauntlet.controllers.latent.monitor import LatentMonitor
 
-    score_path = tiny_score_file(tmp_path / "chaos.npz", reader, threshold=0.0)
-    monitor = LatentMonitor(str(score_path), reader=str(reader))
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(SCRIPT))
-    model = DecodedOnTheReader.from_file(script)
-    model.states_source, model.carried = load_weights(str(reader)).source, []
-    record = tmp_path / "episode.jsonl"
-    episode = gauntlet.rollout(ToolTaskEnv([TASK]), LLMAgent(model=model), seed=0, hooks=[monitor],
-                               record=record, keep_steps=True)
+    monitor = LatentMonitor(str(tiny_score_file(tmp_path / "chaos.npz", reader, threshold=0.0)), reader=str(reader))
+    episode, model, record = watched_episode(tmp_path, reader, monitor)
     scored = [event.data for step in episode.steps for event in step.events
               if event.kind == "monitor" and "chaos" in event.data]
     fitted = monitor.score
