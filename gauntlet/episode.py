@@ -213,8 +213,8 @@ def _default(value: Any) -> Any:
         extra = value.__pydantic_extra__  # our records: plain fields, so the fields as they are
         fields = value.__dict__
         if len(fields) > len(type(value).model_fields):
-            # An attachment kept in memory only (a name with a leading underscore, set past pydantic, such as
-            # a reply's layer states on its message record): never written.
+            # An attribute kept in memory only (pydantic keeps an underscored name in the instance's
+            # __dict__ but never among its fields; a reply's layer states on its record): never written.
             fields = {key: item for key, item in fields.items() if not key.startswith("_")}
         return {**fields, **extra} if extra else fields
     if isinstance(value, bytes):

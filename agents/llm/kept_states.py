@@ -26,7 +26,7 @@ STATES_KEY = "hidden_states"
 """Where a reply's ``response_metadata`` carries its ``ReplyStates``."""
 RECORD_ATTRIBUTE = "_reply_states"
 """The in-memory attribute of an episode record (``gauntlet.episode.Message``) that carries the reply's
-states: underscored, so pydantic never writes it."""
+states: underscored, so it is never one of the record's fields, and the episode writer writes fields only."""
 
 
 @dataclass(frozen=True, eq=False)  # arrays: compared by identity, as numpy cannot say one truth
@@ -75,9 +75,7 @@ def carry_states(record: Any, reply: Any) -> Any:
     that sees the step's records; the record's fields, and so the episode file, are unchanged."""
     states = ReplyStates.of(reply)
     if states is not None:
-        # Past pydantic's __setattr__: a record model that allows extra fields would take the states as one
-        # and write them to the episode file.
-        object.__setattr__(record, RECORD_ATTRIBUTE, states)
+        setattr(record, RECORD_ATTRIBUTE, states)
     return record
 
 

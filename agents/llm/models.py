@@ -150,11 +150,25 @@ def _cached_hub_model(model_id: str) -> Path:
                         "the local Hugging Face cache (nothing is downloaded at run time); give a local path") from None
 
 
+def _script_path(spec: ModelSpec) -> Path:
+    """The script file of a ``scripted:`` spec (``UserError`` when there is none)."""
+    if not Path(spec.model).is_file():
+        raise UserError(f"the script {spec.model} of --model scripted:{spec.model} does not exist; fix the path")
+    return Path(spec.model)
+
+
+def _gguf_path(spec: ModelSpec) -> Path:
+    """The GGUF file of a ``llama:`` spec (``UserError`` when there is none)."""
+    path = Path(spec.model).expanduser()
+    if not path.is_file() or path.suffix != ".gguf":
+        raise UserError(f"llama:{spec.model} is not a .gguf file on this machine; give the path of a GGUF model")
+    return path
+
+
 def _scripted(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
     from gauntlet.agents.llm.scripted import ScriptedChatModel, ScriptFormatError
 
-    if not Path(spec.model).is_file():
-        raise UserError(f"the script {spec.model} of --model scripted:{spec.model} does not exist; fix the path")
+    _script_path(spec)
     if options:
         raise UserError(f"the scripted model takes no options (got {', '.join(sorted(options))}); drop them")
     try:
@@ -164,10 +178,7 @@ def _scripted(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
 
 
 def _llama(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
-    path = Path(spec.model).expanduser()
-    if not path.is_file() or path.suffix != ".gguf":
-        raise UserError(f"llama:{spec.model} is not a .gguf file on this machine; give the path of a GGUF model")
-    return llama_model(path, options)
+    return llama_model(_gguf_path(spec), options)
 
 
 def _offline(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
@@ -185,12 +196,10 @@ def check_spec(spec: str | None) -> ModelSpec:
         from gauntlet.agents.llm.offline_model import model_pin
 
         model_pin(parsed.model or None)
-    elif parsed.backend == "scripted" and not Path(parsed.model).is_file():
-        raise UserError(f"the script {parsed.model} of --model scripted:{parsed.model} does not exist; fix the path")
+    elif parsed.backend == "scripted":
+        _script_path(parsed)
     elif parsed.backend == "llama":
-        path = Path(parsed.model).expanduser()
-        if not path.is_file() or path.suffix != ".gguf":
-            raise UserError(f"llama:{parsed.model} is not a .gguf file on this machine; give the path of a GGUF model")
+        _gguf_path(parsed)
     return parsed
 
 
