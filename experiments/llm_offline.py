@@ -19,7 +19,8 @@ Parts (each a ``gauntlet eval`` run folder under ``--out``, so a rerun resumes i
   trajectory metrics.
 * ``ablations``: one setting changed at a time against the default harness, greedy, one attempt, on
   a slice of ``slice`` tasks: on chem, constrained decoding off, demonstrations on, the number check
-  off, redrawing repeated replies off, and the other pinned model; on disaster (autonomous), the tool
+  off, redrawing repeated replies off, a ``Thought:`` line before each call (with and without a
+  demonstration), and the other pinned model; on disaster (autonomous), the tool
   scope k = 8, 16, 32 and all 132 tools.
 
 For every run: malformed calls (unparseable, unknown tool, arguments that break the schema), repeated
@@ -74,6 +75,8 @@ CHEM_ABLATIONS: dict[str, dict[str, Any]] = {
     "no redraws": {"model_options": {"resample_repeats": 0}},
     "answer review": {"review_answer": True},
     "demonstrations + review": {"demonstrations": True, "review_answer": True},
+    "thoughts": {"thoughts": True},
+    "demonstrations + thoughts": {"demonstrations": True, "thoughts": True},
     "other model": {"model": "other"},
 }
 DISASTER_ABLATIONS: dict[str, dict[str, Any]] = {
@@ -221,11 +224,15 @@ def evaluate(folder: Path, suite: str, config: dict[str, Any], task_ids: Sequenc
 
 
 def run_chem(out: Path, model: str, plan: dict[str, Any], device: str | None, suite: str,
-             workers: int) -> dict[str, Any]:
-    config = agent_config(model, "chemcost", plan["chem_steps"], sample=plan["repeats"] > 1, device=device)
-    evaluation, summary = evaluate(out / "chem", suite, config, chem_sample(plan["chem_tasks"], suite),
+             workers: int, setting: str = "default") -> dict[str, Any]:
+    """The chem part with the harness of ``setting`` (a ``CHEM_ABLATIONS`` name other than the other model),
+    in the folder ``chem`` (default harness) or ``chem-<setting>``."""
+    change = dict(CHEM_ABLATIONS[setting])
+    config = agent_config(model, "chemcost", plan["chem_steps"], sample=plan["repeats"] > 1, device=device, **change)
+    folder = out / ("chem" if setting == "default" else f"chem-{slug(setting)}")
+    evaluation, summary = evaluate(folder, suite, config, chem_sample(plan["chem_tasks"], suite),
                                    plan["repeats"], workers)
-    return {**summary, "tasks": plan["chem_tasks"], "repeats": plan["repeats"],
+    return {**summary, "setting": setting, "tasks": plan["chem_tasks"], "repeats": plan["repeats"],
             "per_task": [{"task": tally.task_id, "successes": tally.successes, "attempts": tally.attempts}
                          for tally in evaluation.tallies()],
             "pass_k": [{"k": row.k, "pass_at_k": row.pass_at_k, "pass_at_k_ci": row.pass_at_k_ci,
@@ -303,10 +310,12 @@ def first_prompt_tokens(folder: Path) -> float | None:
 
 def tables(results: dict[str, Any]) -> str:
     lines = [f"# LLM agent task results: {results['model']} ({results['size']} size)", ""]
-    chem = results.get("chem")
-    if chem:
-        lines += [f"## chem, ChemCost, clean view: {chem['tasks']} tasks of the evaluation split x {chem['repeats']} "
-                  "attempts (CTA@25)", "", "| k | pass@k [95% CI] | pass^k [95% CI] |", "|---|---|---|"]
+    for key in sorted(key for key in results if key == "chem" or key.startswith("chem-")):
+        chem = results[key]
+        harness = chem.get("setting", "default")
+        lines += [f"## chem, ChemCost, clean view, harness {harness}: {chem['tasks']} tasks of the evaluation split x "
+                  f"{chem['repeats']} attempts (CTA@25)", "", "| k | pass@k [95% CI] | pass^k [95% CI] |",
+                  "|---|---|---|"]
         for row in chem["pass_k"]:
             lines.append(f"| {row['k']} | {row['pass_at_k']:.3f} [{row['pass_at_k_ci'][0]:.3f}, "
                          f"{row['pass_at_k_ci'][1]:.3f}] | {row['pass_hat_k']:.3f} [{row['pass_hat_k_ci'][0]:.3f}, "
@@ -336,9 +345,10 @@ def tables(results: dict[str, Any]) -> str:
                              f"{row.get('ungrounded_calls', '–')} | {row['replies_without_call']} | "
                              f"{_num(row['model_calls_per_episode'], 1)} | {_num(row['seconds_per_step'], 1)} | "
                              f"{_num(row['seconds_per_episode'], 0)} |")
-        lines += ["", f"## ablations: disaster autonomous, {len(ablations['disaster']['tasks'])} tasks, tool scope", "",
-                  *_dora_table({name: row for name, row in ablations["disaster"].items() if name != "tasks"},
-                               prompt=True), ""]
+        disaster_rows = {name: row for name, row in ablations["disaster"].items() if name != "tasks"}
+        if disaster_rows:  # a run of chem settings only has no disaster table
+            lines += ["", f"## ablations: disaster autonomous, {len(ablations['disaster']['tasks'])} tasks, "
+                      "tool scope", "", *_dora_table(disaster_rows, prompt=True), ""]
     return "\n".join(lines)
 
 
@@ -383,6 +393,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--settings", default=None,
                         help="comma-separated ablation settings to run (default all): "
                              + ", ".join([*CHEM_ABLATIONS, *DISASTER_ABLATIONS]))
+    parser.add_argument("--chem-setting", default="default",
+                        help="harness of the chem part, a chem ablation setting (default: the default harness)")
+    parser.add_argument("--chem-tasks", type=int, default=None, help="chem tasks (default: the size's)")
+    parser.add_argument("--repeats", type=int, default=None, help="attempts per chem task (default: the size's)")
     parser.add_argument("--out", type=Path, default=Path("experiments/results/llm/offline"))
     parser.add_argument("--chem-suite", default="chem", help="registered suite for the chem parts")
     parser.add_argument("--disaster-suite", default="disaster", help="registered suite for the DORA parts")
@@ -391,28 +405,34 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     settings = None if args.settings is None else [name.strip() for name in args.settings.split(",")]
     unknown = sorted(set(parts) - set(PARTS))
     unknown_settings = sorted(set(settings or ()) - set(CHEM_ABLATIONS) - set(DISASTER_ABLATIONS))
-    sizes = (("workers", args.workers), ("per-dimension", args.per_dimension), ("slice", args.slice))
+    sizes = (("workers", args.workers), ("per-dimension", args.per_dimension), ("slice", args.slice),
+             ("chem-tasks", args.chem_tasks), ("repeats", args.repeats))
     too_few = next((f"--{name} {value}" for name, value in sizes if value is not None and value < 1), None)
+    if args.chem_setting not in CHEM_ABLATIONS or "model" in CHEM_ABLATIONS[args.chem_setting]:
+        unknown_settings.append(args.chem_setting)
     if unknown or unknown_settings or too_few:
         what = (f"unknown part {unknown[0]!r}" if unknown else f"unknown setting {unknown_settings[0]!r}"
                 if unknown_settings else too_few)
         print(f"error: {what}; --only takes parts of {', '.join(PARTS)}, --settings names of "
               f"{', '.join([*CHEM_ABLATIONS, *DISASTER_ABLATIONS])}; --workers, --per-dimension and --slice "
-              "take numbers >= 1",
+              "take numbers >= 1 (--chem-setting a chem setting other than 'other model')",
               file=sys.stderr)
         raise SystemExit(2)
     import gauntlet  # noqa: F401 - registers the suites and the agent
     from gauntlet.errors import UserError
 
     plan = {**SIZES[args.size], **({"slice": args.slice} if args.slice else {}),
-            **({"per_dimension": args.per_dimension} if args.per_dimension else {})}
+            **({"per_dimension": args.per_dimension} if args.per_dimension else {}),
+            **({"chem_tasks": args.chem_tasks} if args.chem_tasks else {}),
+            **({"repeats": args.repeats} if args.repeats else {})}
     out = args.out / args.size if args.size != "full" else args.out
     out.mkdir(parents=True, exist_ok=True)
     path = out / "llm_offline.json"
     ran: dict[str, Any] = {}
     try:
         if "chem" in parts and plan["chem_tasks"]:
-            ran["chem"] = run_chem(out, args.model, plan, args.device, args.chem_suite, args.workers)
+            key = "chem" if args.chem_setting == "default" else f"chem-{slug(args.chem_setting)}"
+            ran[key] = run_chem(out, args.model, plan, args.device, args.chem_suite, args.workers, args.chem_setting)
         if "disaster" in parts and plan["per_dimension"]:
             ran["disaster"] = run_disaster(out, args.model, plan, args.device, args.disaster_suite, args.workers)
         if "ablations" in parts and plan["slice"]:

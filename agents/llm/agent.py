@@ -28,6 +28,10 @@ The harness, built so a small model can finish a task:
   Each offered set is a ``note`` event ``{"tools_offered": [...]}``.
 * **Demonstrations** (``demonstrations``): one worked trajectory of a training-split task of the same
   suite and dimension before the task (``gauntlet.agents.llm.demonstrations``); never the task itself.
+* **Thoughts** (``thoughts``, off by default): each reply opens with one line, ``Thought: ...``, of
+  what the results so far say and which call comes next, then its call (ReAct's reasoning step; the
+  system prompt asks for it, and on llama.cpp the call grammar holds it to one line of words before
+  the call: ``gauntlet.agents.llm.call_grammar``).
 * **Answer review** (``review_answer``, off by default): the episode's first call of the answer tool
   is not submitted; its reply restates the question and asks for the next call a step still needs,
   or the same answer again if none does (a ``note`` event ``{"answer_review": <answer>}``). A small
@@ -142,6 +146,8 @@ AUTO_SCOPE_K = 8
 NO_CALL = ("Your reply called no tool. Reply with exactly one tool call: the next tool you need, or "
            "{answer_tool} with your final answer to end the task.")
 ANSWER_REVIEW = "answer_review"
+THOUGHTS_PROMPT = ("Before each call write one line, 'Thought: ...', saying in words what the results so far "
+                   "tell you and which call comes next.")
 REVIEW = ("Not submitted yet: check it against the question first. The question was:\n{question}\n"
           "If a step the question asks for has no tool result yet, make the call for the next such step now. "
           "If every step is done and the answer follows from your results, call {answer_tool} again with it.")
@@ -200,7 +206,7 @@ class LLMAgent(Agent):
                  retry_backoff_s: float = 1.0, price_usd_per_mtok: Sequence[float] | None = None,
                  checkpointer: str = "memory", suite: str | None = None, tools: Sequence[str] | None = None,
                  tool_scope: Any = AUTO_SCOPE, demonstrations: bool = False, parallel_calls: bool = False,
-                 check_numbers: bool = True, review_answer: bool = False):
+                 check_numbers: bool = True, review_answer: bool = False, thoughts: bool = False):
         if tools is not None and (isinstance(tools, str) or not all(isinstance(name, str) for name in tools)
                                   or not tools):
             raise UserError("agent llm: tools is a non-empty list of tool names; fix the agent config")
@@ -216,7 +222,8 @@ class LLMAgent(Agent):
         except ValueError as exc:
             raise UserError(f"agent llm: {exc}; fix the agent config") from None
         for option, value in (("demonstrations", demonstrations), ("parallel_calls", parallel_calls),
-                              ("check_numbers", check_numbers), ("review_answer", review_answer)):
+                              ("check_numbers", check_numbers), ("review_answer", review_answer),
+                              ("thoughts", thoughts)):
             if not isinstance(value, bool):
                 raise UserError(f"agent llm: {option} is true or false, not {value!r}; fix the agent config")
         if price_usd_per_mtok is not None and len(price_usd_per_mtok) != 2:
@@ -228,7 +235,7 @@ class LLMAgent(Agent):
             retry_backoff_s=retry_backoff_s, price_usd_per_mtok=price_usd_per_mtok, checkpointer=checkpointer,
             suite=suite, tools=list(tools) if tools is not None else None, tool_scope=tool_scope,
             demonstrations=demonstrations, parallel_calls=parallel_calls, check_numbers=check_numbers,
-            review_answer=review_answer)
+            review_answer=review_answer, thoughts=thoughts)
         if demonstrations and suite is None:
             raise UserError("agent llm: demonstrations come from the training split of the task suite; "
                             "give the suite too (\"suite\": \"chem\")")
@@ -238,6 +245,8 @@ class LLMAgent(Agent):
         self._model: BaseChatModel | None = model if isinstance(model, BaseChatModel) else None
         self._lent: Any = None
         self._system_prompt = system_prompt if system_prompt is not None else self._mode.system_prompt
+        if thoughts:
+            self._system_prompt = f"{self._system_prompt} {THOUGHTS_PROMPT}"
         self._model_retries, self._retry_backoff_s = model_retries, retry_backoff_s
         self._suite = load_suite(suite) if suite is not None else []
         self._tasks = {task.id: task for task in self._suite}
@@ -271,9 +280,12 @@ class LLMAgent(Agent):
 
     def _chat_model(self) -> BaseChatModel:
         if self._model is None:
-            from gauntlet.agents.llm.models import make_chat_model
+            from gauntlet.agents.llm.models import make_chat_model, parse_spec
 
-            self._model = make_chat_model(self._kwargs["model"], **(self._kwargs["model_options"] or {}))
+            options = dict(self._kwargs["model_options"] or {})
+            if self._kwargs["thoughts"] and parse_spec(self._kwargs["model"]).backend in ("offline", "llama"):
+                options.setdefault("thought", True)  # the call grammar lets a thought line precede the call
+            self._model = make_chat_model(self._kwargs["model"], **options)
         return self._model
 
     # Episode state -------------------------------------------------------------------------------

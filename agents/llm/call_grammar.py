@@ -24,6 +24,12 @@ The schemas become GBNF through llama-cpp-python's JSON-schema converter (the po
   into nested rules and refuses large ones).
 
 ``grammar_problem`` tells which tool's schema the converter cannot read, for a one-line error.
+
+With ``thought=True`` the call is preceded by one line of the model's own words, ``Thought: ...``,
+ended by a newline, at most ``THOUGHT_CHARS`` long and holding no ``<`` or braces (it cannot open a
+tag or hold the call's JSON, which a small model otherwise writes there): the ReAct pattern of
+reasoning before acting, kept to one line so the reply stays sized to a call. Qwen2.5's chat template shows an
+assistant turn's text before its calls, so later turns read the thought back as it was written.
 """
 
 from __future__ import annotations
@@ -38,6 +44,9 @@ from typing import Any
 from gauntlet.agents.llm.calls import ToolSpec
 
 OPEN, CLOSE = "<tool_call>\n", "\n</tool_call>"
+THOUGHT = "Thought: "
+# The longest thought line, in characters: a sentence or two (~40 tokens), so a reply stays sized to a call.
+THOUGHT_CHARS = 200
 _RULE_CHARS = re.compile(r"[^a-zA-Z0-9-]+")
 
 
@@ -45,13 +54,14 @@ class CallGrammarError(ValueError):
     """A tool's input schema cannot be turned into a grammar; the message names the tool."""
 
 
-def call_grammar(tools: Sequence[ToolSpec]) -> str:
-    """The GBNF grammar (start rule ``root``) of one call of one of ``tools``, in tags."""
-    return _grammar(json.dumps([[tool.name, tool.input_schema] for tool in tools], sort_keys=True))
+def call_grammar(tools: Sequence[ToolSpec], *, thought: bool = False) -> str:
+    """The GBNF grammar (start rule ``root``) of one call of one of ``tools``, in tags; with
+    ``thought``, after one ``Thought: ...`` line (see the module docstring)."""
+    return _grammar(json.dumps([[tool.name, tool.input_schema] for tool in tools], sort_keys=True), thought)
 
 
 @functools.lru_cache(maxsize=64)
-def _grammar(tools_json: str) -> str:
+def _grammar(tools_json: str, thought: bool = False) -> str:
     from llama_cpp.llama_grammar import SchemaConverter
 
     converter = SchemaConverter(prop_order={"name": 0, "arguments": 1}, allow_fetch=False, dotall=False,
@@ -76,6 +86,11 @@ def _grammar(tools_json: str) -> str:
         raise CallGrammarError("a call grammar needs at least one tool")
     converter._add_rule("call", " | ".join(alternatives))
     root = f"{converter._format_literal(OPEN)} call {converter._format_literal(CLOSE)}"
+    if thought:
+        # Words, not a call: no newline, no tag's opening, no JSON braces; at most THOUGHT_CHARS of them.
+        converter._add_rule("thought", f'{converter._format_literal(THOUGHT)} [^ \\n<{{}}] '
+                                       f'[^\\n<{{}}]{{0,{THOUGHT_CHARS - 1}}} "\\n"')
+        root = f"thought {root}"
     converter._add_rule("root", root)
     return str(converter.format_grammar())
 

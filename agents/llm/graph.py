@@ -28,7 +28,9 @@ repetition would only bring back a result the conversation already holds (``repe
 Budgets (``Budget``): ``max_steps`` model calls, ``max_tokens`` input plus output tokens as the
 model reports them (checked before each call, so the call that crosses the limit completes), and
 ``wall_time_s`` seconds since ``configurable.started_at`` (a ``time.monotonic()`` value; none
-given: no wall-time limit). Model timeouts, rate limits and server errors are retried
+given: no wall-time limit). A model whose context window cannot hold the conversation and its reply
+raises ``ConversationTooLong``: that too is a spent budget (``context_full``), not a failed run.
+Model timeouts, rate limits and server errors are retried
 ``model_retries`` times with exponential backoff and jitter (``retrying``: ``tenacity``, as LangChain's
 own ``with_retry``; each attempt is a model call its callbacks see, and one request of an API model,
 whose SDK does not retry itself).
@@ -64,7 +66,10 @@ from gauntlet.agents.llm.calls import (
     timeout_result,
     tool_message,
 )
+from gauntlet.errors import UserError
 
+# The stop reason of an episode whose conversation outgrew the model's context window.
+CONTEXT_FULL = "context_full"
 # Exception names (on any class of the exception's MRO) of model timeouts, rate limits and server
 # overloads in the provider SDKs and httpx: checked by name, so no SDK is imported to build the graph.
 _RETRYABLE_NAMES = frozenset({"RateLimitError", "APITimeoutError", "APIConnectionError", "InternalServerError",
@@ -87,6 +92,11 @@ def initial_state(messages: Sequence[AnyMessage]) -> AgentState:
     """The state a conversation starts from (system prompt and task as its first messages)."""
     return AgentState(messages=list(messages), model_calls=0, malformed_calls=0, input_tokens=0, output_tokens=0,
                       stop_reason=None)
+
+
+class ConversationTooLong(UserError):
+    """The conversation and a reply no longer fit the model's context window. The loop ends the episode
+    on it as on a spent budget (``context_full``); a caller outside the loop sees a one-line error."""
 
 
 @dataclass(frozen=True)
@@ -212,17 +222,23 @@ def build_graph(model: BaseChatModel, tools: Sequence[BaseTool | ToolSpec], sett
     def call_model(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         if reason := spent(state, config):
             return {"stop_reason": reason}
-        for attempt in Retrying(**retries):
-            with attempt:
-                reply = bound.invoke(state["messages"], config, **model_kwargs(state))
+        try:
+            for attempt in Retrying(**retries):
+                with attempt:
+                    reply = bound.invoke(state["messages"], config, **model_kwargs(state))
+        except ConversationTooLong:
+            return {"stop_reason": CONTEXT_FULL}
         return counted(state, reply)
 
     async def acall_model(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         if reason := spent(state, config):
             return {"stop_reason": reason}
-        async for attempt in AsyncRetrying(**retries):
-            with attempt:
-                reply = await bound.ainvoke(state["messages"], config, **model_kwargs(state))
+        try:
+            async for attempt in AsyncRetrying(**retries):
+                with attempt:
+                    reply = await bound.ainvoke(state["messages"], config, **model_kwargs(state))
+        except ConversationTooLong:
+            return {"stop_reason": CONTEXT_FULL}
         return counted(state, reply)
 
     async def run_one(call: CheckedCall) -> ToolResult:

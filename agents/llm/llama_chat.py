@@ -45,6 +45,7 @@ from pydantic import ConfigDict, Field
 
 from gauntlet.agents.llm.calls import ToolSpec
 from gauntlet.agents.llm.chat_template import render_messages, render_prompt
+from gauntlet.agents.llm.graph import ConversationTooLong
 from gauntlet.agents.llm.hf_chat import HiddenStates, sampling_seed
 from gauntlet.agents.llm.kept_states import with_states
 from gauntlet.agents.llm.llama_runtime import (
@@ -85,6 +86,8 @@ class LlamaChatModel(BaseChatModel):
             same episode seed and conversation give the same reply.
         resample_repeats: how often a reply that repeats one of the call's ``avoid_calls`` is drawn
             again (0: never).
+        thought: under ``constrain_calls``, the reply opens with one ``Thought: ...`` line of the
+            model's own words before its call (ReAct's reasoning step; ``call_grammar``).
         persist_prefix: keep the key-value state of the conversation's system turn (the system
             prompt and the tools, which every episode of a suite shares) in the data cache, so the
             next process loads it instead of reading it (``llama_runtime.PrefixStore``).
@@ -97,6 +100,7 @@ class LlamaChatModel(BaseChatModel):
     threads: int | None = Field(default=None, ge=1)
     reuse_prefix: bool = True
     constrain_calls: bool = True
+    thought: bool = False
     keep_hidden_layers: tuple[int, ...] = ()
     temperature: float = Field(default=0.0, ge=0.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
@@ -112,7 +116,7 @@ class LlamaChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_path": self.model_path, "max_new_tokens": self.max_new_tokens, "threads": self.threads,
                 "reuse_prefix": self.reuse_prefix, "constrain_calls": self.constrain_calls,
-                "keep_hidden_layers": self.keep_hidden_layers, "temperature": self.temperature,
+                "thought": self.thought, "keep_hidden_layers": self.keep_hidden_layers, "temperature": self.temperature,
                 "top_p": self.top_p, "top_k": self.top_k, "resample_repeats": self.resample_repeats,
                 "persist_prefix": self.persist_prefix}
 
@@ -165,7 +169,7 @@ class LlamaChatModel(BaseChatModel):
             try:
                 grammar = call_grammar([ToolSpec(schema["function"]["name"], schema["function"].get("description", ""),
                                                  schema["function"].get("parameters") or {"type": "object"})
-                                        for schema in tools])
+                                        for schema in tools], thought=self.thought)
             except CallGrammarError as exc:
                 raise UserError(f"{exc}; run the model with the option constrain_calls=false") from None
         shared = self.shared_prefix_length(messages, prompt, tools) if self.persist_prefix and self.reuse_prefix else 0
@@ -216,7 +220,7 @@ class LlamaChatModel(BaseChatModel):
             raise UserError(f"{exc} for tools {', '.join(tool_names(tools or []))}; run the model with the option "
                             "constrain_calls=false") from None
         except ContextFullError as exc:
-            raise UserError(f"{exc}; shorten the conversation or offer fewer tools (tool_scope)") from None
+            raise ConversationTooLong(f"{exc}; shorten the conversation or offer fewer tools (tool_scope)") from None
 
     def hidden_states(self, messages: Sequence[BaseMessage], response: str = "", *,
                       tools: Sequence[Any] | None = None, layers: Sequence[int] = (-1,)) -> HiddenStates:

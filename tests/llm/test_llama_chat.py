@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from gauntlet.agents.llm.call_grammar import CallGrammarError, call_grammar
 from gauntlet.agents.llm.calls import ToolSpec
 from gauntlet.agents.llm.chat_template import render_messages
+from gauntlet.agents.llm.graph import ConversationTooLong
 from gauntlet.agents.llm.kept_states import ReplyStates
 from gauntlet.agents.llm.llama_chat import LlamaChatModel
 from gauntlet.agents.llm.llama_runtime import ContextFullError, LlamaRuntime
@@ -124,6 +125,18 @@ def test_a_constrained_reply_is_exactly_one_call_valid_under_its_tools_schema(ll
         assert SPECS[call["name"]].argument_problem(call["args"]) is None
         assert reply.response_metadata["constrained"] is True
 
+
+
+def test_a_thought_reply_is_one_line_of_words_then_exactly_one_valid_call(offline_gguf):
+    thinking = LlamaChatModel(model_path=str(offline_gguf), max_new_tokens=128, thought=True).bind_tools(TOOLS)
+    reply = thinking.invoke([SystemMessage("You use tools."), HumanMessage("Buy 250 mg of chemical 42.")])
+    assert reply.invalid_tool_calls == [] and len(reply.tool_calls) == 1, reply
+    assert SPECS[reply.tool_calls[0]["name"]].argument_problem(reply.tool_calls[0]["args"]) is None
+    line = reply.text.strip()
+    assert line.startswith("Thought: ") and "\n" not in line and "<" not in line and len(line) > len("Thought: ")
+    # The grammar's thought rule is one line before the tags; without the option there is none.
+    assert "thought ::=" in call_grammar(list(SPECS.values()), thought=True)
+    assert "thought ::=" not in call_grammar(list(SPECS.values()))
 
 def test_an_unconstrained_model_may_reply_in_prose(offline_gguf):
     free = LlamaChatModel(model_path=str(offline_gguf), max_new_tokens=16, constrain_calls=False)
@@ -323,3 +336,13 @@ def test_a_system_turn_whose_tools_changed_is_read_from_the_part_it_shares_with_
     runtime.generate(prompts[1], max_new_tokens=4, persist_prefix=shared[1])
     common = next(i for i, (a, b) in enumerate(zip(prompts[0], prompts[1])) if a != b)
     assert read_first == shared[0] and runtime.prefix_tokens_read - read_first == shared[1] - common
+
+
+def test_a_conversation_past_the_context_window_is_the_loop_s_context_full_stop(llama_model, monkeypatch):
+    # The window is narrowed to the prompt itself: the check is the one a 32,768-token conversation meets.
+    prompt = llama_model.prompt_ids(CONVERSATION, openai_tool_schemas(TOOLS))
+    monkeypatch.setattr(llama_model.weights, "context", len(prompt) + llama_model.max_new_tokens - 1)
+    with pytest.raises(ConversationTooLong, match=f"a {len(prompt)}-token prompt .* offer fewer tools"):
+        llama_model.bind_tools(TOOLS).invoke(CONVERSATION)
+    monkeypatch.undo()
+    assert llama_model.bind_tools(TOOLS).invoke(CONVERSATION).tool_calls

@@ -60,7 +60,8 @@ def test_the_smoke_size_scores_pass_k_dora_accuracy_ablations_and_what_the_harne
     # A scripted model has no other pinned model to compare with and no grammar to turn off; the rest
     # ran, one change each.
     assert sorted(ablations["chem"]) == ["answer review", "default", "demonstrations", "demonstrations + review",
-                                         "numbers unchecked", "tasks"]
+                                         "demonstrations + thoughts", "numbers unchecked", "tasks", "thoughts"]
+    assert ablations["chem"]["thoughts"]["config"]["thoughts"] is True
     assert ablations["chem"]["demonstrations"]["config"]["demonstrations"] is True
     both = ablations["chem"]["demonstrations + review"]["config"]
     assert both["demonstrations"] is True and both["review_answer"] is True
@@ -74,6 +75,28 @@ def test_the_smoke_size_scores_pass_k_dora_accuracy_ablations_and_what_the_harne
     assert written["chem"]["pass_k"] == json.loads(json.dumps(chem["pass_k"]))
     printed = capsys.readouterr().out
     assert "| autonomous | 1.00 | 1.00 | 1.00 | 1.00 |" in printed and "| scope all | 1.00 |" in printed
+
+
+def test_the_chem_part_runs_with_another_harness_in_its_own_folder(tmp_path, small_suites, capsys):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": '{"name": "submit_answer", "arguments": {"answer": 4}}'}]))
+    results = load_experiment("llm_offline").main([
+        "--size", "smoke", "--only", "chem", "--chem-setting", "thoughts", "--chem-tasks", "2", "--repeats", "1",
+        "--model", f"scripted:{script}", "--out", str(tmp_path / "out"), "--chem-suite", "small-chem",
+        "--workers", "1"])
+    chem = results["chem-thoughts"]
+    assert "chem" not in results and (chem["setting"], chem["tasks"], chem["repeats"], chem["episodes"]) == \
+        ("thoughts", 2, 1, 2)
+    assert chem["config"]["thoughts"] is True
+    assert (tmp_path / "out" / "smoke" / "chem-thoughts" / "scores.json").exists()
+    assert "harness thoughts: 2 tasks of the evaluation split x 1 attempts" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("setting", ["other model", "nope"])
+def test_a_chem_harness_the_experiment_does_not_have_is_one_line(setting, capsys):
+    with pytest.raises(SystemExit) as stop:
+        load_experiment("llm_offline").main(["--size", "smoke", "--only", "chem", "--chem-setting", setting])
+    assert stop.value.code == 2 and f"unknown setting {setting!r}" in capsys.readouterr().err
 
 
 def test_a_part_the_experiment_does_not_have_is_one_line(capsys):
@@ -102,7 +125,7 @@ def test_a_smaller_dora_sample_is_the_start_of_a_larger_one_so_a_run_grows_by_re
         assert large[5 * k:5 * k + 2] == small[2 * k:2 * k + 2]
 
 
-@pytest.mark.parametrize("option", ["--per-dimension", "--slice", "--workers"])
+@pytest.mark.parametrize("option", ["--per-dimension", "--slice", "--workers", "--chem-tasks", "--repeats"])
 def test_a_size_below_one_is_one_line(option, capsys):
     with pytest.raises(SystemExit) as stop:
         load_experiment("llm_offline").main(["--size", "smoke", option, "0"])

@@ -19,7 +19,15 @@ from pydantic import PrivateAttr
 import gauntlet
 from gauntlet.agents.llm.agent import LLMAgent
 from gauntlet.agents.llm.calls import ToolSpec
-from gauntlet.agents.llm.graph import Budget, LoopSettings, build_graph, initial_state, run_config, run_on_session
+from gauntlet.agents.llm.graph import (
+    Budget,
+    ConversationTooLong,
+    LoopSettings,
+    build_graph,
+    initial_state,
+    run_config,
+    run_on_session,
+)
 from gauntlet.agents.llm.records import conversation
 from gauntlet.agents.llm.scripted import ScriptedChatModel
 from gauntlet.bridges.tool_task_env import ToolTaskEnv, stop_action
@@ -70,6 +78,36 @@ def test_the_plain_graph_stops_on_the_same_budget_and_names_it():
     state = plain(scripted(ADD_FOREVER), LoopSettings(budget=Budget(max_steps=3)))
     assert state["stop_reason"] == "max_steps" and state["model_calls"] == 3
     assert [m.type for m in state["messages"]][-2:] == ["ai", "tool"]
+
+
+class OutgrowsItsContext(ScriptedChatModel):
+    """A scripted model whose context holds ``fits`` messages: a longer conversation raises as a local
+    model's full context window does."""
+
+    fits: int
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        if len(messages) > self.fits:
+            raise ConversationTooLong(f"{len(messages)} messages do not fit the {self.fits}-message context")
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def test_a_conversation_that_outgrows_the_context_ends_its_episode_and_the_next_one_runs():
+    model = OutgrowsItsContext.model_validate({"turns": ADD_FOREVER, "fits": 6})
+    env = ToolTaskEnv([small_task(), small_task()], small_server)
+    agent = LLMAgent(model=model, system_prompt="Use the tools.")
+    try:
+        episodes = [gauntlet.rollout(env, agent, seed=seed) for seed in (0, 1)]
+    finally:
+        env.close()
+    for episode in episodes:  # system + task + (reply, result) x 2 fit; the third reply does not
+        last = episode.steps[-1]
+        assert last.action == stop_action("context_full") and last.truncated and not last.terminated
+        assert {"budget": "context_full"} in [e.data for e in last.events if e.kind == "note"]
+        calls = [e.data for s in episode.steps for e in s.events if e.kind == "model_call"]
+        assert len(calls) == 4 and calls[-1]["error"] == "ConversationTooLong"  # the refused call is recorded
+    state = plain(OutgrowsItsContext.model_validate({"turns": ADD_FOREVER, "fits": 6}), LoopSettings())
+    assert state["stop_reason"] == "context_full" and state["model_calls"] == 3
 
 
 def test_an_answer_longer_than_one_action_is_sent_back_and_a_short_one_ends_the_episode():
