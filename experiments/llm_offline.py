@@ -229,7 +229,7 @@ def run_chem(out: Path, model: str, plan: dict[str, Any], device: str | None, su
     in the folder ``chem`` (default harness) or ``chem-<setting>``."""
     change = dict(CHEM_ABLATIONS[setting])
     config = agent_config(model, "chemcost", plan["chem_steps"], sample=plan["repeats"] > 1, device=device, **change)
-    folder = out / ("chem" if setting == "default" else f"chem-{slug(setting)}")
+    folder = out / chem_key(setting)
     evaluation, summary = evaluate(folder, suite, config, chem_sample(plan["chem_tasks"], suite),
                                    plan["repeats"], workers)
     return {**summary, "setting": setting, "tasks": plan["chem_tasks"], "repeats": plan["repeats"],
@@ -256,6 +256,8 @@ def run_ablations(out: Path, model: str, plan: dict[str, Any], device: str | Non
                   workers: int, settings: Sequence[str] | None = None) -> dict[str, Any]:
     """Each ablation changes one setting of the default harness; greedy, one attempt, ``slice`` tasks.
     ``settings`` (names of ``CHEM_ABLATIONS`` and ``DISASTER_ABLATIONS``) picks some; default all."""
+    from gauntlet.agents.llm.models import runs_on_llama
+
     chem_suite, disaster_suite = suites
     wanted = set(settings) if settings is not None else set(CHEM_ABLATIONS) | set(DISASTER_ABLATIONS)
     chem_ids = chem_sample(plan["slice"], chem_suite)
@@ -268,7 +270,7 @@ def run_ablations(out: Path, model: str, plan: dict[str, Any], device: str | Non
         run_model = OTHER_MODEL.get(model) if change.pop("model", None) == "other" else model
         if run_model is None:
             continue  # no other pinned model to compare a non-offline model with
-        if "model_options" in change and not constrained_backend(run_model):
+        if "model_options" in change and not runs_on_llama(run_model):
             continue  # only the llama.cpp backends decode under a call grammar
         config = agent_config(run_model, "chemcost", plan["chem_steps"], sample=False, device=device, **change)
         _, result["chem"][name] = evaluate(out / "ablations" / f"chem-{slug(name)}", chem_suite, config,
@@ -284,16 +286,15 @@ def run_ablations(out: Path, model: str, plan: dict[str, Any], device: str | Non
     return result
 
 
+def chem_key(setting: str) -> str:
+    """The chem part's folder and result key for a harness ``setting``: ``chem``, or ``chem-<slug>``."""
+    return "chem" if setting == "default" else f"chem-{slug(setting)}"
+
+
 def slug(name: str) -> str:
     """A setting's folder name: its words joined by dashes (``demonstrations + review`` ->
     ``demonstrations-review``)."""
     return "-".join(re.findall(r"[a-z0-9]+", name.lower()))
-
-
-def constrained_backend(model: str) -> bool:
-    from gauntlet.agents.llm.models import parse_spec
-
-    return parse_spec(model).backend in ("offline", "llama")
 
 
 def first_prompt_tokens(folder: Path) -> float | None:
@@ -414,8 +415,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         what = (f"unknown part {unknown[0]!r}" if unknown else f"unknown setting {unknown_settings[0]!r}"
                 if unknown_settings else too_few)
         print(f"error: {what}; --only takes parts of {', '.join(PARTS)}, --settings names of "
-              f"{', '.join([*CHEM_ABLATIONS, *DISASTER_ABLATIONS])}; --workers, --per-dimension and --slice "
-              "take numbers >= 1 (--chem-setting a chem setting other than 'other model')",
+              f"{', '.join([*CHEM_ABLATIONS, *DISASTER_ABLATIONS])} (--chem-setting one chem setting other "
+              "than 'other model'); --workers, --per-dimension, --slice, --chem-tasks and --repeats take numbers >= 1",
               file=sys.stderr)
         raise SystemExit(2)
     import gauntlet  # noqa: F401 - registers the suites and the agent
@@ -431,8 +432,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ran: dict[str, Any] = {}
     try:
         if "chem" in parts and plan["chem_tasks"]:
-            key = "chem" if args.chem_setting == "default" else f"chem-{slug(args.chem_setting)}"
-            ran[key] = run_chem(out, args.model, plan, args.device, args.chem_suite, args.workers, args.chem_setting)
+            ran[chem_key(args.chem_setting)] = run_chem(out, args.model, plan, args.device, args.chem_suite,
+                                                        args.workers, args.chem_setting)
         if "disaster" in parts and plan["per_dimension"]:
             ran["disaster"] = run_disaster(out, args.model, plan, args.device, args.disaster_suite, args.workers)
         if "ablations" in parts and plan["slice"]:

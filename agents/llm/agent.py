@@ -280,10 +280,10 @@ class LLMAgent(Agent):
 
     def _chat_model(self) -> BaseChatModel:
         if self._model is None:
-            from gauntlet.agents.llm.models import make_chat_model, parse_spec
+            from gauntlet.agents.llm.models import make_chat_model, runs_on_llama
 
             options = dict(self._kwargs["model_options"] or {})
-            if self._kwargs["thoughts"] and parse_spec(self._kwargs["model"]).backend in ("offline", "llama"):
+            if self._kwargs["thoughts"] and runs_on_llama(self._kwargs["model"]):
                 options.setdefault("thought", True)  # the call grammar lets a thought line precede the call
             self._model = make_chat_model(self._kwargs["model"], **options)
         return self._model

@@ -187,6 +187,16 @@ def _offline(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
     return llama_model(model_path(spec.model or None), options)
 
 
+# The backends that decode on llama.cpp (the pinned offline models, a GGUF file): only they take a call
+# grammar, and with it a thought line before the call.
+LLAMA_BACKENDS = frozenset({"offline", "llama"})
+
+
+def runs_on_llama(spec: str | None) -> bool:
+    """Whether ``spec``'s model decodes on llama.cpp (see ``LLAMA_BACKENDS``)."""
+    return parse_spec(spec).backend in LLAMA_BACKENDS
+
+
 def check_spec(spec: str | None) -> ModelSpec:
     """``parse_spec``, plus what can be checked without loading anything: a pinned offline model's name,
     a scripted model's script and a llama.cpp model's file exist. The driver calls it, so a misspelt

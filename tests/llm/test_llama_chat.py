@@ -126,7 +126,6 @@ def test_a_constrained_reply_is_exactly_one_call_valid_under_its_tools_schema(ll
         assert reply.response_metadata["constrained"] is True
 
 
-
 def test_a_thought_reply_is_one_line_of_words_then_exactly_one_valid_call(offline_gguf):
     thinking = LlamaChatModel(model_path=str(offline_gguf), max_new_tokens=128, thought=True).bind_tools(TOOLS)
     reply = thinking.invoke([SystemMessage("You use tools."), HumanMessage("Buy 250 mg of chemical 42.")])
@@ -137,6 +136,7 @@ def test_a_thought_reply_is_one_line_of_words_then_exactly_one_valid_call(offlin
     # The grammar's thought rule is one line before the tags; without the option there is none.
     assert "thought ::=" in call_grammar(list(SPECS.values()), thought=True)
     assert "thought ::=" not in call_grammar(list(SPECS.values()))
+
 
 def test_an_unconstrained_model_may_reply_in_prose(offline_gguf):
     free = LlamaChatModel(model_path=str(offline_gguf), max_new_tokens=16, constrain_calls=False)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from gauntlet.agents.llm import offline_model
-from gauntlet.agents.llm.models import PLACEHOLDER_KEY, ModelSpec, make_chat_model, parse_spec
+from gauntlet.agents.llm.models import PLACEHOLDER_KEY, ModelSpec, make_chat_model, parse_spec, runs_on_llama
 from gauntlet.agents.llm.offline_model import ModelPin, Part, assemble, check_file, installed_part, model_pin
 from gauntlet.errors import UserError
 
@@ -33,6 +33,14 @@ def no_api_keys(monkeypatch):
 ])
 def test_a_spec_names_its_backend_model_and_server(spec, parsed):
     assert parse_spec(spec) == parsed
+
+
+@pytest.mark.parametrize(("spec", "llama"), [
+    (None, True), ("offline:qwen2.5-coder-1.5b-instruct", True), ("llama:/models/qwen.gguf", True),
+    ("hf:/models/qwen.gguf", False), ("scripted:turns.json", False), ("openai:gpt-4o-mini", False),
+])
+def test_only_the_llama_cpp_backends_decode_under_a_call_grammar(spec, llama):
+    assert runs_on_llama(spec) is llama
 
 
 def one_line_error(spec, **options) -> str:
