@@ -238,7 +238,7 @@ class LLMAgent(Agent):
             review_answer=review_answer, thoughts=thoughts)
         if demonstrations and suite is None:
             raise UserError("agent llm: demonstrations come from the training split of the task suite; "
-                            "give the suite too (\"suite\": \"chem\")")
+                            "give its file too (\"suite\": \"<suite.jsonl>\"; gauntlet eval gives it by itself)")
         self._demonstrations, self._parallel_calls = demonstrations, parallel_calls
         self._check_numbers, self._review_answer = check_numbers, review_answer
         self._shown = tuple(tools) if tools is not None else None

@@ -243,7 +243,7 @@ def test_find_tools_widens_a_scoped_tool_set_inside_the_agent_and_a_fork_keeps_i
 def test_a_bad_tool_scope_is_one_line_before_any_episode():
     with pytest.raises(UserError, match='tool_scope is "all"'):
         LLMAgent(model=scripted([answer_turn(5)]), tool_scope="some")
-    with pytest.raises(UserError, match="demonstrations come from the training split"):
+    with pytest.raises(UserError, match="demonstrations come from the training split.*gauntlet eval gives it"):
         LLMAgent(model=scripted([answer_turn(5)]), demonstrations=True)
 
 
