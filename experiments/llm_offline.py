@@ -213,8 +213,9 @@ def evaluate(folder: Path, suite: str, config: dict[str, Any], task_ids: Sequenc
     evaluation = evaluate_suite(suite, "llm", folder, agent_config=config, task_ids=list(task_ids), repeats=repeats,
                                 workers=workers)
     report = json.loads((Path(evaluation.out_dir) / "scores.json").read_text()).get("report") or {}
-    # The chem scorer's diagnosis: how many of the reaction's components the agent bought (recall) and how
-    # many of its purchases were components (precision), which shows progress that CTA@25 alone does not.
+    # The chem scorer's diagnosis: how many of the reaction's components the agent acted on by id (read, quoted,
+    # bought or converted: recall) and how many of the chemicals it acted on were components (precision),
+    # which shows progress that CTA@25 alone does not.
     # And the answers within 25 % that did not act on every component: numbers the episode showed (a molar
     # mass, one pack's price) that happen to lie near the gold price, not prices of the reaction.
     diagnosis = {key: report[key] for key in ("component_recall", "component_precision", "correct_unpriced",
@@ -334,7 +335,7 @@ def tables(results: dict[str, Any]) -> str:
     ablations = results.get("ablations")
     if ablations:
         lines += [f"## ablations: chem ChemCost, {len(ablations['chem']['tasks'])} tasks, greedy", "",
-                  "| setting | CTA@25 | components bought (recall / precision) | malformed | repeated | redrawn | "
+                  "| setting | CTA@25 | components acted on (recall / precision) | malformed | repeated | redrawn | "
                   "ungrounded | no call | model calls / ep | s / step | s / episode |",
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
         for name, row in ablations["chem"].items():

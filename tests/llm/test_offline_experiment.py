@@ -67,7 +67,7 @@ def test_the_smoke_size_scores_pass_k_dora_accuracy_ablations_and_what_the_harne
     assert both["demonstrations"] is True and both["review_answer"] is True
     assert "review_answer" not in ablations["chem"]["default"]["config"]  # the default harness: the agent's own
     assert ablations["chem"]["numbers unchecked"]["config"]["check_numbers"] is False
-    # the chem scorer's diagnosis (components bought) rides along only where that scorer ran: not on this suite
+    # the chem scorer's diagnosis (components acted on) rides along only where that scorer ran: not on this suite
     assert "component_recall" not in ablations["chem"]["default"]
     assert [ablations["disaster"][f"scope {k}"]["config"]["tool_scope"] for k in ("8", "16", "32", "all")] == \
         [8, 16, 32, "all"]
