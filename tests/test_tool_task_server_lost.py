@@ -60,3 +60,57 @@ def test_a_server_that_dies_ends_its_episode_unanswered_and_the_next_episode_con
         assert terminated and info["score"] == 1.0 and "server_lost" not in info
     finally:
         env.close()
+
+
+def test_a_call_waiting_when_its_session_ends_fails_as_session_ended_not_as_a_timeout():
+    """The race CI hit: writing to a dead server can cancel the transport before its output ends, and the
+    SDK then never answers the pending request. The client watches the session's holder instead."""
+    import asyncio
+
+    from mcp.server.fastmcp import FastMCP
+
+    from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerTarget, SessionEnded
+
+    entered = asyncio.Event()
+
+    def server() -> FastMCP:
+        app = FastMCP("hangs")
+
+        @app.tool()
+        async def wait_forever() -> str:
+            entered.set()
+            await asyncio.Event().wait()
+            return "never"
+
+        return app
+
+    client = BlockingMCPClient(ServerTarget(factory=server), timeout_s=120)
+    try:
+        client.open()
+        holder = client._holder
+        # End the session's transport from inside once the call is pending (the SDK will not answer it).
+        async def end_when_pending():
+            await entered.wait()
+            for task in asyncio.all_tasks():
+                if task.get_coro().__name__ == "_hold_session":
+                    task.cancel()
+
+        asyncio.run_coroutine_threadsafe(end_when_pending(), client._loop)
+        try:
+            client.call_tool("wait_forever", {})
+        except SessionEnded:
+            pass
+        else:
+            raise AssertionError("a call whose session ended returned")
+        assert holder.done()
+        # Any later call fails at once the same way, and a fresh open serves again.
+        try:
+            client.call_tool("wait_forever", {})
+        except SessionEnded:
+            pass
+        else:
+            raise AssertionError("a call on an ended session returned")
+        client.open()
+        assert [tool.name for tool in client.list_tools()] == ["wait_forever"]
+    finally:
+        client.close()

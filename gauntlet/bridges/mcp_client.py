@@ -28,6 +28,17 @@ from mcp.client.session import SamplingFnT
 from gauntlet.bridges.mcp_compat import validate_once
 
 
+class SessionEnded(ConnectionError):
+    """The session's transport ended (the server process died or its connection closed) while a call
+    waited, or before it was sent.
+
+    The SDK answers a pending request with ``CONNECTION_CLOSED`` only when the server's output ends
+    first; when writing the request to a dead process fails first, the transport's task group is
+    cancelled and the request would wait for its timeout. Watching the session's holder task closes
+    that race.
+    """
+
+
 @dataclass(frozen=True)
 class ServerTarget:
     """Where a tool server lives: exactly one of ``factory``, ``command`` or ``url``."""
@@ -177,13 +188,21 @@ class BlockingMCPClient:
         return self._loop
 
     def _run(self, coroutine: Any) -> Any:
+        holder = self._holder
+        if holder is not None and holder.done():
+            coroutine.close()
+            raise SessionEnded(f"the session with the MCP server {self.target.describe()} has ended")
         future = asyncio.run_coroutine_threadsafe(coroutine, self._ensure_loop())
-        try:
-            return future.result(self.timeout_s)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise TimeoutError(f"the MCP server {self.target.describe()} did not answer within "
-                               f"{self.timeout_s:g} s") from None
+        watched = [future] if holder is None else [future, holder]
+        concurrent.futures.wait(watched, self.timeout_s, return_when=concurrent.futures.FIRST_COMPLETED)
+        if future.done():
+            return future.result()
+        future.cancel()
+        if holder is not None and holder.done():
+            raise SessionEnded(f"the session with the MCP server {self.target.describe()} ended "
+                               "while a call waited")
+        raise TimeoutError(f"the MCP server {self.target.describe()} did not answer within "
+                           f"{self.timeout_s:g} s")
 
     def open(self) -> None:
         """Connect a fresh session (closing the current one first)."""

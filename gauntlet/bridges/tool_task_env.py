@@ -15,7 +15,7 @@ from gymnasium import spaces
 from gauntlet.branching import BranchingError
 from mcp.client.session import SamplingFnT
 
-from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerSpec, ServerTarget, result_value
+from gauntlet.bridges.mcp_client import BlockingMCPClient, ServerSpec, ServerTarget, SessionEnded, result_value
 from gauntlet.episode import ToolCall
 from gauntlet.info_keys import METRICS, PRIVILEGED, SUCCESS, TASK_ID, TOOL_CALL
 from gauntlet.registry import load_target
@@ -104,7 +104,7 @@ def _connection_lost(exc: BaseException) -> bool:
     from mcp.shared.exceptions import McpError
     from mcp.types import CONNECTION_CLOSED
 
-    if isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)):
+    if isinstance(exc, (SessionEnded, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)):
         return True
     return isinstance(exc, McpError) and exc.error.code == CONNECTION_CLOSED
 
