@@ -25,7 +25,12 @@ The harness, built so a small model can finish a task:
 * **Tool scope** (``tool_scope``): ``"all"``, a number k, or ``"auto"`` (every tool of a server with
   at most 32, else the 8 nearest the task); a scoped agent also gets ``find_tools(query)``, which
   the agent answers itself by adding the tools nearest the query (``gauntlet.agents.llm.tool_scope``).
-  Each offered set is a ``note`` event ``{"tools_offered": [...]}``.
+  Each offered set is a ``note`` event ``{"tools_offered": [...]}``. Where the found tools' schemas go
+  (``widen_tools``): ``"in_results"`` (the default for a local model) lists them in ``find_tools``'s
+  result and keeps the system turn as it was, so the model's cached prompt stays a prefix of the next
+  and a widening costs only the result's tokens; ``"in_prompt"`` (the default for an API model, whose
+  request carries its tools) adds them to the system turn's tools, which a local model then reads again
+  from there on (a widened DORA call re-read 6-12k tokens).
 * **Demonstrations** (``demonstrations``): one worked trajectory of a training-split task of the same
   suite and dimension before the task (``gauntlet.agents.llm.demonstrations``); never the task itself.
 * **Thoughts** (``thoughts``, off by default): each reply opens with one line, ``Thought: ...``, of
@@ -113,12 +118,14 @@ from gauntlet.agents.llm.number_check import UNGROUNDED_PREFIX, ungrounded_messa
 from gauntlet.agents.llm.records import ModelCallRecorder, records
 from gauntlet.agents.llm.state import (
     OFFERED,
+    PROMPTED,
     EpisodeState,
     answered,
     current_reply,
     episode_state,
     offered_names,
     offered_now,
+    prompted_now,
     tool_specs,
 )
 from gauntlet.agents.llm.tool_scope import (
@@ -151,6 +158,10 @@ THOUGHTS_PROMPT = ("Before each call write one line, 'Thought: ...', saying in w
 REVIEW = ("Not submitted yet: check it against the question first. The question was:\n{question}\n"
           "If a step the question asks for has no tool result yet, make the call for the next such step now. "
           "If every step is done and the answer follows from your results, call {answer_tool} again with it.")
+AUTO_WIDEN, IN_RESULTS, IN_PROMPT = "auto", "in_results", "in_prompt"
+WIDEN_OPTIONS = (AUTO_WIDEN, IN_RESULTS, IN_PROMPT)
+WIDEN_NEEDS_LOCAL = (f'agent llm: widen_tools "{IN_RESULTS}" needs a local model (offline, llama: or hf:), whose '
+                     f'prompt the agent writes; this model gets its tools with each request: use "{IN_PROMPT}"')
 REPEATED_CALL = ("You made this exact call before; it was not run again. Use its result, make a different call, "
                  "or call {answer_tool} to finish. Its result was:")
 
@@ -206,14 +217,17 @@ class LLMAgent(Agent):
                  retry_backoff_s: float = 1.0, price_usd_per_mtok: Sequence[float] | None = None,
                  checkpointer: str = "memory", suite: str | None = None, tools: Sequence[str] | None = None,
                  tool_scope: Any = AUTO_SCOPE, demonstrations: bool = False, parallel_calls: bool = False,
-                 check_numbers: bool = True, review_answer: bool = False, thoughts: bool = False):
+                 check_numbers: bool = True, review_answer: bool = False, thoughts: bool = False,
+                 widen_tools: str = AUTO_WIDEN):
         if tools is not None and (isinstance(tools, str) or not all(isinstance(name, str) for name in tools)
                                   or not tools):
             raise UserError("agent llm: tools is a non-empty list of tool names; fix the agent config")
         if isinstance(model, str):
-            from gauntlet.agents.llm.models import check_spec
+            from gauntlet.agents.llm.models import LOCAL_BACKENDS, check_spec
 
-            check_spec(model)  # a spec the backends cannot read fails here, not in every worker
+            backend = check_spec(model).backend  # a spec the backends cannot read fails here, not in every worker
+            if widen_tools == IN_RESULTS and backend not in LOCAL_BACKENDS:
+                raise UserError(WIDEN_NEEDS_LOCAL)
         try:
             self._mode = get_mode(mode)
             self._budget = Budget(max_steps=max_steps, max_tokens=max_tokens, wall_time_s=wall_time_s)
@@ -226,6 +240,9 @@ class LLMAgent(Agent):
                               ("thoughts", thoughts)):
             if not isinstance(value, bool):
                 raise UserError(f"agent llm: {option} is true or false, not {value!r}; fix the agent config")
+        if widen_tools not in WIDEN_OPTIONS:
+            raise UserError(f"agent llm: widen_tools is {', '.join(map(repr, WIDEN_OPTIONS))}, not {widen_tools!r}; "
+                            "fix the agent config")
         if price_usd_per_mtok is not None and len(price_usd_per_mtok) != 2:
             raise UserError("agent llm: price_usd_per_mtok is [input, output] US dollars per million tokens; "
                             "fix the agent config")
@@ -235,7 +252,7 @@ class LLMAgent(Agent):
             retry_backoff_s=retry_backoff_s, price_usd_per_mtok=price_usd_per_mtok, checkpointer=checkpointer,
             suite=suite, tools=list(tools) if tools is not None else None, tool_scope=tool_scope,
             demonstrations=demonstrations, parallel_calls=parallel_calls, check_numbers=check_numbers,
-            review_answer=review_answer, thoughts=thoughts)
+            review_answer=review_answer, thoughts=thoughts, widen_tools=widen_tools)
         if demonstrations and suite is None:
             raise UserError("agent llm: demonstrations come from the training split of the task suite; "
                             "give its file too (\"suite\": \"<suite.jsonl>\"; gauntlet eval gives it by itself)")
@@ -321,12 +338,23 @@ class LLMAgent(Agent):
         """The graph offering the state's tools (a ``find_tools`` answer may have widened them since the
         last reply); graphs share the checkpointer, so any of them continues the episode's thread."""
         specs = self._specs(state)
+        prompted = prompted_now(state)
+        shown = None if prompted == list(state["offered"]) else self._specs(state, prompted)
         key = json.dumps([[spec.name, spec.description, spec.input_schema] for spec in specs]) + \
-            f"|{self._max_call_chars}"
+            f"|{self._max_call_chars}|{json.dumps(prompted)}"
         if key not in self._graphs:
             self._graphs[key] = build_graph(self._chat_model(), specs, self._settings(), checkpointer=self._saver,
-                                            pause_before_tools=True, state_schema=EpisodeState)
+                                            pause_before_tools=True, state_schema=EpisodeState, prompt_tools=shown)
         return self._graphs[key]
+
+    def _widens_in_results(self) -> bool:
+        """Whether found tools' schemas go into ``find_tools``'s result (the system turn kept; see
+        ``widen_tools`` in the module docstring)."""
+        option = self._kwargs["widen_tools"]
+        takes = getattr(self._chat_model(), "takes_prompt_tools", False)
+        if option == IN_RESULTS and not takes:
+            raise UserError(WIDEN_NEEDS_LOCAL)
+        return option == IN_RESULTS or (option == AUTO_WIDEN and takes)
 
     def _specs(self, state: EpisodeState, offered: Sequence[str] | None = None) -> tuple[ToolSpec, ...]:
         """The specs of the tools ``offered`` (default: the state's)."""
@@ -447,12 +475,13 @@ class LLMAgent(Agent):
         answer_tool, server_tools = state["answer_tool"], state["server_tools"]
         if call.name == FIND_TOOLS:
             shown = [name for name in offered if name not in (FIND_TOOLS, answer_tool)]
+            in_results = self._widens_in_results()
             found = find_tools(str(call.arguments["query"]), server_tools, shown,
-                               int(call.arguments.get("k", FIND_TOOLS_DEFAULT_K)))
+                               int(call.arguments.get("k", FIND_TOOLS_DEFAULT_K)), schemas=in_results)
             widened = self._offer(found.offered, search=len(found.offered) < len(server_tools),
                                   answer_tool=answer_tool)
             message = tool_message(call, ToolResult(found.result))
-            message.artifact = {OFFERED: widened}
+            message.artifact = {OFFERED: widened, **({PROMPTED: prompted_now(state)} if in_results else {})}
             return message
         if self._check_numbers:
             ungrounded = ungrounded_numbers(call.arguments, _shown_numbers(conversation))

@@ -190,15 +190,21 @@ def make_checkpointer(spec: str = "memory") -> BaseCheckpointSaver:
 
 def build_graph(model: BaseChatModel, tools: Sequence[BaseTool | ToolSpec], settings: LoopSettings | None = None,
                 *, checkpointer: BaseCheckpointSaver | None = None, pause_before_tools: bool = False,
-                state_schema: type[AgentState] = AgentState) -> CompiledStateGraph:
+                state_schema: type[AgentState] = AgentState,
+                prompt_tools: Sequence[ToolSpec] | None = None) -> CompiledStateGraph:
     """The agent graph (see the module docstring). ``tools`` are LangChain tools to run, or
     ``ToolSpec``s when the graph pauses before ``run_tools`` and its caller runs the calls.
     ``state_schema``: ``AgentState`` or a ``TypedDict`` extending it with keys of the caller's (the
-    nodes pass them through; ``gauntlet.agents.llm.state.EpisodeState`` holds the LLM agent's tools)."""
+    nodes pass them through; ``gauntlet.agents.llm.state.EpisodeState`` holds the LLM agent's tools).
+    ``prompt_tools``: the tools the prompt's system turn shows, when not all of ``tools`` (a local model
+    whose tools widened in the conversation; its chat model must take a ``prompt_tools`` binding)."""
     settings = settings or LoopSettings()
     specs = {spec.name: spec for spec in map(ToolSpec.of, tools)}
     runnable = {tool.name: tool for tool in tools if isinstance(tool, BaseTool)}
-    bound = model.bind_tools([spec.as_openai() for spec in specs.values()])
+    shown: dict[str, Any] = {}
+    if prompt_tools is not None:
+        shown["prompt_tools"] = [spec.as_openai() for spec in prompt_tools]
+    bound = model.bind_tools([spec.as_openai() for spec in specs.values()], **shown)
     retries = retrying(settings)
 
     def counted(state: AgentState, reply: AIMessage) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, TYPE_CHECKING
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -139,6 +139,8 @@ class LocalChatModel(BaseChatModel):
     """
 
     model_config = ConfigDict(extra="forbid")
+    # A ``prompt_tools`` binding: the prompt shows those tools while calls may use every bound tool.
+    takes_prompt_tools: ClassVar[bool] = True
 
     model_path: str
     max_new_tokens: int = Field(default=512, ge=1)
@@ -192,11 +194,12 @@ class LocalChatModel(BaseChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None,
-                  tools: Sequence[Mapping[str, Any]] | None = None, **kwargs: Any) -> ChatResult:
+                  tools: Sequence[Mapping[str, Any]] | None = None,
+                  prompt_tools: Sequence[Mapping[str, Any]] | None = None, **kwargs: Any) -> ChatResult:
         import torch
 
         weights = self.weights
-        prompt = self.prompt_ids(messages, tools)
+        prompt = self.prompt_ids(messages, tools if prompt_tools is None else prompt_tools)  # calls may use all tools
         input_ids = torch.tensor([prompt], device=self.device)
         options: dict[str, Any] = {"stop_strings": stop, "tokenizer": weights.tokenizer} if stop else {}
         eos = weights.tokenizer.eos_token_id

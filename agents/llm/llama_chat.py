@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -94,6 +94,8 @@ class LlamaChatModel(BaseChatModel):
     """
 
     model_config = ConfigDict(extra="forbid")
+    # A ``prompt_tools`` binding: the prompt shows those tools while calls may use every bound tool.
+    takes_prompt_tools: ClassVar[bool] = True
 
     model_path: str
     max_new_tokens: int = Field(default=DEFAULT_MAX_NEW_TOKENS, ge=1)
@@ -159,11 +161,13 @@ class LlamaChatModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None,
                   tools: Sequence[Mapping[str, Any]] | None = None,
-                  avoid_calls: Sequence[Mapping[str, Any]] = (), **kwargs: Any) -> ChatResult:
+                  avoid_calls: Sequence[Mapping[str, Any]] = (),
+                  prompt_tools: Sequence[Mapping[str, Any]] | None = None, **kwargs: Any) -> ChatResult:
         from gauntlet.agents.llm.call_grammar import CallGrammarError, call_grammar
 
         runtime = self.weights
-        prompt = self.prompt_ids(messages, tools)
+        shown = tools if prompt_tools is None else prompt_tools  # the prompt's tools; calls may use all ``tools``
+        prompt = self.prompt_ids(messages, shown)
         grammar = None
         if self.constrain_calls and tools:
             try:
@@ -172,7 +176,7 @@ class LlamaChatModel(BaseChatModel):
                                         for schema in tools], thought=self.thought)
             except CallGrammarError as exc:
                 raise UserError(f"{exc}; run the model with the option constrain_calls=false") from None
-        shared = self.shared_prefix_length(messages, prompt, tools) if self.persist_prefix and self.reuse_prefix else 0
+        shared = self.shared_prefix_length(messages, prompt, shown) if self.persist_prefix and self.reuse_prefix else 0
         seed = sampling_seed((run_manager.metadata if run_manager else {}).get("sampling_seed", 0), prompt)
         layers = sorted(runtime.watched | {runtime.layer_number(layer) for layer in self.keep_hidden_layers})
         avoided = [{"name": call["name"], "arguments": call["arguments"]} for call in avoid_calls]

@@ -190,6 +190,8 @@ def _offline(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
 # The backends that decode on llama.cpp (the pinned offline models, a GGUF file): only they take a call
 # grammar, and with it a thought line before the call.
 LLAMA_BACKENDS = frozenset({"offline", "llama"})
+LOCAL_BACKENDS = LLAMA_BACKENDS | {"hf"}
+"""The backends whose prompt the agent writes itself (their chat models take a ``prompt_tools`` binding)."""
 
 
 def runs_on_llama(spec: str | None) -> bool:

@@ -13,7 +13,10 @@ tool, in the order the model is shown them). Everything else of an episode is re
   first of them is the call the env is running;
 * a ``find_tools`` answer carries the tool set it leaves offered (its artifact's ``offered``); the set
   becomes the state's ``offered`` with the reply's last answer, so the reply's calls stay checked
-  against the tools it was written for (``offered_now``).
+  against the tools it was written for (``offered_now``);
+* when the tools widen in the conversation (a local model's default), that answer also carries the names
+  the system turn keeps showing (its artifact's ``prompted``), so the prompt the model has read stays
+  a prefix of the next (``prompted_now``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ from gauntlet.agents.llm.tool_scope import FIND_TOOLS, find_tools_spec
 
 OFFERED = "offered"
 """The artifact key of a ``find_tools`` answer: the names offered once the reply is answered."""
+
+PROMPTED = "prompted"
+"""The artifact key of a ``find_tools`` answer that widened the tools in the conversation: the names
+whose schemas the prompt's system turn keeps (those offered before the episode's first widening)."""
 
 
 class EpisodeState(AgentState):
@@ -92,5 +99,15 @@ def offered_now(state: EpisodeState, reply_at: int) -> list[str]:
     return list(state["offered"])
 
 
-__all__ = ["OFFERED", "EpisodeState", "answered", "current_reply", "episode_state", "offered_names", "offered_now",
-           "tool_specs"]
+def prompted_now(state: EpisodeState) -> list[str]:
+    """The tools whose schemas the system turn shows: the last ``find_tools`` answer's ``prompted`` set when
+    tools were widened in the conversation (the found tools' schemas are in its results, so the prompt's
+    prefix stays the one the model has read), else the offered set."""
+    for message in reversed(state["messages"]):
+        if isinstance(message, ToolMessage) and isinstance(message.artifact, dict) and PROMPTED in message.artifact:
+            return list(message.artifact[PROMPTED])
+    return list(state["offered"])
+
+
+__all__ = ["OFFERED", "PROMPTED", "EpisodeState", "answered", "current_reply", "episode_state", "offered_names",
+           "offered_now", "prompted_now", "tool_specs"]

@@ -81,7 +81,7 @@ def find_tools_spec(default_k: int = FIND_TOOLS_DEFAULT_K) -> dict[str, Any]:
     return {
         "name": FIND_TOOLS,
         "description": ("Search the server's other tools by what you need them for; the best matches are added to "
-                        "your tools and listed with one line on what each does. You were offered only the tools "
+                        "your tools and listed with what each does. You were offered only the tools "
                         "nearest your task: if none of them does a step you need (a detector, a unit "
                         "conversion, a route, a chart), describe that step here, then call the tool it adds."),
         "input_schema": {
@@ -109,16 +109,23 @@ class FoundTools:
 
 
 def find_tools(query: str, tools: Sequence[ToolDict], offered: Sequence[str],
-               k: int = FIND_TOOLS_DEFAULT_K) -> FoundTools:
+               k: int = FIND_TOOLS_DEFAULT_K, *, schemas: bool = False) -> FoundTools:
     """Answer a ``find_tools`` call (arguments already checked against ``find_tools_spec``): the ``k``
     tools of ``tools`` not yet ``offered`` nearest ``query`` join the offered names; the result lists
-    each added tool's name and first sentence. When every tool is offered, nothing is added and the
-    result says so."""
+    each added tool's name and first sentence, or with ``schemas`` its whole description and its
+    arguments' schema (for a model whose prompt keeps the tools it started with: the result is the only
+    place it reads how to call them). When every tool is offered, nothing is added and the result says so."""
     shown = set(offered)
     added = rank_tools(query, [tool for tool in tools if tool["name"] not in shown])[:k]
     by_name = {str(tool["name"]): tool for tool in tools}
     if not added:
         result: dict[str, Any] = {"added": [], "note": "every tool of the server is already among your tools"}
+    elif schemas:
+        result = {"added": [{"name": name, "description": " ".join(str(by_name[name].get("description") or "").split()),
+                             "parameters": by_name[name].get("input_schema") or {"type": "object"}}
+                            for name in added],
+                  "note": "these tools are now among your tools; call them by name with arguments as their "
+                          "parameters say"}
     else:
         result = {"added": [{"name": name, "description": summary(str(by_name[name].get("description") or ""))}
                             for name in added],

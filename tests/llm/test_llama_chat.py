@@ -346,3 +346,14 @@ def test_a_conversation_past_the_context_window_is_the_loop_s_context_full_stop(
         llama_model.bind_tools(TOOLS).invoke(CONVERSATION)
     monkeypatch.undo()
     assert llama_model.bind_tools(TOOLS).invoke(CONVERSATION).tool_calls
+
+
+def test_a_prompt_tools_binding_shows_those_tools_and_lets_the_call_use_every_bound_one(llama_model):
+    # As when tools widened in the conversation: the system turn keeps two tools, buy is callable too.
+    shown = openai_tool_schemas([TOOLS[0], TOOLS[2]])
+    reply = llama_model.bind_tools(TOOLS, prompt_tools=shown).invoke(CONVERSATION)
+    assert reply.usage_metadata["input_tokens"] == len(llama_model.prompt_ids(CONVERSATION, shown))
+    assert len(llama_model.prompt_ids(CONVERSATION, shown)) < len(llama_model.prompt_ids(CONVERSATION,
+                                                                                         openai_tool_schemas(TOOLS)))
+    (call,) = reply.tool_calls
+    assert reply.response_metadata["constrained"] and SPECS[call["name"]].argument_problem(call["args"]) is None

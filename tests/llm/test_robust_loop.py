@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from langchain_core.language_models import BaseChatModel
@@ -238,6 +238,47 @@ def test_find_tools_widens_a_scoped_tool_set_inside_the_agent_and_a_fork_keeps_i
         twin.close()
     finally:
         pair.close()
+
+
+class PromptedScript(ScriptedChatModel):
+    """A scripted model that, like the local backends, takes a ``prompt_tools`` binding; it keeps the
+    names of the tools each reply's prompt showed and those its calls could use."""
+
+    takes_prompt_tools: ClassVar[bool] = True
+    _seen: list[tuple[list[str], list[str]]] = PrivateAttr(default_factory=list)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        names = [tool["function"]["name"] for tool in kwargs.get("tools", [])]
+        shown = kwargs.get("prompt_tools")
+        self._seen.append((names if shown is None else [tool["function"]["name"] for tool in shown], names))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def test_a_local_model_widens_in_the_results_so_its_prompt_stays_the_one_it_read():
+    turns = [text_call("find_tools", {"query": "sleep for some seconds", "k": 1}),
+             text_call("wait", {"seconds": 0}), answer_turn(5)]
+    model = PromptedScript.model_validate({"turns": turns})
+    episode = run(LLMAgent(model=model, tool_scope=1))
+    waited, answered = episode.steps
+    assert waited.tool_call.name == "wait" and answered.terminated
+    (first_shown, first_callable), *later = model._seen
+    assert "wait" not in first_shown and first_shown == first_callable
+    for shown, callable_ in later:  # the system turn keeps its tools; the found one is callable
+        assert shown == first_shown and "wait" in callable_ and set(first_callable) <= set(callable_)
+    found = json.loads(conversation(episode)[3].content)
+    (added,) = found["added"]
+    assert added["name"] == "wait" and added["parameters"]["properties"]["seconds"]
+    # The same script on the old way: the system turn gains the tool, the result lists one line.
+    model = PromptedScript.model_validate({"turns": turns})
+    episode = run(LLMAgent(model=model, tool_scope=1, widen_tools="in_prompt"))
+    assert "wait" in model._seen[-1][0] and "parameters" not in conversation(episode)[3].content
+    # A model that gets its tools with each request cannot widen in the results.
+    with pytest.raises(UserError, match='widen_tools "in_results" needs a local model'):
+        run(LLMAgent(model=scripted(turns), tool_scope=1, widen_tools="in_results"))
+    with pytest.raises(UserError, match='widen_tools "in_results" needs a local model'):
+        LLMAgent(model="openai:gpt-4o-mini", widen_tools="in_results")  # told before any episode
+    with pytest.raises(UserError, match="widen_tools is 'auto', 'in_results', 'in_prompt', not 'sometimes'"):
+        LLMAgent(model=scripted(turns), widen_tools="sometimes")
 
 
 def test_a_bad_tool_scope_is_one_line_before_any_episode():
