@@ -15,8 +15,9 @@ or sets ``constrain_calls=False``.
 
 Repeats: a reply that only repeats one of the ``avoid_calls`` the caller passes (the LLM agent's graph
 passes the idempotent calls whose results the conversation already holds) is drawn again, up to
-``resample_repeats`` times, each sampled hotter than the last (``REDRAW_TEMPERATURE`` and up; each
-draw seeded from the first's seed and the draw's number; the grammar holds for every draw); the first draw that is not a
+``resample_repeats`` times, each sampled hotter than the last (``REDRAW_TEMPERATURE`` and up, among the
+tokens ``REDRAW_MIN_P`` of the best one's likelihood or more; each draw seeded from the first's seed and
+the draw's number; the grammar holds for every draw); the first draw that is not a
 repeat is the reply, else the last draw. A small model that loops on one call (greedy decoding
 finds the same call most likely again after its result) is steered to its next call, at the price of
 a short decode per redraw. The reply's ``response_metadata["redrawn"]`` counts the draws thrown
@@ -66,6 +67,10 @@ DEFAULT_MAX_NEW_TOKENS = 256
 # most of the probability, so each redraw loosens it more (the grammar keeps every draw a well-formed call).
 REDRAW_TEMPERATURE = 0.7
 REDRAW_STEP = 0.3
+# ...but only among plausible tokens: at 1.0-1.3 with the whole tail open, the 1.5B wrote incoherent text into
+# an answer's free-form argument and submitted it (a DORA episode). Redraws keep tokens at least this share as
+# likely as the best one.
+REDRAW_MIN_P = 0.05
 
 
 class LlamaChatModel(BaseChatModel):
@@ -81,9 +86,10 @@ class LlamaChatModel(BaseChatModel):
         constrain_calls: decode under the grammar of one call of the bound tools.
         keep_hidden_layers: layers whose states each reply carries, beside any a monitor asked the
             runtime to ``watch``.
-        temperature, top_p, top_k: 0 (the default) decodes greedily; above 0 samples with llama.cpp's
+        temperature, top_p, top_k, min_p: 0 (the default) decodes greedily; above 0 samples with llama.cpp's
             generator seeded from the call's ``sampling_seed`` (run metadata) and the prompt, so the
-            same episode seed and conversation give the same reply.
+            same episode seed and conversation give the same reply. ``min_p`` (default 0, off) keeps the
+            tokens at least that share as likely as the best one; redraws use at least ``REDRAW_MIN_P``.
         resample_repeats: how often a reply that repeats one of the call's ``avoid_calls`` is drawn
             again (0: never).
         thought: under ``constrain_calls``, the reply opens with one ``Thought: ...`` line of the
@@ -107,6 +113,7 @@ class LlamaChatModel(BaseChatModel):
     temperature: float = Field(default=0.0, ge=0.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     top_k: int | None = Field(default=None, ge=1)
+    min_p: float = Field(default=0.0, ge=0.0, lt=1.0)
     resample_repeats: int = Field(default=3, ge=0)
     persist_prefix: bool = True
 
@@ -119,7 +126,8 @@ class LlamaChatModel(BaseChatModel):
         return {"model_path": self.model_path, "max_new_tokens": self.max_new_tokens, "threads": self.threads,
                 "reuse_prefix": self.reuse_prefix, "constrain_calls": self.constrain_calls,
                 "thought": self.thought, "keep_hidden_layers": self.keep_hidden_layers, "temperature": self.temperature,
-                "top_p": self.top_p, "top_k": self.top_k, "resample_repeats": self.resample_repeats,
+                "top_p": self.top_p, "top_k": self.top_k, "min_p": self.min_p,
+                "resample_repeats": self.resample_repeats,
                 "persist_prefix": self.persist_prefix}
 
     @property
@@ -185,6 +193,7 @@ class LlamaChatModel(BaseChatModel):
             temperature = self.temperature if draw == 0 else \
                 max(self.temperature, REDRAW_TEMPERATURE + (draw - 1) * REDRAW_STEP)
             sampling = Sampling(temperature=temperature, top_p=self.top_p, top_k=self.top_k,
+                                min_p=self.min_p if draw == 0 else max(self.min_p, REDRAW_MIN_P),
                                 seed=seed if draw == 0 else sampling_seed([seed, draw], prompt))
             generation = self._draw(runtime, prompt, sampling, grammar, layers, tools, shared)
             tokens, prompt_s, decode_s = (tokens + len(generation.tokens), prompt_s + generation.prompt_s,

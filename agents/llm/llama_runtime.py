@@ -100,13 +100,16 @@ def default_threads() -> int:
 
 @dataclass(frozen=True)
 class Sampling:
-    """How a token is chosen: greedily when ``temperature`` is 0, else from top-k/top-p after the
-    temperature, with llama.cpp's generator seeded by ``seed``."""
+    """How a token is chosen: greedily when ``temperature`` is 0, else from top-k/top-p/min-p after the
+    temperature, with llama.cpp's generator seeded by ``seed``. ``min_p`` keeps the tokens at least that
+    share as likely as the most likely one (before the temperature), so a hot draw still picks among
+    plausible tokens."""
 
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int | None = None
     seed: int = 0
+    min_p: float = 0.0
 
 
 @dataclass
@@ -323,6 +326,8 @@ class LlamaRuntime(WatchedLayers):
                 llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_top_k(sampling.top_k))
             if sampling.top_p < 1:
                 llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_top_p(sampling.top_p, 1))
+            if sampling.min_p > 0:
+                llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_min_p(sampling.min_p, 1))
             llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_temp(sampling.temperature))
             llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_dist(sampling.seed & 0xFFFFFFFF))
         return chain

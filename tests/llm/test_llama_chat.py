@@ -192,6 +192,11 @@ def test_sampling_draws_from_the_episode_seed(offline_gguf, tmp_path):
 
     assert reply(1) == reply(1)
     assert len({reply(seed) for seed in range(2, 7)}) > 1
+    # A min-p near 1 keeps only the most likely token: every seed then writes the greedy reply.
+    greedy = sampler.model_copy(update={"temperature": 0.0}).invoke(question).text
+    strict = sampler.model_copy(update={"min_p": 0.999})
+    assert {strict.invoke(question, config={"metadata": {"sampling_seed": seed}}).text for seed in range(2, 7)} == \
+        {greedy}
 
 
 def test_two_tools_with_same_named_definitions_keep_their_own_rules():
@@ -228,12 +233,21 @@ def test_a_file_llama_cpp_cannot_load_is_one_user_error(tmp_path):
         make_chat_model(f"llama:{tmp_path / 'missing.gguf'}")
 
 
-def test_a_reply_that_repeats_a_call_to_avoid_is_drawn_again_and_counted(llama_model):
+def test_a_reply_that_repeats_a_call_to_avoid_is_drawn_again_and_counted(llama_model, monkeypatch):
+    from gauntlet.agents.llm.llama_chat import REDRAW_MIN_P
+
     question = [SystemMessage("You use tools."), HumanMessage("Buy 250 mg of chemical 42.")]
     greedy = llama_model.bind_tools(TOOLS).invoke(question)
     (call,) = greedy.tool_calls
     avoided = [{"name": call["name"], "arguments": call["args"]}]
+    runtime, drawn = llama_model.weights, []
+    generate = runtime.generate
+    monkeypatch.setattr(runtime, "generate", lambda *args, **kwargs: drawn.append(kwargs["sampling"]) or
+                        generate(*args, **kwargs))
     redrawn = llama_model.bind_tools(TOOLS).invoke(question, avoid_calls=avoided)
+    monkeypatch.undo()
+    # The first draw is the model's own (greedy); each redraw is hotter, among plausible tokens only.
+    assert drawn[0].temperature == 0 and all(d.temperature > 0 and d.min_p == REDRAW_MIN_P for d in drawn[1:])
     assert redrawn.response_metadata["redrawn"] >= 1
     assert redrawn.usage_metadata["output_tokens"] > greedy.usage_metadata["output_tokens"]  # every draw counts
     if redrawn.response_metadata["redrawn"] < llama_model.resample_repeats:
