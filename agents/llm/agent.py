@@ -11,7 +11,9 @@ model sees.
 The harness, built so a small model can finish a task:
 
 * **The answer is a typed call.** The env's answer tool is shown with an ``answer`` argument typed
-  for the mode (``modes.answer_spec``: a number in ``chemcost``); calling it is the final action. A
+  for the mode (``modes.answer_spec``: a number in ``chemcost``; in the other modes the type the task's
+  grading kind fixes, found in the suite: a number or numbers for a numeric task, a list for a set or
+  list task); calling it is the final action. A
   reply that calls nothing is told, in one line, to call a tool or the answer tool (a ``note``
   event ``{"no_call": true}``); no prose is ever read for an answer.
 * **One call per reply** unless ``parallel_calls``: later calls of a reply are refused unrun.
@@ -458,7 +460,8 @@ class LLMAgent(Agent):
         messages.append(HumanMessage(user_prompt(self._mode, text, _metadata(task))))
         self._thread = uuid.uuid4().hex
         self._load_weights()
-        return self._advance(episode_state(messages, offered, answer_tool, shown_tools))
+        return self._advance(episode_state(messages, offered, answer_tool, shown_tools,
+                                           task.eval_spec.kind if task is not None else None))
 
     def _offer(self, names: Sequence[str], *, search: bool, answer_tool: str) -> list[str]:
         """The names offered: the server tools ``names`` (in that order), ``find_tools`` when ``search``

@@ -72,16 +72,35 @@ CHEMCOST = Mode(
 MODES: dict[str, Mode] = {mode.name: mode for mode in (AUTONOMOUS, INSTRUCTION, CHEMCOST)}
 
 
-def answer_spec(mode: Mode, answer_tool: str) -> ToolSpec:
+# The answer's type for a task graded by kind (``gauntlet.tasks.EvalSpec.kind``), where the kind alone fixes
+# it: a numeric task takes a number (or numbers, e.g. a point's [x, y]), a set or list task a list of names or
+# numbers. An exact or contains task may want a string, a date or an object, so it stays any JSON value. Typed,
+# a small model cannot wrap a right number in an object copied from a tool result ({"value": 2070, "unit":
+# "people"}), which the grader reads as no number: the 1.5B did that on a DORA task whose plan it followed.
+_ITEM = {"anyOf": [{"type": "string"}, {"type": "number"}]}
+ANSWER_TYPES: dict[str, dict[str, Any]] = {
+    "numeric": {"anyOf": [{"type": "number"}, {"type": "array", "items": {"type": "number"}, "minItems": 1}],
+                "description": "your final answer: a number, or a list of numbers when the question asks for "
+                               "several (e.g. [x, y]); the bare value, in the unit the question asks for"},
+    "set": {"type": "array", "items": _ITEM,
+            "description": "your final answer: the list of items the question asks for, in any order"},
+    "list": {"type": "array", "items": _ITEM,
+             "description": "your final answer: the list of items the question asks for, in its order"},
+}
+
+
+def answer_spec(mode: Mode, answer_tool: str, kind: str | None = None) -> ToolSpec:
     """The answer tool as the model is shown it in ``mode``: one typed ``answer`` argument (a number,
-    US dollars per gram, in a number mode; any JSON value in the format the question asks for
-    otherwise). Calling it ends the task; its arguments are checked like any call's."""
+    US dollars per gram, in a number mode; in the others the type the task's grading ``kind`` fixes,
+    ``ANSWER_TYPES``, else any JSON value in the format the question asks for). Calling it ends the
+    task; its arguments are checked like any call's."""
     if mode.answer == "number":
         answer: dict[str, Any] = {"type": "number", "description": "the price in US dollars per gram of product"}
         what = "Submit the final price; this ends the task."
     else:
-        answer = {"description": "your final answer as JSON (a number, a string, a list or an object), in the "
-                                 "format the question asks for"}
+        answer = dict(ANSWER_TYPES.get(kind or "", {
+            "description": "your final answer as JSON (a number, a string, a list or an object), in the "
+                           "format the question asks for"}))
         what = "Submit your final answer; this ends the task."
     return ToolSpec(answer_tool, what, {"type": "object", "properties": {"answer": answer}, "required": ["answer"]})
 

@@ -45,13 +45,15 @@ class EpisodeState(AgentState):
     server_tools: list[dict[str, Any]]
     answer_tool: str
     offered: list[str]
+    answer_kind: str | None
 
 
 def episode_state(messages: Sequence[AnyMessage], server_tools: Sequence[dict[str, Any]], answer_tool: str,
-                  offered: Sequence[str]) -> EpisodeState:
-    """The state an episode starts from: its first messages and its tools."""
+                  offered: Sequence[str], answer_kind: str | None = None) -> EpisodeState:
+    """The state an episode starts from: its first messages, its tools and how its answer is graded
+    (the task's ``EvalSpec.kind``, which types the answer tool; None when the task is not known)."""
     return {**initial_state(messages), "server_tools": list(server_tools), "answer_tool": answer_tool,
-            "offered": list(offered)}
+            "offered": list(offered), "answer_kind": answer_kind}
 
 
 def offered_names(server_names: Sequence[str], *, search: bool, answer_tool: str) -> list[str]:
@@ -67,7 +69,7 @@ def tool_specs(state: EpisodeState, offered: Sequence[str], mode: Mode) -> tuple
     specs = []
     for name in offered:
         if name == state["answer_tool"]:
-            specs.append(answer_spec(mode, name))
+            specs.append(answer_spec(mode, name, state.get("answer_kind")))
         elif name == FIND_TOOLS:
             specs.append(ToolSpec.of(find_tools_spec()))
         else:

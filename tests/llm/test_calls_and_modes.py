@@ -104,6 +104,28 @@ def test_the_answer_tool_is_typed_by_the_mode(mode, answer, valid):
     assert spec.argument_problem({}) is not None  # the answer is required
 
 
+@pytest.mark.parametrize(("kind", "answer", "valid"), [
+    ("numeric", 2070, True), ("numeric", [366474.7, 5600944.1], True), ("numeric", {"value": 2070}, False),
+    ("numeric", "2070 people", False), ("numeric", [], False),
+    ("set", ["Shelter A", "School 3"], True), ("list", ["North", "South"], True), ("set", "Shelter A", False),
+    ("set", [{"name": "Shelter A"}], False),
+    ("exact", "2022-09-02", True), ("exact", {"type": "Polygon", "coordinates": []}, True), (None, 3, True),
+])
+def test_outside_a_number_mode_the_answer_is_typed_by_the_task_s_grading_kind(kind, answer, valid):
+    spec = answer_spec(AUTONOMOUS, "submit_answer", kind)
+    assert (spec.argument_problem({"answer": answer}) is None) == valid
+    number_mode = answer_spec(CHEMCOST, "submit_answer").input_schema
+    assert answer_spec(CHEMCOST, "submit_answer", "set").input_schema == number_mode  # the mode's type wins
+
+
+def test_every_typed_answer_has_a_call_grammar():
+    from gauntlet.agents.llm.call_grammar import call_grammar
+    from gauntlet.agents.llm.modes import ANSWER_TYPES
+
+    for kind in ANSWER_TYPES:
+        assert "root ::=" in call_grammar([answer_spec(AUTONOMOUS, "submit_answer", kind)])
+
+
 def test_only_the_first_call_of_a_reply_runs_without_parallel_calls():
     both = reply(("price", {"chemical_id": 4}), ("price", {"chemical_id": 5}))
     first, second = check_calls(both, TOOLS, parallel_calls=False)

@@ -281,6 +281,19 @@ def test_a_local_model_widens_in_the_results_so_its_prompt_stays_the_one_it_read
         LLMAgent(model=scripted(turns), widen_tools="sometimes")
 
 
+def test_a_numeric_task_s_answer_tool_takes_a_number_not_an_object_copied_from_a_result(tmp_path):
+    suite = tmp_path / "small.jsonl"
+    suite.write_text(small_task().model_dump_json() + "\n")
+    wrapped = [answer_turn({"value": 5, "unit": "people"}), answer_turn(5)]
+    episode = run(LLMAgent(model=scripted(wrapped), suite=str(suite)))
+    (answered,) = episode.steps  # the wrapped answer was refused unrun; the bare number ended the task
+    assert answered.terminated and answered.info["score"] == 1.0
+    assert "not valid under any of the given schemas" in conversation(episode)[3].content
+    # Without the suite the task's grading is unknown: the answer stays any JSON value, and the wrapper goes in.
+    (submitted,) = run(LLMAgent(model=scripted(wrapped))).steps
+    assert submitted.terminated and submitted.info["score"] == 0.0
+
+
 def test_a_bad_tool_scope_is_one_line_before_any_episode():
     with pytest.raises(UserError, match='tool_scope is "all"'):
         LLMAgent(model=scripted([answer_turn(5)]), tool_scope="some")
