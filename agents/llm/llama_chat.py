@@ -17,7 +17,8 @@ Repeats: a reply that only repeats one of the ``avoid_calls`` the caller passes 
 passes the idempotent calls whose results the conversation already holds) is drawn again, up to
 ``resample_repeats`` times, each sampled hotter than the last (``REDRAW_TEMPERATURE`` and up, among the
 tokens ``REDRAW_MIN_P`` of the best one's likelihood or more; each draw seeded from the first's seed and
-the draw's number; the grammar holds for every draw); the first draw that is not a
+the draw's number; the grammar holds for every draw); a reply cut at ``max_new_tokens`` under the grammar
+is drawn again the same way; the first draw that is neither a cut nor a
 repeat is the reply, else the last draw. A small model that loops on one call (greedy decoding
 finds the same call most likely again after its result) is steered to its next call, at the price of
 a short decode per redraw. The reply's ``response_metadata["redrawn"]`` counts the draws thrown
@@ -189,7 +190,7 @@ class LlamaChatModel(BaseChatModel):
         layers = sorted(runtime.watched | {runtime.layer_number(layer) for layer in self.keep_hidden_layers})
         avoided = [{"name": call["name"], "arguments": call["arguments"]} for call in avoid_calls]
         tokens = prompt_s = decode_s = 0.0
-        for draw in range(self.resample_repeats + 1 if avoided else 1):
+        for draw in range(self.resample_repeats + 1):
             temperature = self.temperature if draw == 0 else \
                 max(self.temperature, REDRAW_TEMPERATURE + (draw - 1) * REDRAW_STEP)
             sampling = Sampling(temperature=temperature, top_p=self.top_p, top_k=self.top_k,
@@ -204,14 +205,18 @@ class LlamaChatModel(BaseChatModel):
             text = runtime.detokenize(written)
             for sequence in stop or ():
                 text = text.split(sequence)[0]
-            if grammar is not None and not generation.finished:
+            cut = grammar is not None and not generation.finished
+            if cut:
                 # Under the grammar only a cut can leave a call unfinished: one problem, not the objects inside it.
                 message = AIMessage(content=text, invalid_tool_calls=[invalid_tool_call(
                     name=None, args=None, id=f"call_{calls_so_far(messages)}",
                     error=f"the call was cut at {self.max_new_tokens} tokens; write a shorter call")])
             else:
                 message = message_from_text(text, tool_names(tools or []), calls_so_far(messages))
-            if not any({"name": call["name"], "arguments": call["args"]} in avoided for call in message.tool_calls):
+            # A cut reply is drawn again like a repeat: greedy decoding writes the same runaway call after the
+            # error as before it (the 1.5B spent a DORA episode's 12 calls on one list of identical points).
+            if not cut and not any({"name": call["name"], "arguments": call["args"]} in avoided
+                                   for call in message.tool_calls):
                 break
         usage = UsageMetadata(input_tokens=len(prompt), output_tokens=int(tokens),
                               total_tokens=len(prompt) + int(tokens), input_token_details={"cache_read": reused})

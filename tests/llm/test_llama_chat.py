@@ -262,6 +262,12 @@ def test_a_call_cut_at_the_token_limit_is_one_malformed_call_not_the_objects_ins
     reply = short.bind_tools(TOOLS).invoke([HumanMessage("Buy 250 mg of chemical 42.")])
     assert reply.tool_calls == [] and len(reply.invalid_tool_calls) == 1
     assert reply.invalid_tool_calls[0]["error"] == "the call was cut at 6 tokens; write a shorter call"
+    # Each cut reply is drawn again, hotter (greedy would write the same runaway call after the error); no
+    # six-token call exists, so every draw is cut and the last stands. Without redraws there is one draw.
+    assert reply.response_metadata["redrawn"] == short.resample_repeats
+    assert reply.usage_metadata["output_tokens"] == 6 * (short.resample_repeats + 1)
+    once = short.model_copy(update={"resample_repeats": 0}).bind_tools(TOOLS).invoke([HumanMessage("Buy 250 mg.")])
+    assert once.response_metadata["redrawn"] == 0 and once.usage_metadata["output_tokens"] == 6
 
 
 LIMITED = {"name": "search", "description": "Search the catalogue.",
