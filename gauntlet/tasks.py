@@ -18,7 +18,6 @@ and submitting the gold answer scores 1.0, whatever the eval spec.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -48,9 +47,10 @@ class EvalSpec(BaseModel):
     """How a task is graded.
 
     ``kind`` selects the answer check: ``exact`` (equal after trimming strings, and case-folding
-    them unless ``case_sensitive``), ``numeric`` (a number or list of numbers within ``rel_tol`` /
-    ``abs_tol``), ``set`` (same elements, any order), ``list`` (same elements, same order) or
-    ``contains`` (the answer text contains the expected string, or each of the expected strings).
+    them unless ``case_sensitive``), ``numeric`` (a number or list of numbers, each within ``rel_tol``
+    of the expected value, ``|answer - expected| <= rel_tol * |expected|``, or within ``abs_tol``),
+    ``set`` (same elements, any order), ``list`` (same elements, same order) or ``contains`` (the
+    answer text contains the expected string, or each of the expected strings).
     ``partial_credit`` grades set/list/contains/numeric-list answers by the fraction right instead of
     all-or-nothing. ``trajectory`` says how gold calls are checked (``calls``: made at all;
     ``ordered``: made in the gold order) and ``trajectory_weight`` how much that counts in the score.
@@ -224,7 +224,9 @@ class Scorer:
         assert want is not None  # ToolTask's validator admits only numeric answers to a numeric eval
         if len(want) != len(got):
             return 0.0, f"expected {len(want)} numbers, got {len(got)}"
-        close = [math.isclose(g, w, rel_tol=spec.rel_tol, abs_tol=spec.abs_tol) for g, w in zip(got, want)]
+        # Within rel_tol of the expected value (|got - want| <= rel_tol x |want|), or abs_tol: math.isclose would
+        # divide by the larger of the two and pass a chem price 30 % above gold under a 25 % tolerance.
+        close = [abs(g - w) <= max(spec.rel_tol * abs(w), spec.abs_tol) for g, w in zip(got, want)]
         if all(close):
             return 1.0, "within tolerance"
         fraction = sum(close) / len(close)

@@ -76,6 +76,10 @@ def test_numeric_answers_within_tolerance_score_one():
     assert grade(2.5, 2.5, kind="numeric") == 1.0
     assert grade([1.0, 2.0], [1.0, 3.0], kind="numeric", partial_credit=True) == 0.5
     assert grade(1.0, "one", kind="numeric") == 0.0
+    # The tolerance is relative to the expected value: 30 % above is outside 25 % (math.isclose, dividing by
+    # the larger number, would pass it), 20 % either way is inside.
+    assert grade(100.0, 130.0, kind="numeric", rel_tol=0.25) == 0.0
+    assert grade(100.0, 80.0, kind="numeric", rel_tol=0.25) == grade(100.0, 120.0, kind="numeric", rel_tol=0.25) == 1.0
 
 
 def test_set_and_list_answers():

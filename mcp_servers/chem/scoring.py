@@ -44,7 +44,6 @@ from gauntlet.episode import ToolCall
 from gauntlet.tasks import NO_ANSWER, Scorer, ScoreReport, ToolTask
 
 CTA_LEVELS_PCT = (10, 25, 50)
-CTA_TOLERANCE = 0.25  # the headline: CTA@25, a "correct" answer
 ACTING_TOOLS = ("get_chemical", "get_supplier_quotes", "select_pack", "convert_quantity")
 PRICING_TOOLS = ("get_supplier_quotes", "select_pack")
 COST_MATCH_REL = 0.005
@@ -95,7 +94,7 @@ def diagnose(task: ToolTask, answer: Any, calls: Sequence[ToolCall | dict]) -> T
     gold_ids = {component["chemical_id"] for component in gold["components"]}
     precision = len(acted & gold_ids) / len(acted) if acted else 0.0
     recall = len(acted & gold_ids) / len(gold_ids) if gold_ids else 1.0
-    if error is not None and error <= CTA_TOLERANCE:
+    if error is not None and error <= task.eval_spec.rel_tol:  # the suite's CTA@25 tolerance
         stage = "correct"
     elif value is None:
         stage = "abstained"
@@ -165,28 +164,13 @@ def score_episodes(tasks: Sequence[ToolTask], episodes: Sequence[Any]) -> tuple[
 
 
 class ChemScorer(Scorer):
-    """``gauntlet.tasks.Scorer`` for chem tasks: the answer graded as CTA@25 (its relative error to the gold
-    price at most 25 %), plus the diagnosis of ``diagnose`` in ``details["chem"]`` (see the module docstring).
-
-    The eval spec's numeric check alone is ``math.isclose``, which measures the difference against the
-    larger of the two numbers: it passed a price 30 % above the gold one (278.07 for 213.46), which
-    CTA@25 does not. Where the two disagree, the episode's score follows CTA@25, so its ``success`` and
-    the run's pass@k count the same answers as ``summarize``'s CTA@25."""
+    """``gauntlet.tasks.Scorer`` for chem tasks: the eval spec's grade (CTA@25: within 25 % of the gold
+    price), plus the diagnosis of ``diagnose`` in ``details["chem"]`` (see the module docstring)."""
 
     def score(self, task: ToolTask, answer: Any = NO_ANSWER, calls: Sequence[Any] = ()) -> ScoreReport:
         report = super().score(task, answer, calls)
         server_calls = [call for call in calls if _call_name(call) != "submit_answer"]
-        diagnosis = diagnose(task, answer, server_calls)
-        report.details["chem"] = asdict(diagnosis)
-        hit = diagnosis.stage == "correct"
-        if report.submitted and hit != report.answer_correct:
-            weight = task.eval_spec.trajectory_weight
-            answer_score = 1.0 if hit else 0.0
-            report = report.model_copy(update={
-                "answer_score": answer_score, "answer_correct": hit,
-                "score": (1.0 - weight) * answer_score + weight * report.trajectory_score})
-            report.details["answer_check"] = (f"relative error {diagnosis.relative_error:.3f} of the gold price "
-                                              f"(CTA@25: at most {CTA_TOLERANCE})")
+        report.details["chem"] = asdict(diagnose(task, answer, server_calls))
         return report
 
     @staticmethod
