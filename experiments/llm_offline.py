@@ -284,7 +284,9 @@ def run_ablations(out: Path, model: str, plan: dict[str, Any], device: str | Non
         _, summary = evaluate(folder, disaster_suite, config, disaster_ids, 1, workers)
         result["disaster"][name] = {**summary, **dora_summary(dora_reports(folder, disaster_suite)),
                                     "prompt_tokens_first_call": first_prompt_tokens(folder)}
-    return result
+    # A suite none of whose settings ran keeps no task list: runs of other settings (another process, another
+    # --slice) merge theirs into the file, and an empty run's list would overwrite the one their rows were run on.
+    return {part: rows for part, rows in result.items() if len(rows) > 1}
 
 
 def chem_key(setting: str) -> str:
@@ -333,7 +335,7 @@ def tables(results: dict[str, Any]) -> str:
         lines += [f"## disaster, DORA T1-T3: {len(disaster['tasks'])} tasks, one attempt each", "",
                   *_dora_table({mode: disaster[mode] for mode in DISASTER_MODES}), ""]
     ablations = results.get("ablations")
-    if ablations:
+    if ablations and ablations.get("chem"):
         lines += [f"## ablations: chem ChemCost, {len(ablations['chem']['tasks'])} tasks, greedy", "",
                   "| setting | CTA@25 | components acted on (recall / precision) | malformed | repeated | redrawn | "
                   "ungrounded | no call | model calls / ep | s / step | s / episode |",
@@ -347,8 +349,9 @@ def tables(results: dict[str, Any]) -> str:
                              f"{row.get('ungrounded_calls', '–')} | {row['replies_without_call']} | "
                              f"{_num(row['model_calls_per_episode'], 1)} | {_num(row['seconds_per_step'], 1)} | "
                              f"{_num(row['seconds_per_episode'], 0)} |")
+    if ablations and ablations.get("disaster"):  # a run of chem settings only has no disaster table
         disaster_rows = {name: row for name, row in ablations["disaster"].items() if name != "tasks"}
-        if disaster_rows:  # a run of chem settings only has no disaster table
+        if disaster_rows:
             lines += ["", f"## ablations: disaster autonomous, {len(ablations['disaster']['tasks'])} tasks, "
                       "tool scope", "", *_dora_table(disaster_rows, prompt=True), ""]
     return "\n".join(lines)
@@ -451,7 +454,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         results = {}
     if "ablations" in ran and "ablations" in results:  # settings run one at a time add to the others
         for suite_part in ("chem", "disaster"):
-            ran["ablations"][suite_part] = {**results["ablations"].get(suite_part, {}), **ran["ablations"][suite_part]}
+            merged = {**results["ablations"].get(suite_part, {}), **ran["ablations"].get(suite_part, {})}
+            if merged:
+                ran["ablations"][suite_part] = merged
     results.update({"model": args.model, "size": args.size, "plan": plan, **ran})
     write_atomically(path, json.dumps(results, indent=2, default=str))
     text = tables(results)

@@ -145,3 +145,21 @@ def test_the_chem_table_says_how_many_successes_priced_nothing():
     text = module.tables({"model": "offline", "size": "full", "chem": chem})
     assert "1 of the attempts within 25 % did not act on every component" in text
     assert "CTA@25 over attempts that did: 0.000" in text
+
+
+def test_ablation_settings_run_apart_on_different_slices_keep_each_suites_own_task_list(tmp_path, small_suites):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": '{"name": "submit_answer", "arguments": {"answer": 4}}'}]))
+    common = ["--size", "slice", "--only", "ablations", "--model", f"scripted:{script}", "--out",
+              str(tmp_path / "out"), "--chem-suite", "small-chem", "--disaster-suite", "small-disaster",
+              "--workers", "1"]
+    experiment = load_experiment("llm_offline")
+    experiment.main([*common, "--slice", "1", "--settings", "default"])
+    # A later run of a disaster setting on a larger slice neither drops the chem row nor writes its own
+    # (2-task) chem list over the 1 task that row was run on.
+    results = experiment.main([*common, "--slice", "3", "--settings", "scope 8"])
+    chem, disaster = results["ablations"]["chem"], results["ablations"]["disaster"]
+    assert chem["tasks"] == ["c-0"] and chem["default"]["episodes"] == 1
+    assert len(disaster["tasks"]) == 3 and disaster["scope 8"]["episodes"] == 3
+    written = (tmp_path / "out" / "slice" / "llm_offline.md").read_text()
+    assert "chem ChemCost, 1 tasks" in written and "disaster autonomous, 3 tasks" in written
