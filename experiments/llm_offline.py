@@ -77,6 +77,8 @@ CHEM_ABLATIONS: dict[str, dict[str, Any]] = {
     "demonstrations + review": {"demonstrations": True, "review_answer": True},
     "thoughts": {"thoughts": True},
     "demonstrations + thoughts": {"demonstrations": True, "thoughts": True},
+    "checklist": {"checklist": True},
+    "demonstrations + checklist": {"demonstrations": True, "checklist": True},
     "other model": {"model": "other"},
 }
 DISASTER_ABLATIONS: dict[str, dict[str, Any]] = {

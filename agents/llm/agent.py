@@ -39,6 +39,9 @@ The harness, built so a small model can finish a task:
   what the results so far say and which call comes next, then its call (ReAct's reasoning step; the
   system prompt asks for it, and on llama.cpp the call grammar holds it to one line of words before
   the call: ``gauntlet.agents.llm.call_grammar``).
+* **Checklist** (``checklist``, off by default; mode ``chemcost``): each ``get_reaction`` and
+  ``select_pack`` result ends with one line of what the episode has priced and what is still to price,
+  read from its own results (``gauntlet.agents.llm.checklist``).
 * **Answer review** (``review_answer``, off by default): the episode's first call of the answer tool
   is not submitted; its reply restates the question and asks for the next call a step still needs,
   or the same answer again if none does (a ``note`` event ``{"answer_review": <answer>}``). A small
@@ -105,6 +108,7 @@ from gauntlet.agents.llm.calls import (
     rejection,
     tool_message,
 )
+from gauntlet.agents.llm.checklist import CHECKLIST_MODES, checklist_note, with_note
 from gauntlet.agents.llm.graph import (
     Budget,
     LoopSettings,
@@ -220,7 +224,7 @@ class LLMAgent(Agent):
                  checkpointer: str = "memory", suite: str | None = None, tools: Sequence[str] | None = None,
                  tool_scope: Any = AUTO_SCOPE, demonstrations: bool = False, parallel_calls: bool = False,
                  check_numbers: bool = True, review_answer: bool = False, thoughts: bool = False,
-                 widen_tools: str = AUTO_WIDEN):
+                 widen_tools: str = AUTO_WIDEN, checklist: bool = False):
         if tools is not None and (isinstance(tools, str) or not all(isinstance(name, str) for name in tools)
                                   or not tools):
             raise UserError("agent llm: tools is a non-empty list of tool names; fix the agent config")
@@ -239,9 +243,12 @@ class LLMAgent(Agent):
             raise UserError(f"agent llm: {exc}; fix the agent config") from None
         for option, value in (("demonstrations", demonstrations), ("parallel_calls", parallel_calls),
                               ("check_numbers", check_numbers), ("review_answer", review_answer),
-                              ("thoughts", thoughts)):
+                              ("thoughts", thoughts), ("checklist", checklist)):
             if not isinstance(value, bool):
                 raise UserError(f"agent llm: {option} is true or false, not {value!r}; fix the agent config")
+        if checklist is True and mode not in CHECKLIST_MODES:
+            raise UserError(f"agent llm: checklist is for mode {', '.join(CHECKLIST_MODES)} (the components of a "
+                            f"reaction to price), not {mode!r}; fix the agent config")
         if widen_tools not in WIDEN_OPTIONS:
             raise UserError(f"agent llm: widen_tools is {', '.join(map(repr, WIDEN_OPTIONS))}, not {widen_tools!r}; "
                             "fix the agent config")
@@ -254,7 +261,7 @@ class LLMAgent(Agent):
             retry_backoff_s=retry_backoff_s, price_usd_per_mtok=price_usd_per_mtok, checkpointer=checkpointer,
             suite=suite, tools=list(tools) if tools is not None else None, tool_scope=tool_scope,
             demonstrations=demonstrations, parallel_calls=parallel_calls, check_numbers=check_numbers,
-            review_answer=review_answer, thoughts=thoughts, widen_tools=widen_tools)
+            review_answer=review_answer, thoughts=thoughts, widen_tools=widen_tools, checklist=checklist)
         if demonstrations and suite is None:
             raise UserError("agent llm: demonstrations come from the training split of the task suite; "
                             "give its file too (\"suite\": \"<suite.jsonl>\"; gauntlet eval gives it by itself)")
@@ -521,7 +528,12 @@ class LLMAgent(Agent):
         running = self._running(state)
         if running is None:
             raise RuntimeError("act() was called again after the agent's final action; reset() starts a new task")
-        action = self._answer_calls(state, _result_message(running, observation, info))
+        message = _result_message(running, observation, info)
+        if self._kwargs["checklist"]:
+            note = checklist_note([*state["messages"], message])
+            if note is not None:
+                message.content = with_note(str(message.content), note)
+        action = self._answer_calls(state, message)
         return action if action is not None else self._advance(None)
 
     def _answer_calls(self, state: EpisodeState, result: ToolMessage | None = None) -> str | None:

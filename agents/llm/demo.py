@@ -5,7 +5,9 @@ first run), starts the chem server, and lets the offline agent (``DEMO_MODEL`` o
 and checked by SHA-256) price the demo task (``DEMO_TASK``, of the suite's evaluation split) in the
 ChemCost setting: it reads the reaction, grounds and buys each component, adds the costs with the
 calculator and submits one number, every reply one call decoded under the tools' grammar, after one
-worked example of a reaction of the suite's training split. The episode is recorded through the
+worked example of a reaction of the suite's training split, each reading and purchase followed by the
+checklist of what is priced and what is left (``gauntlet.agents.llm.checklist``: without it the model
+priced the first component and submitted that). The episode is recorded through the
 runner, scored honestly (CTA@25: within 25 % of the gold price), and traced
 (``out_dir/llm_episode.jsonl``, ``out_dir/llm_trace.html``).
 """
@@ -49,8 +51,9 @@ def run_demo(out_dir: Path, max_model_calls: int = MAX_MODEL_CALLS, model: str =
     env = ToolTaskEnv([task], server=functools.partial(build_server, database, folder), scorer=ChemScorer())
     print(f"LLM agent demo: {model} prices {task.id} on the chem server (llama.cpp on the CPU, every reply one "
           f"call under the tools' grammar, a worked example of another reaction first; at most {max_model_calls} "
-          "model calls)")
-    agent = LLMAgent(model=model, mode="chemcost", max_steps=max_model_calls, suite=str(suite), demonstrations=True)
+          "model calls; a checklist of the components priced follows each purchase)")
+    agent = LLMAgent(model=model, mode="chemcost", max_steps=max_model_calls, suite=str(suite), demonstrations=True,
+                     checklist=True)
     path = out / "llm_episode.jsonl"
     path.unlink(missing_ok=True)
     start = time.perf_counter()

@@ -19,6 +19,7 @@ def test_the_llm_demo_records_a_scored_episode_of_the_offline_model_and_its_trac
     (episode,) = load_episodes(tmp_path / "llm_episode.jsonl")
     assert episode.complete and episode.agent.name == "llm" and episode.task_id == DEMO_TASK
     assert (episode.agent.config["model"], episode.agent.config["mode"]) == ("offline", "chemcost")
+    assert episode.agent.config["demonstrations"] is True and episode.agent.config["checklist"] is True
     model_calls = [event for step in episode.steps for event in step.events if event.kind == "model_call"]
     assert len(model_calls) == 1 < MAX_MODEL_CALLS
     assert all(event.data["input_tokens"] > 0 for event in model_calls)

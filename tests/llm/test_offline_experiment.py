@@ -59,8 +59,10 @@ def test_the_smoke_size_scores_pass_k_dora_accuracy_ablations_and_what_the_harne
     ablations = results["ablations"]
     # A scripted model has no other pinned model to compare with and no grammar to turn off; the rest
     # ran, one change each.
-    assert sorted(ablations["chem"]) == ["answer review", "default", "demonstrations", "demonstrations + review",
+    assert sorted(ablations["chem"]) == ["answer review", "checklist", "default", "demonstrations",
+                                         "demonstrations + checklist", "demonstrations + review",
                                          "demonstrations + thoughts", "numbers unchecked", "tasks", "thoughts"]
+    assert ablations["chem"]["checklist"]["config"]["checklist"] is True
     assert ablations["chem"]["thoughts"]["config"]["thoughts"] is True
     assert ablations["chem"]["demonstrations"]["config"]["demonstrations"] is True
     both = ablations["chem"]["demonstrations + review"]["config"]
