@@ -20,7 +20,8 @@ Parts (each a ``gauntlet eval`` run folder under ``--out``, so a rerun resumes i
 * ``ablations``: one setting changed at a time against the default harness, greedy, one attempt, on
   a slice of ``slice`` tasks: on chem, constrained decoding off, demonstrations on, the number check
   off, redrawing repeated replies off, a ``Thought:`` line before each call (with and without a
-  demonstration), and the other pinned model; on disaster (autonomous), the tool
+  demonstration), the checklist of components priced (with and without a demonstration), and the other
+  pinned model (with the default harness, and with a demonstration and the checklist); on disaster (autonomous), the tool
   scope k = 8, 16, 32 and all 132 tools.
 
 For every run: malformed calls (unparseable, unknown tool, arguments that break the schema), repeated
@@ -35,6 +36,11 @@ endpoint). The smoke size (tested) runs one or two attempts of two model calls e
 ``scripted:<file>`` it checks the plumbing in seconds.
 
 Writes ``<out>/llm_offline.json`` and ``<out>/llm_offline.md``, and prints the tables.
+
+Two runs side by side (say a chem part and some ablation settings, each ``--workers 1``): a process
+decodes with every CPU it may use, so two unpinned ones share the cores, both slow down, and the
+seconds they record say so. Pin each to its own: ``taskset -c 0 python experiments/llm_offline.py ...``
+and ``taskset -c 1 ...`` (the decoder follows the process's CPU mask, or ``OMP_NUM_THREADS``).
 """
 
 from __future__ import annotations
@@ -80,6 +86,8 @@ CHEM_ABLATIONS: dict[str, dict[str, Any]] = {
     "checklist": {"checklist": True},
     "demonstrations + checklist": {"demonstrations": True, "checklist": True},
     "other model": {"model": "other"},
+    # The other model with the harness that prices reactions, for the choice of the default model.
+    "other model, demonstrations + checklist": {"model": "other", "demonstrations": True, "checklist": True},
 }
 DISASTER_ABLATIONS: dict[str, dict[str, Any]] = {
     "scope 8": {"tool_scope": 8}, "scope 16": {"tool_scope": 16}, "scope 32": {"tool_scope": 32},
