@@ -87,7 +87,7 @@ CHEM_ABLATIONS: dict[str, dict[str, Any]] = {
     "demonstrations + checklist": {"demonstrations": True, "checklist": True},
     "other model": {"model": "other"},
     # The other model with the harness that prices reactions, for the choice of the default model.
-    "other model, demonstrations + checklist": {"model": "other", "demonstrations": True, "checklist": True},
+    "other model + demonstrations + checklist": {"model": "other", "demonstrations": True, "checklist": True},
 }
 DISASTER_ABLATIONS: dict[str, dict[str, Any]] = {
     "scope 8": {"tool_scope": 8}, "scope 16": {"tool_scope": 16}, "scope 32": {"tool_scope": 32},
