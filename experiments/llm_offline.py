@@ -21,8 +21,8 @@ Parts (each a ``gauntlet eval`` run folder under ``--out``, so a rerun resumes i
   a slice of ``slice`` tasks: on chem, constrained decoding off, demonstrations on, the number check
   off, redrawing repeated replies off, a ``Thought:`` line before each call (with and without a
   demonstration), the checklist of components priced (with and without a demonstration), and the other
-  pinned model (with the default harness, and with a demonstration and the checklist); on disaster (autonomous), the tool
-  scope k = 8, 16, 32 and all 132 tools.
+  pinned model (with the default harness, and with a demonstration and the checklist); on disaster
+  (autonomous), the tool scope k = 8, 16, 32 and all 132 tools.
 
 For every run: malformed calls (unparseable, unknown tool, arguments that break the schema), repeated
 calls answered from memory, replies redrawn because they repeated a call, calls refused for numbers the
