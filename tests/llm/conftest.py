@@ -93,6 +93,18 @@ def disaster_data(tmp_path_factory) -> DisasterData:
     return DisasterData(scenes / "scenes", folder / SUITE_FILE)
 
 
+@pytest.fixture(scope="module")
+def chem_env(chem_data):
+    """The small chem suite's env on a real chem server over stdio, shared by a module's tests."""
+    from gauntlet.bridges.server_process import serve_command
+    from gauntlet.bridges.tool_task_env import ToolTaskEnv
+
+    env = ToolTaskEnv(chem_data.suite, server=serve_command("chem", "--server-kwargs", chem_data.server_kwargs()),
+                      scorer="gauntlet.mcp_servers.chem.scoring:ChemScorer")
+    yield env
+    env.close()
+
+
 @pytest.fixture
 def write_script(tmp_path) -> Callable[[list[dict[str, Any]]], Path]:
     """``write_script(turns)``: the path of a script file holding ``turns``."""

@@ -19,14 +19,6 @@ from tests.llm.helpers import HaltAt, ReplaceWhen, answer_turn, gold_turns, text
 
 
 @pytest.fixture(scope="module")
-def chem_env(chem_data):
-    env = ToolTaskEnv(chem_data.suite, server=serve_command("chem", "--server-kwargs", chem_data.server_kwargs()),
-                      scorer="gauntlet.mcp_servers.chem.scoring:ChemScorer")
-    yield env
-    env.close()
-
-
-@pytest.fixture(scope="module")
 def disaster_env(disaster_data):
     env = ToolTaskEnv(disaster_data.suite,
                       server=serve_command("disaster", "--server-kwargs", disaster_data.server_kwargs()),

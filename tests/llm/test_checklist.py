@@ -15,8 +15,6 @@ from gauntlet.agents.llm.checklist import checklist_note, with_note
 from gauntlet.agents.llm.demonstrations import DEMO_CLOSING
 from gauntlet.agents.llm.records import conversation
 from gauntlet.agents.llm.scripted import ScriptedChatModel
-from gauntlet.bridges.server_process import serve_command
-from gauntlet.bridges.tool_task_env import ToolTaskEnv
 from gauntlet.errors import UserError
 from gauntlet.tasks import load_suite
 from tests.llm.helpers import answer_turn, gold_turns
@@ -78,14 +76,6 @@ def test_a_worked_example_before_the_task_is_not_read_and_a_noted_result_is_read
     talk.call("search_chemical", {"query": "vanillin"}, {"candidates": [{"chemical_id": 205}]})
     assert talk.call("select_pack", {"chemical_id": 205}, {"name": "vanillin", "total_usd": 12.09}).startswith(
         "Priced vanillin $12.09. Still to price: PhMgBr")
-
-
-@pytest.fixture(scope="module")
-def chem_env(chem_data):
-    env = ToolTaskEnv(chem_data.suite, server=serve_command("chem", "--server-kwargs", chem_data.server_kwargs()),
-                      scorer="gauntlet.mcp_servers.chem.scoring:ChemScorer")
-    yield env
-    env.close()
 
 
 def test_on_the_chem_server_the_gold_calls_tick_off_every_component_at_the_gold_pack_prices(
