@@ -124,9 +124,9 @@ NOT_RUN: dict[str, str] = {
         "minutes of the 1.5B offline LLM on the full chem data; tests/llm/test_llama_chat.py runs the llama.cpp "
         "backend",
     "gauntlet eval chem --agent llm --agent-config '{\"model\": \"offline:qwen2.5-coder-1.5b-instruct\", "
-    "\"mode\": \"chemcost\", \"demonstrations\": true, \"thoughts\": true}' --limit 1":
-        "about ten minutes of the 1.5B offline LLM on the full chem data; tests/llm/test_llama_chat.py runs the "
-        "thought grammar on the model, tests/llm/test_offline_experiment.py the thoughts and demonstration settings",
+    "\"demonstrations\": true, \"checklist\": true}' --limit 1":
+        "about five minutes of the 1.5B offline LLM on the full chem data (the 40-task run's harness); "
+        "tests/llm/test_checklist.py runs the checklist on a real chem server, test_demo.py the demo's same config",
     "gauntlet eval disaster --agent llm --agent-config '{\"tool_scope\": 8, \"mode\": \"instruction\"}' --limit 1":
         "needs the full disaster data and the offline LLM; tests/llm/test_tool_scope.py and test_robust_loop.py "
         "test the tool scope",
