@@ -246,7 +246,7 @@ class LLMAgent(Agent):
                               ("thoughts", thoughts), ("checklist", checklist)):
             if not isinstance(value, bool):
                 raise UserError(f"agent llm: {option} is true or false, not {value!r}; fix the agent config")
-        if checklist is True and mode not in CHECKLIST_MODES:
+        if checklist and mode not in CHECKLIST_MODES:
             raise UserError(f"agent llm: checklist is for mode {', '.join(CHECKLIST_MODES)} (the components of a "
                             f"reaction to price), not {mode!r}; fix the agent config")
         if widen_tools not in WIDEN_OPTIONS:
