@@ -12,7 +12,9 @@ parser could not read becomes the message's ``invalid_tool_calls``. ``{"content"
 is a structured reply, as an API model returns it (its calls are not checked here: a call to an
 unknown tool or with bad arguments is the agent's to catch).
 
-The turn played is the number of assistant turns already in the conversation: the model keeps no
+The turn played is the number of assistant turns already in the conversation, after a worked example
+if there is one (``demonstrations.DEMO_CLOSING`` ends it: the script plays the task's own turns, so one
+script serves an agent with and without a demonstration): the model keeps no
 cursor of its own, so any copy of a conversation (a LangGraph checkpoint, a fork of it) gets the
 same next reply, and one model serves any number of episodes at once. Call ids are
 ``call_<turn>_<k>``. Usage is reported with tokens counted as whitespace-separated words (input:
@@ -30,7 +32,7 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, InvalidToolCall, ToolCall
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, InvalidToolCall, ToolCall
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
@@ -38,6 +40,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from gauntlet.agents.llm.demonstrations import DEMO_CLOSING
 from gauntlet.agents.llm.tool_calls import parse_tool_calls
 
 
@@ -85,6 +88,15 @@ def _message_text(message: BaseMessage) -> str:
     return text + (" " + json.dumps(calls) if calls else "")
 
 
+def _task_start(messages: Sequence[BaseMessage]) -> int:
+    """Where the task's own turns start: after the message that closes a worked example, else at 0."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, HumanMessage) and DEMO_CLOSING in str(message.content):
+            return index + 1
+    return 0
+
+
 class ScriptedChatModel(BaseChatModel):
     """Replays ``turns`` (see the module docstring); ``source`` is the script file, if any."""
 
@@ -122,7 +134,7 @@ class ScriptedChatModel(BaseChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
-        turn = sum(isinstance(message, AIMessage) for message in messages)
+        turn = sum(isinstance(message, AIMessage) for message in messages[_task_start(messages):])
         if turn >= len(self.turns):
             where = f" ({self.source})" if self.source else ""
             raise ScriptExhaustedError(f"the script{where} has {len(self.turns)} turns and the conversation asks "

@@ -42,6 +42,17 @@ def test_the_turn_played_is_the_number_of_assistant_turns_so_far(model):
     assert model.invoke([HumanMessage("x")]).content == "Adding."
 
 
+def test_a_worked_example_before_the_task_plays_no_turn_of_the_script(model):
+    from gauntlet.agents.llm.demonstrations import DEMO_CLOSING, DEMO_OPENING
+
+    example = [HumanMessage(DEMO_OPENING), AIMessage("", tool_calls=[{"name": "add", "args": {"a": 5, "b": 5},
+                                                                      "id": "demo_call_0"}]),
+               ToolMessage("10", tool_call_id="demo_call_0"), AIMessage("shown")]
+    task = [HumanMessage(f"{DEMO_CLOSING}\nadd 1 and 2")]
+    assert model.invoke([*example, *task]).content == "Adding."  # the script's first turn, not its third
+    assert model.invoke([*example, *task, AIMessage("one")]).content == "Again."
+
+
 def test_usage_counts_whitespace_words(model):
     reply = model.invoke([HumanMessage("please add one and two")])
     assert reply.usage_metadata["input_tokens"] == 5
