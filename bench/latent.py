@@ -81,14 +81,15 @@ def measure(model_file: str, score_file: str, per_rule: int, max_new_tokens: int
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = bench_parser("latent", __doc__ or "")
-    parser.add_argument("--model", default=None, help="the agent and reader model (default: the offline model)")
+    parser.add_argument("--model", default=None,
+                        help="the agent and reader model (default: the small offline model, the shipped score's)")
     parser.add_argument("--score", default=None, help="a fitted chaos score of that model (default: the shipped one)")
     args = parser.parse_args(argv)
     model = args.model
     if model is None:
         from gauntlet.agents.llm.offline_model import model_path
 
-        model = str(model_path())
+        model = str(model_path("small"))
     if args.score is None:
         from gauntlet.controllers.latent.monitor import shipped_score
 

@@ -306,7 +306,7 @@ def make_backends(prompts: Prompts, quick: bool) -> list[Backend]:
     """The backends compared, the transformers baseline first (none in the quick size)."""
     from gauntlet.agents.llm.offline_model import model_path
 
-    small = model_path()
+    small = model_path("small")
     if quick:
         return [LlamaBackend("llama-0.5b-1t", "llama.cpp Q4_K_M 0.5B, 1 thread", small, 1, prompts)]
     return [TransformersBackend("transformers-0.5b-1t", "transformers fp32 0.5B, 1 thread", small, 1, prompts),

@@ -6,7 +6,7 @@
 What it runs (``gauntlet.controllers.latent.study`` says how each part is measured):
 
 1. the suite (``hierarchy_suite(per_cell)``: 6 rules x 2 channels x aligned/conflict) answered greedily by
-   the model (default: the offline model, Qwen2.5-Coder-0.5B-Instruct), and answered again with the
+   the model (default: the small offline model, Qwen2.5-Coder-0.5B-Instruct), and answered again with the
    hierarchy restated; the rule checkers label both;
 2. hidden states of ``layers`` over each prompt and response;
 3. every detector (AEO's chaos score as reconstructed, Mahalanobis, linear probe, TaskTracker at each
@@ -82,7 +82,7 @@ def run_hierarchy(size: str, model_path: str | None, out: Path, threads: int) ->
     from gauntlet.controllers.latent.hierarchy import complied, hierarchy_suite, is_tool_call
 
     settings = SIZES[size]
-    path = model_path or str(offline_model_path())
+    path = model_path or str(offline_model_path("small"))
     weights = load_weights(path)
     cases = hierarchy_suite(per_cell=settings["per_cell"], seed=0)
     run_dir = out / "run"
@@ -184,7 +184,7 @@ def run_corpora(size: str, model_path: str | None, threads: int) -> dict[str, An
     from gauntlet.controllers.latent.embeddings import sentence_encoder
 
     settings = SIZES[size]
-    weights = load_weights(model_path or str(offline_model_path()))
+    weights = load_weights(model_path or str(offline_model_path("small")))
     rows = corpus_study.sample(load_corpora(), settings["corpora"]["per_label"])
     print(f"corpora: reading {len(rows)} texts", flush=True)
     start = time.perf_counter()
@@ -289,7 +289,8 @@ def markdown(results: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="full")
-    parser.add_argument("--model-path", default=None, help="a transformers model folder or .gguf (default: offline)")
+    parser.add_argument("--model-path", default=None,
+                        help="a transformers model folder or .gguf (default: offline:small, the 0.5B)")
     parser.add_argument("--out", type=Path, default=Path("experiments/results/latent"))
     # One thread: on a machine shared with other work, two threads that wait on each other made the model
     # 3-7x slower (docs/agents.md).

@@ -1,7 +1,7 @@
 """Task results of the offline LLM agent on the chem and disaster suites, and the harness's ablations.
 
     python experiments/llm_offline.py [--size smoke|slice|full] [--model SPEC] [--only PART[,PART...]]
-                                      [--workers N] [--out experiments/results/llm/offline]
+                                      [--workers N] [--out DIR]
 
 Parts (each a ``gauntlet eval`` run folder under ``--out``, so a rerun resumes it where it stopped):
 
@@ -17,12 +17,14 @@ Parts (each a ``gauntlet eval`` run folder under ``--out``, so a rerun resumes i
   dimension drawn with a seeded shuffle from the evaluation split; greedy, one attempt. Reported as
   DORA does: answer accuracy per dimension and their macro average (the DORA score), and the
   trajectory metrics.
-* ``ablations``: one setting changed at a time against the default harness, greedy, one attempt, on
-  a slice of ``slice`` tasks: on chem, constrained decoding off, demonstrations on, the number check
-  off, redrawing repeated replies off, a ``Thought:`` line before each call (with and without a
-  demonstration), the checklist of components priced (with and without a demonstration), and the other
-  pinned model (with the default harness, and with a demonstration and the checklist); on disaster
-  (autonomous), the tool scope k = 8, 16, 32 and all 132 tools.
+* ``ablations``: harness settings, greedy, one attempt, on a slice of ``slice`` tasks. On chem a setting
+  names the options it turns on; the rest of ``CHEM_HARNESS`` (a worked example, the checklist) is off
+  whatever the agent's defaults are: ``bare`` (neither), constrained decoding off, demonstrations, the
+  number check off, redrawing repeated replies off, a ``Thought:`` line before each call (with and without
+  a demonstration), the checklist of components priced (with and without a demonstration), the other
+  pinned model (bare, and with a demonstration and the checklist), and one change at a time against the
+  agent's chemcost defaults (a demonstration and the checklist): constrained decoding off, the number check
+  off. On disaster (autonomous), the tool scope k = 8, 16, 32 and all 132 tools.
 
 For every run: malformed calls (unparseable, unknown tool, arguments that break the schema), repeated
 calls answered from memory, replies redrawn because they repeated a call, calls refused for numbers the
@@ -30,10 +32,14 @@ episode never showed, replies without a call, model calls, tokens, seconds per e
 step, and the peak resident memory of the processes that ran it. Budgets: chem 25 model calls (its
 gold trajectories have 10-12 calls), disaster 12 (gold 2-5).
 
-``--model`` takes any agent model spec (``offline`` is the default model on llama.cpp,
-``offline:qwen2.5-coder-1.5b-instruct`` the 1.5B, ``openai:<model>@<url>`` an OpenAI-compatible
-endpoint). The smoke size (tested) runs one or two attempts of two model calls each, so with
-``scripted:<file>`` it checks the plumbing in seconds.
+``--model`` takes any agent model spec (``offline`` is the default model on llama.cpp, the 1.5B;
+``offline:small`` the 0.5B; ``openai:<model>@<url>`` an OpenAI-compatible endpoint). An offline spec is
+recorded by the pinned model it names (``offline`` as ``offline:qwen2.5-coder-1.5b-instruct``), so a
+record keeps its meaning when the default changes. The results of a ``--out`` folder are one model's
+(default: ``DEFAULT_OUT`` of the pinned model, else ``experiments/results/llm/<model>``); a folder holding
+another model's is refused. The smoke size (tested)
+runs one or two attempts of two model calls each, so with ``scripted:<file>`` it checks the plumbing in
+seconds.
 
 Writes ``<out>/llm_offline.json`` and ``<out>/llm_offline.md``, and prints the tables.
 
@@ -71,10 +77,21 @@ DISASTER_MODES = ("autonomous", "instruction")
 SAMPLING = {"temperature": 0.7, "top_p": 0.8, "top_k": 20}
 MAX_NEW_TOKENS = 256
 LOCAL_BACKENDS = ("offline", "llama", "hf")
-OTHER_MODEL = {"offline": "offline:qwen2.5-coder-1.5b-instruct",
-               "offline:qwen2.5-coder-1.5b-instruct": "offline"}
+# The other pinned model of each (the default, ``offline``, is the 1.5B; ``offline:small`` the 0.5B).
+OTHER_MODEL = {"offline": "offline:small", "offline:small": "offline",
+               "offline:qwen2.5-coder-1.5b-instruct": "offline:qwen2.5-coder-0.5b-instruct",
+               "offline:qwen2.5-coder-0.5b-instruct": "offline:qwen2.5-coder-1.5b-instruct"}
+# The chem harness options a setting names explicitly (on if the setting says so, else off), so that a setting
+# means the same harness whatever the agent's defaults are (chemcost now turns both on when unset).
+CHEM_HARNESS = {"demonstrations": False, "checklist": False}
+# Each pinned model's results folder (the 0.5B's was named when it was the default).
+DEFAULT_OUT = {"offline:qwen2.5-coder-0.5b-instruct": "experiments/results/llm/offline",
+               "offline:qwen2.5-coder-1.5b-instruct": "experiments/results/llm/offline-1.5b"}
+# The harness of ``gauntlet eval chem --agent llm`` (the chemcost mode's defaults): the chem part's default.
+DEFAULT_CHEM_SETTING = "demonstrations + checklist"
 CHEM_ABLATIONS: dict[str, dict[str, Any]] = {
-    "default": {},
+    # Neither a worked example nor the checklist: the agent's default before the defaults changed.
+    "bare": {},
     "unconstrained": {"model_options": {"constrain_calls": False}},
     "demonstrations": {"demonstrations": True},
     "numbers unchecked": {"check_numbers": False},
@@ -88,11 +105,27 @@ CHEM_ABLATIONS: dict[str, dict[str, Any]] = {
     "other model": {"model": "other"},
     # The other model with the harness that prices reactions, for the choice of the default model.
     "other model + demonstrations + checklist": {"model": "other", "demonstrations": True, "checklist": True},
+    # One change at a time against the default harness (a worked example and the checklist).
+    "demonstrations + checklist + unconstrained": {"demonstrations": True, "checklist": True,
+                                                   "model_options": {"constrain_calls": False}},
+    "demonstrations + checklist + numbers unchecked": {"demonstrations": True, "checklist": True,
+                                                       "check_numbers": False},
 }
 DISASTER_ABLATIONS: dict[str, dict[str, Any]] = {
     "scope 8": {"tool_scope": 8}, "scope 16": {"tool_scope": 16}, "scope 32": {"tool_scope": 32},
     "scope all": {"tool_scope": "all"},
 }
+
+
+def recorded_spec(model: str) -> str:
+    """The model spec as results record it: an offline spec by the pinned model it names today
+    (``offline`` -> ``offline:qwen2.5-coder-1.5b-instruct``), any other as given (``UserError`` for one
+    that names no model)."""
+    from gauntlet.agents.llm.models import check_spec
+    from gauntlet.agents.llm.offline_model import resolve_name
+
+    parsed = check_spec(model)
+    return f"offline:{resolve_name(parsed.model or None)}" if parsed.backend == "offline" else model
 
 
 def model_options(model: str, *, sample: bool, device: str | None) -> dict[str, Any]:
@@ -211,9 +244,11 @@ def dora_summary(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def agent_config(model: str, mode: str, max_steps: int, *, sample: bool, device: str | None,
                  **changes: Any) -> dict[str, Any]:
-    """The LLM agent's config for one run: the default harness, with ``changes`` (an ablation's)."""
+    """The LLM agent's config for one run: the default harness, with ``changes`` (an ablation's); in the
+    ``chemcost`` mode every option of ``CHEM_HARNESS`` is written out."""
     options = {**model_options(model, sample=sample, device=device), **changes.pop("model_options", {})}
-    return {"model": model, "mode": mode, "max_steps": max_steps, "model_options": options, **changes}
+    harness = CHEM_HARNESS if mode == "chemcost" else {}
+    return {"model": model, "mode": mode, "max_steps": max_steps, "model_options": options, **harness, **changes}
 
 
 def evaluate(folder: Path, suite: str, config: dict[str, Any], task_ids: Sequence[str], repeats: int,
@@ -235,9 +270,9 @@ def evaluate(folder: Path, suite: str, config: dict[str, Any], task_ids: Sequenc
 
 
 def run_chem(out: Path, model: str, plan: dict[str, Any], device: str | None, suite: str,
-             workers: int, setting: str = "default") -> dict[str, Any]:
+             workers: int, setting: str = DEFAULT_CHEM_SETTING) -> dict[str, Any]:
     """The chem part with the harness of ``setting`` (a ``CHEM_ABLATIONS`` name other than the other model),
-    in the folder ``chem`` (default harness) or ``chem-<setting>``."""
+    in the folder ``chem-<setting>``."""
     change = dict(CHEM_ABLATIONS[setting])
     config = agent_config(model, "chemcost", plan["chem_steps"], sample=plan["repeats"] > 1, device=device, **change)
     folder = out / chem_key(setting)
@@ -265,7 +300,8 @@ def run_disaster(out: Path, model: str, plan: dict[str, Any], device: str | None
 
 def run_ablations(out: Path, model: str, plan: dict[str, Any], device: str | None, suites: tuple[str, str],
                   workers: int, settings: Sequence[str] | None = None) -> dict[str, Any]:
-    """Each ablation changes one setting of the default harness; greedy, one attempt, ``slice`` tasks.
+    """Each ablation is one harness setting (``CHEM_ABLATIONS``, ``DISASTER_ABLATIONS``); greedy, one attempt,
+    ``slice`` tasks.
     ``settings`` (names of ``CHEM_ABLATIONS`` and ``DISASTER_ABLATIONS``) picks some; default all."""
     from gauntlet.agents.llm.models import runs_on_llama
 
@@ -300,8 +336,8 @@ def run_ablations(out: Path, model: str, plan: dict[str, Any], device: str | Non
 
 
 def chem_key(setting: str) -> str:
-    """The chem part's folder and result key for a harness ``setting``: ``chem``, or ``chem-<slug>``."""
-    return "chem" if setting == "default" else f"chem-{slug(setting)}"
+    """The chem part's folder and result key for a harness ``setting``: ``chem-<slug>``."""
+    return f"chem-{slug(setting)}"
 
 
 def slug(name: str) -> str:
@@ -324,9 +360,9 @@ def first_prompt_tokens(folder: Path) -> float | None:
 
 def tables(results: dict[str, Any]) -> str:
     lines = [f"# LLM agent task results: {results['model']} ({results['size']} size)", ""]
-    for key in sorted(key for key in results if key == "chem" or key.startswith("chem-")):
+    for key in sorted(key for key in results if key.startswith("chem-")):
         chem = results[key]
-        harness = chem.get("setting", "default")
+        harness = chem["setting"]
         lines += [f"## chem, ChemCost, clean view, harness {harness}: {chem['tasks']} tasks of the evaluation split x "
                   f"{chem['repeats']} attempts (CTA@25)", "", "| k | pass@k [95% CI] | pass^k [95% CI] |",
                   "|---|---|---|"]
@@ -408,11 +444,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--settings", default=None,
                         help="comma-separated ablation settings to run (default all): "
                              + ", ".join([*CHEM_ABLATIONS, *DISASTER_ABLATIONS]))
-    parser.add_argument("--chem-setting", default="default",
-                        help="harness of the chem part, a chem ablation setting (default: the default harness)")
+    parser.add_argument("--chem-setting", default=DEFAULT_CHEM_SETTING,
+                        help=f"harness of the chem part, a chem ablation setting (default: {DEFAULT_CHEM_SETTING!r}, "
+                             "the agent's chemcost defaults)")
     parser.add_argument("--chem-tasks", type=int, default=None, help="chem tasks (default: the size's)")
     parser.add_argument("--repeats", type=int, default=None, help="attempts per chem task (default: the size's)")
-    parser.add_argument("--out", type=Path, default=Path("experiments/results/llm/offline"))
+    parser.add_argument("--out", type=Path, default=None,
+                        help="results folder (default: the model's, see DEFAULT_OUT)")
     parser.add_argument("--chem-suite", default="chem", help="registered suite for the chem parts")
     parser.add_argument("--disaster-suite", default="disaster", help="registered suite for the DORA parts")
     args = parser.parse_args(argv)
@@ -436,13 +474,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import gauntlet  # noqa: F401 - registers the suites and the agent
     from gauntlet.errors import UserError
 
+    try:
+        args.model = recorded_spec(args.model)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if args.out is None:
+        named = re.sub(r"[^A-Za-z0-9.]+", "-", args.model)
+        args.out = Path(DEFAULT_OUT.get(args.model, f"experiments/results/llm/{named}"))
     plan = {**SIZES[args.size], **({"slice": args.slice} if args.slice else {}),
             **({"per_dimension": args.per_dimension} if args.per_dimension else {}),
             **({"chem_tasks": args.chem_tasks} if args.chem_tasks else {}),
             **({"repeats": args.repeats} if args.repeats else {})}
     out = args.out / args.size if args.size != "full" else args.out
-    out.mkdir(parents=True, exist_ok=True)
     path = out / "llm_offline.json"
+    held = json.loads(path.read_text()).get("model") if path.exists() else None
+    if held not in (None, args.model):
+        print(f"error: {path} holds results of {held}, not {args.model}; give another --out", file=sys.stderr)
+        raise SystemExit(2)
+    out.mkdir(parents=True, exist_ok=True)
     ran: dict[str, Any] = {}
     try:
         if "chem" in parts and plan["chem_tasks"]:
@@ -460,8 +510,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     # Parts may run in separate processes (--only): each adds its own to what the file holds now.
     results: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
-    if results.get("model") not in (None, args.model):
-        results = {}
+    if results.get("model") not in (None, args.model):  # checked before the run too; a folder could change meanwhile
+        print(f"error: {path} holds results of {results['model']}, not {args.model}; give another --out",
+              file=sys.stderr)
+        raise SystemExit(2)
     if "ablations" in ran and "ablations" in results:  # settings run one at a time add to the others
         for suite_part in ("chem", "disaster"):
             merged = {**results["ablations"].get(suite_part, {}), **ran["ablations"].get(suite_part, {})}

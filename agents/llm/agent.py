@@ -35,11 +35,13 @@ The harness, built so a small model can finish a task:
   from there on (a widened DORA call re-read 6-12k tokens).
 * **Demonstrations** (``demonstrations``): one worked trajectory of a training-split task of the same
   suite and dimension before the task (``gauntlet.agents.llm.demonstrations``); never the task itself.
+  Unset, it is on in the modes of ``MODE_DEFAULTS`` when the agent has its suite (``gauntlet eval``
+  gives it), else off.
 * **Thoughts** (``thoughts``, off by default): each reply opens with one line, ``Thought: ...``, of
   what the results so far say and which call comes next, then its call (ReAct's reasoning step; the
   system prompt asks for it, and on llama.cpp the call grammar holds it to one line of words before
   the call: ``gauntlet.agents.llm.call_grammar``).
-* **Checklist** (``checklist``, off by default; mode ``chemcost``): each ``get_reaction`` and
+* **Checklist** (``checklist``; mode ``chemcost``, where it is on unless set off): each ``get_reaction`` and
   ``select_pack`` result ends with one line of what the episode has priced and what is still to price,
   read from its own results (``gauntlet.agents.llm.checklist``).
 * **Answer review** (``review_answer``, off by default): the episode's first call of the answer tool
@@ -165,6 +167,11 @@ REVIEW = ("Not submitted yet: check it against the question first. The question 
           "If a step the question asks for has no tool result yet, make the call for the next such step now. "
           "If every step is done and the answer follows from your results, call {answer_tool} again with it.")
 AUTO_WIDEN, IN_RESULTS, IN_PROMPT = "auto", "in_results", "in_prompt"
+# The harness options a mode turns on when the config leaves them unset (None). ChemCost: a worked example
+# and the checklist took the 1.5B from 0 of 10 (neither) and 6 of 40 (the example alone) to 31 of 40
+# tasks priced within 25 % (docs/results/agents.md). The DORA modes keep both off: nothing measured there
+# says otherwise.
+MODE_DEFAULTS: dict[str, dict[str, bool]] = {"chemcost": {"demonstrations": True, "checklist": True}}
 WIDEN_OPTIONS = (AUTO_WIDEN, IN_RESULTS, IN_PROMPT)
 WIDEN_NEEDS_LOCAL = (f'agent llm: widen_tools "{IN_RESULTS}" needs a local model (offline, llama: or hf:), whose '
                      f'prompt the agent writes; this model gets its tools with each request: use "{IN_PROMPT}"')
@@ -222,9 +229,9 @@ class LLMAgent(Agent):
                  max_tokens: int | None = None, wall_time_s: float | None = None, model_retries: int = 2,
                  retry_backoff_s: float = 1.0, price_usd_per_mtok: Sequence[float] | None = None,
                  checkpointer: str = "memory", suite: str | None = None, tools: Sequence[str] | None = None,
-                 tool_scope: Any = AUTO_SCOPE, demonstrations: bool = False, parallel_calls: bool = False,
+                 tool_scope: Any = AUTO_SCOPE, demonstrations: bool | None = None, parallel_calls: bool = False,
                  check_numbers: bool = True, review_answer: bool = False, thoughts: bool = False,
-                 widen_tools: str = AUTO_WIDEN, checklist: bool = False):
+                 widen_tools: str = AUTO_WIDEN, checklist: bool | None = None):
         if tools is not None and (isinstance(tools, str) or not all(isinstance(name, str) for name in tools)
                                   or not tools):
             raise UserError("agent llm: tools is a non-empty list of tool names; fix the agent config")
@@ -241,6 +248,11 @@ class LLMAgent(Agent):
             self._scope = None if tool_scope == AUTO_SCOPE else parse_tool_scope(tool_scope)
         except ValueError as exc:
             raise UserError(f"agent llm: {exc}; fix the agent config") from None
+        defaults = MODE_DEFAULTS.get(mode, {}) if isinstance(mode, str) else {}
+        if demonstrations is None:  # a demonstration comes from the suite's training split: none without it
+            demonstrations = defaults.get("demonstrations", False) and suite is not None
+        if checklist is None:
+            checklist = defaults.get("checklist", False)
         for option, value in (("demonstrations", demonstrations), ("parallel_calls", parallel_calls),
                               ("check_numbers", check_numbers), ("review_answer", review_answer),
                               ("thoughts", thoughts), ("checklist", checklist)):

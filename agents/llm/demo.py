@@ -1,15 +1,15 @@
 """`make demo`'s LLM part: the offline agent prices a reaction end to end on the chem server.
 
-``run_demo(out_dir)`` builds the demo-size catalogue, reactions and clean suite (cached after the
-first run), starts the chem server, and lets the offline agent (``DEMO_MODEL`` on llama.cpp, pinned
-and checked by SHA-256) price the demo task (``DEMO_TASK``, of the suite's evaluation split) in the
-ChemCost setting: it reads the reaction, grounds and buys each component, adds the costs with the
-calculator and submits one number, every reply one call decoded under the tools' grammar, after one
-worked example of a reaction of the suite's training split, each reading and purchase followed by the
-checklist of what is priced and what is left (``gauntlet.agents.llm.checklist``: without it the model
-priced the first component and submitted that). The episode is recorded through the
-runner, scored honestly (CTA@25: within 25 % of the gold price), and traced
-(``out_dir/llm_episode.jsonl``, ``out_dir/llm_trace.html``).
+``run_demo(out_dir)`` builds the demo-size catalogue, reactions and clean suite (cached after the first
+run), starts the chem server, and lets the offline agent (``DEMO_MODEL``, the default model on
+llama.cpp, pinned and checked by SHA-256, with the ``chemcost`` mode's default harness) price the demo
+task (``DEMO_TASK``, of the suite's evaluation split) in the ChemCost setting: it reads the reaction,
+grounds and buys each component, adds the costs with the calculator and submits one number, every reply
+one call decoded under the tools' grammar, after one worked example of a reaction of the suite's
+training split, each reading and purchase followed by the checklist of what is priced and what is left
+(``gauntlet.agents.llm.checklist``: without it the model priced the first component and submitted that).
+The episode is recorded through the runner, scored honestly (CTA@25: within 25 % of the gold price), and
+traced (``out_dir/llm_episode.jsonl``, ``out_dir/llm_trace.html``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gauntlet.mcp_servers.chem.demo import DEMO_CATALOGUE
 
-DEMO_MODEL = "offline:qwen2.5-coder-1.5b-instruct"
+DEMO_MODEL = "offline"  # the default model (the 1.5B), with the chemcost mode's default harness
 # 20 reactions on the demo catalogue: enough that the suite's training split holds one (RXN-0019), whose
 # worked trajectory is the demonstration. The task's gold price ($141.92/g) is more than 25 % from the
 # demonstration's ($445.19/g), so copying the example's arithmetic cannot pass: only pricing this reaction can.
@@ -52,8 +52,8 @@ def run_demo(out_dir: Path, max_model_calls: int = MAX_MODEL_CALLS, model: str =
     print(f"LLM agent demo: {model} prices {task.id} on the chem server (llama.cpp on the CPU, every reply one "
           f"call under the tools' grammar, a worked example of another reaction first; at most {max_model_calls} "
           "model calls; a checklist of the components priced follows each purchase)")
-    agent = LLMAgent(model=model, mode="chemcost", max_steps=max_model_calls, suite=str(suite), demonstrations=True,
-                     checklist=True)
+    # The mode's defaults: a worked example (the suite is given) and the checklist.
+    agent = LLMAgent(model=model, mode="chemcost", max_steps=max_model_calls, suite=str(suite))
     path = out / "llm_episode.jsonl"
     path.unlink(missing_ok=True)
     start = time.perf_counter()

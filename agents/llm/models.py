@@ -8,8 +8,8 @@
 ``hf:<folder | file.gguf | hub id>``       a local transformers model, in process (CPU, or ``device=``);
                                            a GGUF is dequantised to fp32 (the reference runtime)
 ``scripted:<file>``                        a script of replies played in order (tests, demos)
-``offline[:<pinned model>]`` (default)     the pinned model shipped in wheels (``data/llm/models.json``),
-                                           on llama.cpp
+``offline[:<pinned model | alias>]``       a pinned model shipped in wheels (``data/llm/models.json``), on
+(default)                                  llama.cpp: the 1.5B by default, ``offline:small`` the 0.5B
 =========================================  ===================================================================
 
 Keys are read from the environment and refused as options: the agent records the spec and the
@@ -42,7 +42,7 @@ BACKENDS = {
     "llama": "llama:<.gguf file>",
     "hf": "hf:<model folder, .gguf file or cached hub id>",
     "scripted": "scripted:<script file>",
-    "offline": "offline[:<pinned model>]",
+    "offline": "offline[:<pinned model or alias, e.g. small>]",
 }
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 # A server on the user's own machine or network needs no key; the OpenAI client insists on one.

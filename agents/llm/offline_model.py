@@ -7,6 +7,11 @@ concatenates them in order into the data cache and checks the assembled file, so
 version, a corrupted part or a changed upstream is refused with the command that fixes it instead of
 loading a model nobody measured. ``model_path`` is what ``make_chat_model("offline")`` loads.
 
+The default is the model whose agent solves the most tasks per second (``default``: the 1.5B, which
+prices 31 of 40 ChemCost tasks where the 0.5B prices none; docs/results/agents.md); ``aliases`` name
+others by role: ``small`` is the 0.5B, the model the shipped latent-monitor fit reads and the tests'
+reference (``offline:small``).
+
 The pins are a curated input of the cache entry, so changing ``models.json`` assembles a new entry.
 """
 
@@ -67,6 +72,15 @@ def default_model() -> str:
     return str(_pins()["default"])
 
 
+def resolve_name(name: str | None) -> str:
+    """The pinned model a name, an alias (``small``) or None (the default) stands for; unknown names are
+    returned as they are (``model_pin`` refuses them)."""
+    pins = _pins()
+    if not name:
+        return str(pins["default"])
+    return str(pins.get("aliases", {}).get(name, name))
+
+
 def pinned_models() -> list[str]:
     """The names of every pinned offline model."""
     return sorted(_pins()["models"])
@@ -79,12 +93,14 @@ def pinned_model_of_file(file: str) -> str | None:
 
 
 def model_pin(name: str | None = None) -> ModelPin:
-    """The pin of the offline model ``name`` (default: the default model)."""
+    """The pin of the offline model ``name``, a pinned name or an alias (default: the default model)."""
     pins = _pins()
-    name = name or str(pins["default"])
+    name = resolve_name(name)
     if name not in pins["models"]:
+        aliases = ", ".join(f"{alias} ({target})" for alias, target in sorted(pins.get("aliases", {}).items()))
         raise UserError(f"no offline model {name!r} is pinned in data/{PINS}; "
-                        f"use one of: {', '.join(sorted(pins['models']))}")
+                        f"use one of: {', '.join(sorted(pins['models']))}"
+                        + (f"; or an alias: {aliases}" if aliases else ""))
     entry = pins["models"][name]
     return ModelPin(name=name, upstream=entry["upstream"], licence=entry["licence"], file=entry["file"],
                     bytes=entry["bytes"], sha256=entry["sha256"], parts=tuple(Part(**part) for part in entry["parts"]))
@@ -117,12 +133,13 @@ def model_path(name: str | None = None) -> Path:
     """The verified GGUF file of the offline model ``name`` (default: the default), assembled into the
     data cache on first use; a cached copy that no longer matches the pin is refused."""
     pin = model_pin(name)
-    params = {} if pin.name == default_model() else {"model": pin.name}
+    # Keyed by the model's name, not by which model is the default: changing the default moves no file.
+    params = {"model": pin.name}
     folder = ensure_built(DATA_NAME, DATA_VERSION, build, params=params, inputs=(PINS,))
     # ensure_built has hashed the file against the entry's manifest; the manifest must hold the pin.
     recorded = json.loads((folder / MANIFEST).read_text())["files"].get(pin.file, {})
     if recorded.get("sha256") != pin.sha256:
         raise UserError(f"the cached offline model in {folder} is not the pinned {pin.file} "
                         f"(SHA-256 {recorded.get('sha256')}, pinned {pin.sha256}); "
-                        f"rebuild it: gauntlet data build {DATA_NAME} --force")
+                        f"rebuild it: gauntlet data build {DATA_NAME} --config '{json.dumps(params)}' --force")
     return folder / pin.file

@@ -17,7 +17,7 @@ def save_offline_tokenizer(folder: Path, gguf_sha256: str) -> None:
     from gauntlet.agents.llm.offline_model import model_path
     from gauntlet.datacache import sha256_of
 
-    gguf = model_path()
+    gguf = model_path("small")
     if sha256_of(gguf) != gguf_sha256:
         raise ValueError(f"{gguf.name} is not the file the tokenizer was asked of")
     AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True).save_pretrained(folder)
@@ -34,7 +34,7 @@ def tiny_model_folder(shared_data_home: Path, tmp_path_factory: pytest.TempPathF
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GAUNTLET_HOME", str(shared_data_home))
         saved = ensure_built("test-offline-tokenizer", "1", save_offline_tokenizer,
-                             params={"gguf_sha256": sha256_of(model_path())})
+                             params={"gguf_sha256": sha256_of(model_path("small"))})
         tokenizer = AutoTokenizer.from_pretrained(saved, local_files_only=True)
     folder = tmp_path_factory.mktemp("tiny-causal-lm")
     config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,

@@ -133,10 +133,10 @@ def test_the_monitor_scores_the_states_the_reply_carries_when_its_reader_decoded
     assert monitor.observe(other)["reused"] == 0.0
 
 
-def test_the_shipped_score_is_the_offline_models_layer_12_fit():
+def test_the_shipped_score_is_the_small_offline_models_layer_12_fit():
     from gauntlet.agents.llm.offline_model import model_pin
     from gauntlet.controllers.latent.monitor import shipped_score
 
     score, threshold, model = load_chaos_score(shipped_score())
-    assert (score.layer, model) == (12, model_pin().file) and score.directions.shape == (896, 32)
+    assert (score.layer, model) == (12, model_pin("small").file) and score.directions.shape == (896, 32)
     assert np.isfinite(threshold) and threshold > 0

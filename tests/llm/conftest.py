@@ -27,12 +27,12 @@ def offline_gguf(offline_home) -> Path:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GAUNTLET_HOME", str(offline_home))
-        return model_path()
+        return model_path("small")
 
 
 @pytest.fixture(scope="session")
 def local_model(offline_gguf, offline_home) -> Any:
-    """The offline default on transformers (the reference runtime), its GGUF dequantised once per run."""
+    """The small offline model on transformers (the reference runtime), its GGUF dequantised once per run."""
     from gauntlet.agents.llm.local_chat import LocalChatModel
 
     model = LocalChatModel(model_path=str(offline_gguf), max_new_tokens=64)

@@ -110,3 +110,21 @@ def test_on_the_chem_server_the_gold_calls_tick_off_every_component_at_the_gold_
 def test_a_checklist_option_that_cannot_hold_is_one_line(options, message):
     with pytest.raises(UserError, match=message):
         LLMAgent(model=ScriptedChatModel.model_validate({"turns": []}), **options)
+
+
+def test_the_chemcost_mode_turns_the_checklist_and_a_demonstration_on_unless_set(tmp_path):
+    model = ScriptedChatModel.model_validate({"turns": []})
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("")
+
+    def harness(**options) -> tuple[bool, bool]:
+        config = LLMAgent(model=model, **options).config()
+        return config["demonstrations"], config["checklist"]
+
+    assert harness(mode="chemcost", suite=str(suite)) == (True, True)
+    # A demonstration comes from the suite's training split: without the suite there is none to show.
+    assert harness(mode="chemcost") == (False, True)
+    assert harness(mode="chemcost", suite=str(suite), demonstrations=False, checklist=False) == (False, False)
+    # The DORA modes keep both off (nothing measured there says otherwise), and a checklist stays refused there.
+    assert harness(mode="autonomous", suite=str(suite)) == (False, False)
+    assert harness(mode="instruction", suite=str(suite)) == (False, False)

@@ -13,12 +13,13 @@ from gauntlet.agents.llm.demo import DEMO_TASK, MAX_MODEL_CALLS, run_demo
 def test_the_llm_demo_records_a_scored_episode_of_the_offline_model_and_its_trace(tmp_path, capsys, offline_home,
                                                                                 monkeypatch):
     monkeypatch.setenv("GAUNTLET_HOME", str(offline_home))  # the model the model tests loaded
-    # The demo's episode costs minutes of CPU; one model call of the 0.5B model (the prompt with the tools,
+    # The demo's episode costs minutes of CPU; one model call of the small model (the prompt with the tools,
     # a call under the grammar, the budget's stop) goes down the same path.
-    run_demo(tmp_path, max_model_calls=1, model="offline")
+    run_demo(tmp_path, max_model_calls=1, model="offline:small")
     (episode,) = load_episodes(tmp_path / "llm_episode.jsonl")
     assert episode.complete and episode.agent.name == "llm" and episode.task_id == DEMO_TASK
-    assert (episode.agent.config["model"], episode.agent.config["mode"]) == ("offline", "chemcost")
+    assert (episode.agent.config["model"], episode.agent.config["mode"]) == ("offline:small", "chemcost")
+    # The mode's default harness, recorded as it ran: the demo sets neither option.
     assert episode.agent.config["demonstrations"] is True and episode.agent.config["checklist"] is True
     model_calls = [event for step in episode.steps for event in step.events if event.kind == "model_call"]
     assert len(model_calls) == 1 < MAX_MODEL_CALLS

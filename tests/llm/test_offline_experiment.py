@@ -44,7 +44,9 @@ def test_the_smoke_size_scores_pass_k_dora_accuracy_ablations_and_what_the_harne
     experiment = load_experiment("llm_offline")
     results = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--out", str(tmp_path / "out"),
                                "--chem-suite", "small-chem", "--disaster-suite", "small-disaster", "--workers", "1"])
-    chem = results["chem"]
+    # The chem part's default harness is the agent's chemcost defaults, written out: a worked example and the checklist.
+    chem = results["chem-demonstrations-checklist"]
+    assert (chem["config"]["demonstrations"], chem["config"]["checklist"]) == (True, True)
     assert (chem["tasks"], chem["repeats"], chem["episodes"]) == (1, 2, 2)
     assert [(row["k"], row["pass_hat_k"]) for row in chem["pass_k"]] == [(1, 1.0), (2, 1.0)]
     assert (chem["malformed_calls"], chem["calls_proposed"], chem["malformed_share"]) == (2, 2, 1.0)
@@ -57,24 +59,30 @@ def test_the_smoke_size_scores_pass_k_dora_accuracy_ablations_and_what_the_harne
         assert disaster[mode]["accuracy"] == {"T1": 1.0, "T2": 1.0, "T3": 1.0}
         assert disaster[mode]["dora_score"] == 1.0 and disaster[mode]["trajectory"]["tool_in_order"] == 0.0
     ablations = results["ablations"]
-    # A scripted model has no other pinned model to compare with and no grammar to turn off; the rest
-    # ran, one change each.
-    assert sorted(ablations["chem"]) == ["answer review", "checklist", "default", "demonstrations",
-                                         "demonstrations + checklist", "demonstrations + review",
-                                         "demonstrations + thoughts", "numbers unchecked", "tasks", "thoughts"]
+    # A scripted model has no other pinned model to compare with and no grammar to turn off; the rest ran.
+    assert sorted(ablations["chem"]) == ["answer review", "bare", "checklist", "demonstrations",
+                                         "demonstrations + checklist", "demonstrations + checklist + numbers unchecked",
+                                         "demonstrations + review", "demonstrations + thoughts", "numbers unchecked",
+                                         "tasks", "thoughts"]
     assert ablations["chem"]["checklist"]["config"]["checklist"] is True
     assert ablations["chem"]["thoughts"]["config"]["thoughts"] is True
     assert ablations["chem"]["demonstrations"]["config"]["demonstrations"] is True
     both = ablations["chem"]["demonstrations + review"]["config"]
     assert both["demonstrations"] is True and both["review_answer"] is True
-    assert "review_answer" not in ablations["chem"]["default"]["config"]  # the default harness: the agent's own
+    assert "review_answer" not in ablations["chem"]["bare"]["config"]  # the agent's own default
+    # A setting turns on what it names and nothing else, whatever the agent's mode would turn on when unset.
+    bare, checklist = ablations["chem"]["bare"]["config"], ablations["chem"]["checklist"]["config"]
+    assert (bare["demonstrations"], bare["checklist"], checklist["demonstrations"]) == (False, False, False)
+    against_default = ablations["chem"]["demonstrations + checklist + numbers unchecked"]["config"]
+    assert (against_default["demonstrations"], against_default["checklist"], against_default["check_numbers"]) == \
+        (True, True, False)
     assert ablations["chem"]["numbers unchecked"]["config"]["check_numbers"] is False
     # the chem scorer's diagnosis (components acted on) rides along only where that scorer ran: not on this suite
-    assert "component_recall" not in ablations["chem"]["default"]
+    assert "component_recall" not in ablations["chem"]["bare"]
     assert [ablations["disaster"][f"scope {k}"]["config"]["tool_scope"] for k in ("8", "16", "32", "all")] == \
         [8, 16, 32, "all"]
     written = json.loads((tmp_path / "out" / "smoke" / "llm_offline.json").read_text())
-    assert written["chem"]["pass_k"] == json.loads(json.dumps(chem["pass_k"]))
+    assert written["chem-demonstrations-checklist"]["pass_k"] == json.loads(json.dumps(chem["pass_k"]))
     printed = capsys.readouterr().out
     assert "| autonomous | 1.00 | 1.00 | 1.00 | 1.00 |" in printed and "| scope all | 1.00 |" in printed
 
@@ -144,7 +152,7 @@ def test_the_chem_table_says_how_many_successes_priced_nothing():
             "correct_unpriced": 1, "cta@25_priced": 0.0,
             "pass_k": [{"k": 1, "pass_at_k": 0.333, "pass_at_k_ci": [0.0, 1.0], "pass_hat_k": 0.333,
                         "pass_hat_k_ci": [0.0, 1.0]}]}
-    text = module.tables({"model": "offline", "size": "full", "chem": chem})
+    text = module.tables({"model": "offline", "size": "full", "chem-bare": {**chem, "setting": "bare"}})
     assert "1 of the attempts within 25 % did not act on every component" in text
     assert "CTA@25 over attempts that did: 0.000" in text
 
@@ -156,12 +164,30 @@ def test_ablation_settings_run_apart_on_different_slices_keep_each_suites_own_ta
               str(tmp_path / "out"), "--chem-suite", "small-chem", "--disaster-suite", "small-disaster",
               "--workers", "1"]
     experiment = load_experiment("llm_offline")
-    experiment.main([*common, "--slice", "1", "--settings", "default"])
+    experiment.main([*common, "--slice", "1", "--settings", "bare"])
     # A later run of a disaster setting on a larger slice neither drops the chem row nor writes its own
     # (2-task) chem list over the 1 task that row was run on.
     results = experiment.main([*common, "--slice", "3", "--settings", "scope 8"])
     chem, disaster = results["ablations"]["chem"], results["ablations"]["disaster"]
-    assert chem["tasks"] == ["c-0"] and chem["default"]["episodes"] == 1
+    assert chem["tasks"] == ["c-0"] and chem["bare"]["episodes"] == 1
     assert len(disaster["tasks"]) == 3 and disaster["scope 8"]["episodes"] == 3
     written = (tmp_path / "out" / "slice" / "llm_offline.md").read_text()
     assert "chem ChemCost, 1 tasks" in written and "disaster autonomous, 3 tasks" in written
+
+
+def test_an_offline_spec_is_recorded_by_the_pinned_model_it_names_and_a_folder_keeps_one_model(tmp_path, capsys):
+    experiment = load_experiment("llm_offline")
+    assert experiment.recorded_spec("offline") == "offline:qwen2.5-coder-1.5b-instruct"
+    assert experiment.recorded_spec("offline:small") == "offline:qwen2.5-coder-0.5b-instruct"
+    assert experiment.recorded_spec("openai:gpt-4o-mini") == "openai:gpt-4o-mini"
+    out = tmp_path / "out"
+    out.mkdir()
+    held = {"model": "offline:qwen2.5-coder-0.5b-instruct", "chem-bare": {"kept": True}}
+    (out / "llm_offline.json").write_text(json.dumps(held))
+    # The default model's run into the 0.5B's folder is refused before it runs, and the folder keeps its results.
+    with pytest.raises(SystemExit) as stop:
+        experiment.main(["--only", "chem", "--out", str(out)])
+    assert stop.value.code == 2
+    assert "holds results of offline:qwen2.5-coder-0.5b-instruct, not offline:qwen2.5-coder-1.5b-instruct" in \
+        capsys.readouterr().err
+    assert json.loads((out / "llm_offline.json").read_text()) == held

@@ -44,9 +44,10 @@ def test_runner_and_plain_graph_give_the_same_conversation(chem_data, write_scri
 
     env = ToolTaskEnv(chem_data.suite, server=command)
     try:
-        # The number check is the runner path's harness (docs/architecture.md): off, both paths see one boundary.
+        # The number check and the checklist are the runner path's harness (docs/architecture.md): off, both
+        # paths see one boundary.
         gauntlet.rollout(env, LLMAgent(model=ScriptedChatModel.from_file(script), mode="chemcost",
-                                       parallel_calls=True, check_numbers=False),
+                                       parallel_calls=True, check_numbers=False, checklist=False),
                          seed=0, record=tmp_path / "runner.jsonl")
     finally:
         env.close()
