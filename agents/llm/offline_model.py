@@ -133,7 +133,7 @@ def model_path(name: str | None = None) -> Path:
     """The verified GGUF file of the offline model ``name`` (default: the default), assembled into the
     data cache on first use; a cached copy that no longer matches the pin is refused."""
     pin = model_pin(name)
-    # Keyed by the model's name, not by which model is the default: changing the default moves no file.
+    # Keyed by the model's name (and the pins, a curated input), the same whether or not it is the default.
     params = {"model": pin.name}
     folder = ensure_built(DATA_NAME, DATA_VERSION, build, params=params, inputs=(PINS,))
     # ensure_built has hashed the file against the entry's manifest; the manifest must hold the pin.

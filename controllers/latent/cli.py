@@ -44,8 +44,8 @@ class Source(StrEnum):
 
 
 ReaderOption = Annotated[Path | None, typer.Option(exists=True, help=(
-    "The model whose hidden states are read: a .gguf file or a transformers model folder (default: the offline "
-    "model; for a fitted file, the model it was fitted on)."))]
+    "The model whose hidden states are read: a .gguf file or a transformers model folder (default: the small "
+    "offline model, offline:small, the shipped fit's; for a fitted file, the model it was fitted on)."))]
 ThreadsOption = Annotated[int, typer.Option(min=1, help="CPU threads of the model.")]
 MaxNewTokensOption = Annotated[int, typer.Option(min=1, help="Longest suite reply, in tokens (source hierarchy).")]
 MaxTokensOption = Annotated[int, typer.Option(min=1, help="Corpus texts are cut to this many tokens (source corpora).")]
@@ -140,7 +140,7 @@ def fit(
     if reader is None:
         from gauntlet.agents.llm.offline_model import model_path
 
-        reader = model_path()
+        reader = model_path("small")
     collected = _collect(_weights(reader, layer), source, "fit", texts, layer, max_new_tokens, max_tokens, threads)
     labels, groups = collected.labels, collected.groups
     what = "rules" if source is Source.hierarchy else "datasets"
