@@ -14,7 +14,9 @@ Parts (each a ``gauntlet eval`` run folder under ``--out``, so a rerun resumes i
   recorded seed.
 * ``disaster``: DORA T1-T3 in both modes, autonomous planning and instruction following (the
   question, the tools, and in instruction mode the gold tool plan); ``per_dimension`` tasks of each
-  dimension drawn with a seeded shuffle from the evaluation split; greedy, one attempt. Reported as
+  dimension drawn with a seeded shuffle from the evaluation split; greedy, one attempt; each mode with
+  the harness options it turns on by default written out (``MODE_DEFAULTS``: the instruction mode's
+  checklist), so a folder keeps its harness when a default changes. Reported as
   DORA does: answer accuracy per dimension and their macro average (the DORA score), and the
   trajectory metrics.
 * ``ablations``: harness settings, greedy, one attempt, on a slice of ``slice`` tasks. On chem a setting
@@ -24,7 +26,9 @@ Parts (each a ``gauntlet eval`` run folder under ``--out``, so a rerun resumes i
   a demonstration), the checklist of components priced (with and without a demonstration), the other
   pinned model (bare, and with a demonstration and the checklist), and one change at a time against the
   agent's chemcost defaults (a demonstration and the checklist): constrained decoding off, the number check
-  off. On disaster (autonomous), the tool scope k = 8, 16, 32 and all 132 tools.
+  off. On disaster (autonomous unless a setting says), the tool scope k = 8, 16, 32 and all 132 tools, and
+  the instruction mode without its checklist (the plan's progress after each result), and the autonomous
+  mode with a worked example.
 
 For every run: malformed calls (unparseable, unknown tool, arguments that break the schema), repeated
 calls answered from memory, replies redrawn because they repeated a call, calls refused for numbers the
@@ -37,9 +41,10 @@ gold trajectories have 10-12 calls), disaster 12 (gold 2-5).
 recorded by the pinned model it names (``offline`` as ``offline:qwen2.5-coder-1.5b-instruct``), so a
 record keeps its meaning when the default changes. The results of a ``--out`` folder are one model's
 (default: ``DEFAULT_OUT`` of the pinned model, else ``experiments/results/llm/<model>``); a folder holding
-another model's is refused. The smoke size (tested)
-runs one or two attempts of two model calls each, so with ``scripted:<file>`` it checks the plumbing in
-seconds.
+another model's is refused.
+
+The smoke size (tested) runs one or two attempts of two model calls each, so with ``scripted:<file>``
+it checks the plumbing in seconds.
 
 Writes ``<out>/llm_offline.json`` and ``<out>/llm_offline.md``, and prints the tables.
 
@@ -77,9 +82,8 @@ DISASTER_MODES = ("autonomous", "instruction")
 SAMPLING = {"temperature": 0.7, "top_p": 0.8, "top_k": 20}
 MAX_NEW_TOKENS = 256
 LOCAL_BACKENDS = ("offline", "llama", "hf")
-# The other pinned model of each (the default, ``offline``, is the 1.5B; ``offline:small`` the 0.5B).
-OTHER_MODEL = {"offline": "offline:small", "offline:small": "offline",
-               "offline:qwen2.5-coder-1.5b-instruct": "offline:qwen2.5-coder-0.5b-instruct",
+# The other pinned model of each, by the name ``recorded_spec`` gives every offline spec before a run.
+OTHER_MODEL = {"offline:qwen2.5-coder-1.5b-instruct": "offline:qwen2.5-coder-0.5b-instruct",
                "offline:qwen2.5-coder-0.5b-instruct": "offline:qwen2.5-coder-1.5b-instruct"}
 # The chem harness options a setting names explicitly (on if the setting says so, else off), so that a setting
 # means the same harness whatever the agent's defaults are (chemcost now turns both on when unset).
@@ -87,7 +91,8 @@ CHEM_HARNESS = {"demonstrations": False, "checklist": False}
 # Each pinned model's results folder (the 0.5B's was named when it was the default).
 DEFAULT_OUT = {"offline:qwen2.5-coder-0.5b-instruct": "experiments/results/llm/offline",
                "offline:qwen2.5-coder-1.5b-instruct": "experiments/results/llm/offline-1.5b"}
-# The harness of ``gauntlet eval chem --agent llm`` (the chemcost mode's defaults): the chem part's default.
+# The harness of ``gauntlet eval chem --agent llm`` (the chemcost mode's defaults, ``MODE_DEFAULTS``; a test
+# holds the two together): the chem part's default.
 DEFAULT_CHEM_SETTING = "demonstrations + checklist"
 CHEM_ABLATIONS: dict[str, dict[str, Any]] = {
     # Neither a worked example nor the checklist: the agent's default before the defaults changed.
@@ -111,9 +116,16 @@ CHEM_ABLATIONS: dict[str, dict[str, Any]] = {
     "demonstrations + checklist + numbers unchecked": {"demonstrations": True, "checklist": True,
                                                        "check_numbers": False},
 }
+# DORA settings run in the autonomous mode unless one names its ``mode``.
 DISASTER_ABLATIONS: dict[str, dict[str, Any]] = {
     "scope 8": {"tool_scope": 8}, "scope 16": {"tool_scope": 16}, "scope 32": {"tool_scope": 32},
     "scope all": {"tool_scope": "all"},
+    # Against the disaster part's runs on the same tasks (a slice of 3 x n is the part's first n per dimension):
+    # the instruction mode without its checklist (the plan's progress after each result, on by default), and
+    # the autonomous mode with a worked example (the training task of the same dimension whose question is
+    # nearest; its calls' tools are offered too).
+    "instruction without checklist": {"mode": "instruction", "checklist": False},
+    "autonomous + demonstrations": {"demonstrations": True},
 }
 
 
@@ -290,9 +302,13 @@ def run_disaster(out: Path, model: str, plan: dict[str, Any], device: str | None
                  workers: int) -> dict[str, Any]:
     ids = disaster_sample(plan["per_dimension"], suite)
     result: dict[str, Any] = {"tasks": ids}
+    from gauntlet.agents.llm.agent import MODE_DEFAULTS
+
     for mode in DISASTER_MODES:
         folder = out / f"disaster-{mode}"
-        config = agent_config(model, mode, plan["disaster_steps"], sample=False, device=device)
+        # The options the mode turns on by default, written out: a record keeps its harness when a default changes.
+        config = agent_config(model, mode, plan["disaster_steps"], sample=False, device=device,
+                              **MODE_DEFAULTS.get(mode, {}))
         _, summary = evaluate(folder, suite, config, ids, 1, workers)
         result[mode] = {**summary, **dora_summary(dora_reports(folder, suite))}
     return result
@@ -326,7 +342,9 @@ def run_ablations(out: Path, model: str, plan: dict[str, Any], device: str | Non
         if name not in wanted:
             continue
         folder = out / "ablations" / f"disaster-{slug(name)}"
-        config = agent_config(model, "autonomous", plan["disaster_steps"], sample=False, device=device, **change)
+        change = dict(change)
+        config = agent_config(model, change.pop("mode", "autonomous"), plan["disaster_steps"], sample=False,
+                              device=device, **change)
         _, summary = evaluate(folder, disaster_suite, config, disaster_ids, 1, workers)
         result["disaster"][name] = {**summary, **dora_summary(dora_reports(folder, disaster_suite)),
                                     "prompt_tokens_first_call": first_prompt_tokens(folder)}
@@ -398,8 +416,8 @@ def tables(results: dict[str, Any]) -> str:
     if ablations and ablations.get("disaster"):  # a run of chem settings only has no disaster table
         disaster_rows = {name: row for name, row in ablations["disaster"].items() if name != "tasks"}
         if disaster_rows:
-            lines += ["", f"## ablations: disaster autonomous, {len(ablations['disaster']['tasks'])} tasks, "
-                      "tool scope", "", *_dora_table(disaster_rows, prompt=True), ""]
+            lines += ["", f"## ablations: disaster, {len(ablations['disaster']['tasks'])} tasks, tool scope "
+                      "(autonomous) and the instruction checklist", "", *_dora_table(disaster_rows, prompt=True), ""]
     return "\n".join(lines)
 
 

@@ -41,9 +41,11 @@ The harness, built so a small model can finish a task:
   what the results so far say and which call comes next, then its call (ReAct's reasoning step; the
   system prompt asks for it, and on llama.cpp the call grammar holds it to one line of words before
   the call: ``gauntlet.agents.llm.call_grammar``).
-* **Checklist** (``checklist``; mode ``chemcost``, where it is on unless set off): each ``get_reaction`` and
-  ``select_pack`` result ends with one line of what the episode has priced and what is still to price,
-  read from its own results (``gauntlet.agents.llm.checklist``).
+* **Checklist** (``checklist``; modes ``chemcost`` and ``instruction``, where it is on unless set off): in
+  ``chemcost`` each ``get_reaction`` and ``select_pack`` result ends with one line of what the episode has
+  priced and what is still to price; in ``instruction`` each result ends with the plan's progress, the
+  steps done and the next one (or, all done, to submit); both read from the episode's own turns
+  (``gauntlet.agents.llm.checklist``).
 * **Answer review** (``review_answer``, off by default): the episode's first call of the answer tool
   is not submitted; its reply restates the question and asks for the next call a step still needs,
   or the same answer again if none does (a ``note`` event ``{"answer_review": <answer>}``). A small
@@ -110,7 +112,7 @@ from gauntlet.agents.llm.calls import (
     rejection,
     tool_message,
 )
-from gauntlet.agents.llm.checklist import CHECKLIST_MODES, checklist_note, with_note
+from gauntlet.agents.llm.checklist import CHECKLIST_MODES, CHECKLISTS, with_note
 from gauntlet.agents.llm.graph import (
     Budget,
     LoopSettings,
@@ -169,9 +171,10 @@ REVIEW = ("Not submitted yet: check it against the question first. The question 
 AUTO_WIDEN, IN_RESULTS, IN_PROMPT = "auto", "in_results", "in_prompt"
 # The harness options a mode turns on when the config leaves them unset (None). ChemCost: a worked example
 # and the checklist took the 1.5B from 0 of 10 (neither) and 6 of 40 (the example alone) to 31 of 40
-# tasks priced within 25 % (docs/results/agents.md). The DORA modes keep both off: nothing measured there
-# says otherwise.
-MODE_DEFAULTS: dict[str, dict[str, bool]] = {"chemcost": {"demonstrations": True, "checklist": True}}
+# tasks priced within 25 %. DORA's instruction mode: the plan's progress took the 1.5B's DORA score on 15
+# tasks from 0.29 to 0.82 (docs/results/agents.md).
+MODE_DEFAULTS: dict[str, dict[str, bool]] = {"chemcost": {"demonstrations": True, "checklist": True},
+                                             "instruction": {"checklist": True}}
 WIDEN_OPTIONS = (AUTO_WIDEN, IN_RESULTS, IN_PROMPT)
 WIDEN_NEEDS_LOCAL = (f'agent llm: widen_tools "{IN_RESULTS}" needs a local model (offline, llama: or hf:), whose '
                      f'prompt the agent writes; this model gets its tools with each request: use "{IN_PROMPT}"')
@@ -259,8 +262,8 @@ class LLMAgent(Agent):
             if not isinstance(value, bool):
                 raise UserError(f"agent llm: {option} is true or false, not {value!r}; fix the agent config")
         if checklist and mode not in CHECKLIST_MODES:
-            raise UserError(f"agent llm: checklist is for mode {', '.join(CHECKLIST_MODES)} (the components of a "
-                            f"reaction to price), not {mode!r}; fix the agent config")
+            raise UserError(f"agent llm: checklist is for modes {', '.join(CHECKLIST_MODES)} (the components of a "
+                            f"reaction to price, the steps of a plan shown), not {mode!r}; fix the agent config")
         if widen_tools not in WIDEN_OPTIONS:
             raise UserError(f"agent llm: widen_tools is {', '.join(map(repr, WIDEN_OPTIONS))}, not {widen_tools!r}; "
                             "fix the agent config")
@@ -542,7 +545,7 @@ class LLMAgent(Agent):
             raise RuntimeError("act() was called again after the agent's final action; reset() starts a new task")
         message = _result_message(running, observation, info)
         if self._kwargs["checklist"]:
-            note = checklist_note([*state["messages"], message])
+            note = CHECKLISTS[self._mode.name]([*state["messages"], message])
             if note is not None:
                 message.content = with_note(str(message.content), note)
         action = self._answer_calls(state, message)

@@ -15,12 +15,22 @@ a chemical of the component's own name. The numbers in a note are numbers the re
 note adds no fact the episode did not hold; it is bookkeeping the model leaves undone.
 
 Only the task's own turns are read: a worked example before it (``DEMO_CLOSING`` ends one) is not.
+
+DORA's instruction mode has its own checklist, ``plan_note(messages)``: the plan's progress. The 1.5B,
+shown a task's plan as numbered steps, ran steps again on their own outputs, skipped a step's result in
+a later step's arguments, and after the last step called tools of no step until its calls ran out. After
+each result the note says which steps are done (each with the ``path`` its result gave, when it gave
+one) and the next step as the plan wrote it, or, once every step is done, to submit the answer. A step
+counts as done when a call of its tool succeeded after the step before it was done; the plan is read
+from the task's own question (``Plan:`` and its numbered lines, as ``modes.plan_steps`` writes them), so
+this note, too, holds nothing the episode did not. It never fills a step's ``<step k result>`` in.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +41,9 @@ from gauntlet.agents.llm.demonstrations import DEMO_CLOSING
 READ, SEARCH, BUY = "get_reaction", "search_chemical", "select_pack"
 # What joins a note to the result it follows; the result before it is read back as JSON.
 SEPARATOR = "\n\nChecklist: "
-# The modes with a checklist: ChemCost's answer is a sum over components, which a small model stops short of.
-CHECKLIST_MODES = ("chemcost",)
+# A plan as the instruction mode shows it: "Plan:" and then one "<number>. <tool>(<arguments>)" line a step.
+PLAN_HEADER = "\n\nPlan:\n"
+_STEP = re.compile(r"^(\d+)\. ([A-Za-z0-9_.-]+)\(")
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,46 @@ def checklist_note(messages: Sequence[BaseMessage]) -> str | None:
             "submit that number.")
 
 
+def plan_note(messages: Sequence[BaseMessage]) -> str | None:
+    """The plan's progress after the last message of ``messages`` (a tool result): the steps done and
+    the next step, or that every step is done; None when it is not a result or the task shows no plan."""
+    if not messages or not isinstance(messages[-1], ToolMessage):
+        return None
+    task = _task_turns(messages)
+    steps = _plan(task)
+    if not steps:
+        return None
+    calls = {call["id"]: call["name"] for message in task if isinstance(message, AIMessage)
+             for call in message.tool_calls}
+    done: list[str] = []
+    for message in task:
+        if not isinstance(message, ToolMessage) or message.status == "error" or len(done) == len(steps):
+            continue
+        if calls.get(message.tool_call_id, message.name) == steps[len(done)][0]:
+            result = _json(message.content)
+            path = result.get("path") if isinstance(result, dict) else None
+            done.append(f"step {len(done) + 1}" + (f" -> {path}" if isinstance(path, str) else ""))
+    if len(done) == len(steps):
+        return (f"Every step of the plan is done ({'; '.join(done)}). Step {len(steps)}'s result answers the "
+                "question: call submit_answer with the answer now, in the format the question asks for.")
+    head = f"Plan steps done: {'; '.join(done)}." if done else "No step of the plan is done yet."
+    return f"{head} Next: step {steps[len(done)][1]}"
+
+
+def _plan(task: Sequence[BaseMessage]) -> list[tuple[str, str]]:
+    """The task's plan steps as (tool, the step's line as the plan wrote it), from its first human turn."""
+    question = next((message.content for message in task if isinstance(message, HumanMessage)), None)
+    if not isinstance(question, str) or PLAN_HEADER not in question:
+        return []
+    steps: list[tuple[str, str]] = []
+    for line in question.split(PLAN_HEADER, 1)[1].splitlines():
+        match = _STEP.match(line)
+        if match is None or int(match.group(1)) != len(steps) + 1:
+            break
+        steps.append((match.group(2), line))
+    return steps
+
+
 def _task_turns(messages: Sequence[BaseMessage]) -> Sequence[BaseMessage]:
     """The messages after a worked example (all of them when there is none)."""
     for index in range(len(messages) - 1, -1, -1):
@@ -139,4 +190,10 @@ def _number(value: float) -> str:
     return f"{value:.10g}"  # as the result showed it (12.09, 1.5), so a number the model copies is one it saw
 
 
-__all__ = ["CHECKLIST_MODES", "checklist_note", "with_note"]
+# Each mode with a checklist and its note. ChemCost's answer is a sum over components, which a small model
+# stops short of; an instruction-mode plan is a sequence of steps, which it loses its place in.
+CHECKLISTS: dict[str, Callable[[Sequence[BaseMessage]], str | None]] = {"chemcost": checklist_note,
+                                                                         "instruction": plan_note}
+CHECKLIST_MODES = tuple(CHECKLISTS)
+
+__all__ = ["CHECKLISTS", "CHECKLIST_MODES", "checklist_note", "plan_note", "with_note"]

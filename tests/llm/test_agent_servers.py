@@ -109,6 +109,27 @@ def test_disaster_instruction_episode_follows_the_plan_and_a_halt_is_recorded(di
     assert json.loads(halted.steps[0].action)["arguments"] == task.gold_trajectory[0].args
 
 
+def test_the_instruction_checklist_follows_the_gold_calls_through_the_plan_with_the_server_s_paths(
+        disaster_data, disaster_env, write_script, tmp_path):
+    tasks = load_suite(disaster_data.suite)
+    task = next(t for t in tasks if len(t.gold_trajectory) >= 3)
+    script = write_script([*gold_turns(task), answer_turn(task.answer)])
+    agent = LLMAgent(model=f"scripted:{script}", mode="instruction", checklist=True, suite=str(disaster_data.suite))
+    finished = gauntlet.rollout(disaster_env, agent, seed=tasks.index(task), record=tmp_path / "plan.jsonl")
+    assert finished.outcome.score == pytest.approx(1.0)  # the notes change nothing that runs
+    (episode,) = gauntlet.load_episodes(tmp_path / "plan.jsonl")
+    assert episode.agent.config["checklist"] is True
+    notes = [message.content.split("Checklist: ", 1)[1] for message in conversation(episode) if message.type == "tool"]
+    assert len(notes) == len(task.gold_trajectory)
+    # The truth: the gold trajectory's own results, each step's path named as the server gave it.
+    done = [f"step {number}" + (f" -> {call.obs['path']}" if isinstance(call.obs, dict) and "path" in call.obs else "")
+            for number, call in enumerate(task.gold_trajectory, start=1)]
+    for count, note in enumerate(notes[:-1], start=1):
+        assert note.startswith(f"Plan steps done: {'; '.join(done[:count])}. Next: step {count + 1}. "
+                               f"{task.gold_trajectory[count].call}(")
+    assert notes[-1].startswith(f"Every step of the plan is done ({'; '.join(done)}).")
+
+
 def test_gauntlet_replay_re_executes_an_llm_episode_from_its_recorded_calls_and_checks_the_results(
         chem_data, write_script, tmp_path):
     import gymnasium as gym

@@ -81,6 +81,14 @@ def test_the_smoke_size_scores_pass_k_dora_accuracy_ablations_and_what_the_harne
     assert "component_recall" not in ablations["chem"]["bare"]
     assert [ablations["disaster"][f"scope {k}"]["config"]["tool_scope"] for k in ("8", "16", "32", "all")] == \
         [8, 16, 32, "all"]
+    assert ablations["disaster"]["scope 8"]["config"]["mode"] == "autonomous"
+    planned = ablations["disaster"]["instruction without checklist"]["config"]
+    assert (planned["mode"], planned["checklist"]) == ("instruction", False)
+    # The disaster part runs each mode's defaults, written out: the instruction mode's checklist.
+    assert disaster["instruction"]["config"]["checklist"] is True
+    assert "checklist" not in disaster["autonomous"]["config"]
+    shown = ablations["disaster"]["autonomous + demonstrations"]["config"]
+    assert (shown["mode"], shown["demonstrations"]) == ("autonomous", True)
     written = json.loads((tmp_path / "out" / "smoke" / "llm_offline.json").read_text())
     assert written["chem-demonstrations-checklist"]["pass_k"] == json.loads(json.dumps(chem["pass_k"]))
     printed = capsys.readouterr().out
@@ -172,7 +180,7 @@ def test_ablation_settings_run_apart_on_different_slices_keep_each_suites_own_ta
     assert chem["tasks"] == ["c-0"] and chem["bare"]["episodes"] == 1
     assert len(disaster["tasks"]) == 3 and disaster["scope 8"]["episodes"] == 3
     written = (tmp_path / "out" / "slice" / "llm_offline.md").read_text()
-    assert "chem ChemCost, 1 tasks" in written and "disaster autonomous, 3 tasks" in written
+    assert "chem ChemCost, 1 tasks" in written and "disaster, 3 tasks" in written
 
 
 def test_an_offline_spec_is_recorded_by_the_pinned_model_it_names_and_a_folder_keeps_one_model(tmp_path, capsys):
@@ -191,3 +199,14 @@ def test_an_offline_spec_is_recorded_by_the_pinned_model_it_names_and_a_folder_k
     assert "holds results of offline:qwen2.5-coder-0.5b-instruct, not offline:qwen2.5-coder-1.5b-instruct" in \
         capsys.readouterr().err
     assert json.loads((out / "llm_offline.json").read_text()) == held
+
+
+def test_the_chem_parts_default_setting_is_the_harness_the_chemcost_mode_runs_by_default():
+    from gauntlet.agents.llm.agent import MODE_DEFAULTS
+
+    experiment = load_experiment("llm_offline")
+    setting = {**experiment.CHEM_HARNESS, **experiment.CHEM_ABLATIONS[experiment.DEFAULT_CHEM_SETTING]}
+    assert setting == {**experiment.CHEM_HARNESS, **MODE_DEFAULTS["chemcost"]}
+    # Each pinned model's other is pinned too, named as ``recorded_spec`` names a run's model.
+    for model, other in experiment.OTHER_MODEL.items():
+        assert experiment.recorded_spec(model) == model and experiment.recorded_spec(other) == other
