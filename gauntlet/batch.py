@@ -190,8 +190,31 @@ def _differences(old: Any, new: Any, where: str = "") -> list[str]:
     return [] if old == new else [where]
 
 
+def _listed_tasks(spec: RunSpec) -> int:
+    return len(spec.tasks.task_indices or ()) if spec.tasks else 0
+
+
+def _same_run_other_length(recorded: RunSpec, spec: RunSpec) -> bool:
+    """Whether two specs differ only in how long their task list is, one list the start of the other: every
+    episode both plan has the same number, task and seed in each, so a folder grows (or is read in part)."""
+    if recorded.tasks is None or spec.tasks is None:
+        return False
+    old, new = recorded.tasks.task_indices, spec.tasks.task_indices
+    if old is None or new is None:
+        return False
+    shorter, longer = sorted((old, new), key=len)
+    if longer[:len(shorter)] != shorter:
+        return False
+    return recorded.model_copy(update={"tasks": recorded.tasks.model_copy(update={"task_indices": new})}) == spec
+
+
 def prepare_run_folder(out_dir: Path, spec: RunSpec) -> str:
-    """Create or reopen a run folder for ``spec``; return its run id."""
+    """Create or reopen a run folder for ``spec``; return its run id.
+
+    A spec may reopen a folder whose recorded task list starts with its own, or is the start of its own:
+    the run grows (``run.json`` then records the longer list) or is read in part. Any other difference
+    is refused.
+    """
     run_file = out_dir / "run.json"
     try:
         (out_dir / "episodes").mkdir(parents=True, exist_ok=True)
@@ -207,9 +230,12 @@ def prepare_run_folder(out_dir: Path, spec: RunSpec) -> str:
         except (ValueError, KeyError):
             raise RunFolderError(f"{run_file} is not a Gauntlet run file; choose an empty --out folder") from None
         if recorded != spec:
-            differing = _differences(recorded.model_dump(mode="json"), spec.model_dump(mode="json"))
-            raise RunFolderError(f"{out_dir} holds another run (it differs in {', '.join(differing[:4])}); resume it "
-                                 "with the options it was started with, or choose another --out folder")
+            if not _same_run_other_length(recorded, spec):
+                differing = _differences(recorded.model_dump(mode="json"), spec.model_dump(mode="json"))
+                raise RunFolderError(f"{out_dir} holds another run (it differs in {', '.join(differing[:4])}); "
+                                     "resume it with the options it was started with, or choose another --out folder")
+            if _listed_tasks(spec) > _listed_tasks(recorded):
+                write_atomically(run_file, json.dumps({**existing, "spec": spec.model_dump(mode="json")}, indent=2))
         return str(existing["run_id"])
     run_id = new_run_id()
     payload = {"run_id": run_id, "spec": spec.model_dump(mode="json"), "versions": versions()}

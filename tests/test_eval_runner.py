@@ -234,6 +234,26 @@ def test_a_larger_limit_into_the_same_folder_runs_only_the_new_tasks(toy_suite, 
     assert (summary["ran"], summary["skipped"], len(summary["episodes"])) == (2, 3, 5)
 
 
+def test_a_longer_task_list_grows_the_folder_and_a_reordered_one_is_refused(toy_suite, tmp_path, capsys):
+    out = tmp_path / "eval"
+    assert eval_cli("toy", "--agent", "gold", "--tasks", "t-07,t-02", "--workers", "1", "--out", str(out)) == 0
+    first = {index: episode_path(out, index).stat().st_mtime_ns for index in range(2)}
+    capsys.readouterr()
+    assert eval_cli("toy", "--agent", "gold", "--tasks", "t-07,t-02,t-04", "--workers", "1", "--out", str(out)) == 0
+    assert "ran 1, resumed 2 already complete" in capsys.readouterr().out
+    assert {index: episode_path(out, index).stat().st_mtime_ns for index in range(2)} == first
+    assert json.loads((out / "run.json").read_text())["spec"]["tasks"]["task_indices"] == [7, 2, 4]
+    # The start of the recorded list reads those episodes again; run.json keeps the longer list.
+    assert eval_cli("toy", "--agent", "gold", "--tasks", "t-07", "--workers", "1", "--out", str(out)) == 0
+    assert [task["task_id"] for task in scores_of(out)["tasks"]] == ["t-07"]
+    assert json.loads((out / "run.json").read_text())["spec"]["tasks"]["task_indices"] == [7, 2, 4]
+    capsys.readouterr()
+    # Another order would give recorded episodes other tasks: refused, naming the field.
+    assert eval_cli("toy", "--agent", "gold", "--tasks", "t-02,t-07,t-04", "--workers", "1", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tasks.task_indices" in err
+
+
 def test_resuming_with_other_options_is_refused_naming_what_differs(toy_suite, tmp_path, capsys):
     out = tmp_path / "eval"
     assert eval_cli("toy", "--agent", "gold", "--limit", "1", "--workers", "1", "--out", str(out)) == 0
