@@ -14,7 +14,8 @@ Parts (each a ``gauntlet eval`` run folder under ``--out``, so a rerun resumes i
   recorded seed.
 * ``disaster``: DORA T1-T3 in both modes, autonomous planning and instruction following (the
   question, the tools, and in instruction mode the gold tool plan); ``per_dimension`` tasks of each
-  dimension drawn with a seeded shuffle from the evaluation split; greedy, one attempt; each mode with
+  dimension drawn with a seeded shuffle from the evaluation split, taken one of each dimension in turn
+  (a larger ``--per-dimension`` grows a folder); greedy, one attempt; each mode with
   the harness options it turns on by default written out (``MODE_DEFAULTS``: the instruction mode's
   checklist), so a folder keeps its harness when a default changes. Reported as
   DORA does: answer accuracy per dimension and their macro average (the DORA score), and the
@@ -72,7 +73,8 @@ SIZES: dict[str, dict[str, Any]] = {
     # The ablations alone, on 10 tasks each.
     "slice": {"chem_tasks": 0, "repeats": 0, "chem_steps": 25, "per_dimension": 0, "disaster_steps": 12,
               "slice": 10},
-    "full": {"chem_tasks": 40, "repeats": 3, "chem_steps": 25, "per_dimension": 30, "disaster_steps": 12,
+    # DORA: 30 tasks a mode, 10 of each of T1-T3 (about 1 h autonomous, 30 min instruction on 2 cores).
+    "full": {"chem_tasks": 40, "repeats": 3, "chem_steps": 25, "per_dimension": 10, "disaster_steps": 12,
              "slice": 10},
 }
 PARTS = ("chem", "disaster", "ablations")
@@ -163,16 +165,17 @@ def eval_split(suite: str) -> list[Any]:
 
 
 def disaster_sample(per_dimension: int, suite: str = "disaster", seed: int = 0) -> list[str]:
-    """``per_dimension`` task ids of each of T1-T3 of the evaluation split, a seeded draw."""
+    """``per_dimension`` task ids of each of T1-T3 of the evaluation split, a seeded draw, one task of each
+    dimension in turn (T1, T2, T3, T1, ...)."""
     tasks = eval_split(suite)
-    chosen: list[str] = []
+    drawn: list[list[str]] = []
     for dimension in DIMENSIONS:
         ids = sorted(task.id for task in tasks if task.metadata.get("dimension") == dimension)
-        # One seeded order per dimension, cut at ``per_dimension``: a smaller sample is the start of a larger one,
-        # so a run folder grows by resuming it with a larger size.
         random.Random(f"{seed}-{dimension}").shuffle(ids)
-        chosen += ids[:per_dimension]
-    return chosen
+        drawn.append(ids[:per_dimension])
+    # One seeded order per dimension, taken in turn: a smaller sample is the start of a larger one, so a run
+    # folder grows by resuming it with a larger size (``prepare_run_folder`` reopens it).
+    return [ids[k] for k in range(per_dimension) for ids in drawn if k < len(ids)]
 
 
 def chem_sample(count: int, suite: str = "chem") -> list[str]:
@@ -208,7 +211,9 @@ def usage(evaluation: Any, folder: Path) -> dict[str, Any]:
             "seconds_per_episode": fmean(seconds) if seconds else None,
             "seconds_per_step": sum(seconds) / len(steps) if steps and seconds else None,
             "model_calls_per_episode": fmean(r.model_calls for r in results) if results else None,
-            "peak_rss_gb": peak_rss_gb()}
+            # Measured only where this invocation ran episodes (a rerun that resumes them all measures nothing;
+            # main keeps the figure the folder's earlier run recorded).
+            "peak_rss_gb": peak_rss_gb() if evaluation.ran else None}
 
 
 def peak_rss_gb() -> float:
@@ -245,13 +250,60 @@ def dora_reports(folder: Path, suite: str) -> list[dict[str, Any]]:
 
 
 def dora_summary(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Answer accuracy per dimension and their macro average (the DORA score), and mean trajectory metrics."""
+    """Answer accuracy per dimension and their macro average (the DORA score) with a bootstrap 95 % CI over
+    tasks (``dora_score_ci``), and mean trajectory metrics."""
     by_dimension = {dimension: [r for r in reports if r["dimension"] == dimension] for dimension in DIMENSIONS}
     accuracy = {dimension: fmean(r["answer_score"] for r in rows) for dimension, rows in by_dimension.items() if rows}
     metrics = sorted({key for r in reports for key in r["trajectory"]})
+    scores = [[r["answer_score"] for r in rows] for rows in by_dimension.values() if rows]
     return {"accuracy": accuracy, "dora_score": fmean(accuracy.values()) if accuracy else None,
+            "dora_score_ci": macro_mean_ci(scores) if scores else None,
             "trajectory": {key: fmean(r["trajectory"][key] for r in reports) for key in metrics} if reports else {},
             "attempts": len(reports)}
+
+
+def macro_mean_ci(groups: Sequence[Sequence[float]], resamples: int = 10_000, seed: int = 0) -> list[float]:
+    """A percentile bootstrap 95 % interval of the mean of the groups' means, resampling each group's values
+    apart (tasks within their dimension, so every resample has every dimension, as the DORA score needs)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    means = np.zeros(resamples)
+    for values in groups:
+        data = np.asarray(values, dtype=np.float64)
+        means += data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
+    low, high = np.quantile(means / len(groups), [0.025, 0.975])
+    return [float(low), float(high)]
+
+
+def chem_task_scores(folder: Path) -> dict[str, float]:
+    """Each task's share of successful attempts (CTA@25) in a chem run folder, from its ``scores.json``."""
+    tallies: dict[str, list[bool]] = {}
+    for row in json.loads((folder / "scores.json").read_text())["tasks"]:
+        tallies.setdefault(row["task_id"], []).append(bool(row["success"]))
+    return {task: fmean(successes) for task, successes in tallies.items()}
+
+
+def dora_task_scores(folder: Path, suite: str) -> dict[str, float]:
+    """Each task's DORA answer score in a disaster run folder (one attempt a task)."""
+    return {report["task_id"]: report["answer_score"] for report in dora_reports(folder, suite)}
+
+
+def paired(reference: dict[str, float], other: dict[str, float], against: str) -> dict[str, Any]:
+    """``other`` against ``reference`` task by task, on the tasks both ran: on how many it scored higher,
+    lower and the same, and the sign test's p (ties dropped)."""
+    from gauntlet.stats import sign_test
+
+    common = sorted(set(reference) & set(other))
+    better = sum(other[task] > reference[task] for task in common)
+    worse = sum(other[task] < reference[task] for task in common)
+    return {"against": against, "tasks": len(common), "better": better, "worse": worse,
+            "equal": len(common) - better - worse, "sign_test_p": sign_test(better, worse)}
+
+
+def reference_folder(name: str, places: Sequence[Path]) -> Path | None:
+    """The first run folder ``name`` (a part's, e.g. ``disaster-autonomous``) in ``places`` that has results."""
+    return next((place / name for place in places if (place / name / "scores.json").is_file()), None)
 
 
 def agent_config(model: str, mode: str, max_steps: int, *, sample: bool, device: str | None,
@@ -300,10 +352,10 @@ def run_chem(out: Path, model: str, plan: dict[str, Any], device: str | None, su
 
 def run_disaster(out: Path, model: str, plan: dict[str, Any], device: str | None, suite: str,
                  workers: int) -> dict[str, Any]:
-    ids = disaster_sample(plan["per_dimension"], suite)
-    result: dict[str, Any] = {"tasks": ids}
     from gauntlet.agents.llm.agent import MODE_DEFAULTS
 
+    ids = disaster_sample(plan["per_dimension"], suite)
+    result: dict[str, Any] = {"tasks": ids}
     for mode in DISASTER_MODES:
         folder = out / f"disaster-{mode}"
         # The options the mode turns on by default, written out: a record keeps its harness when a default changes.
@@ -315,10 +367,14 @@ def run_disaster(out: Path, model: str, plan: dict[str, Any], device: str | None
 
 
 def run_ablations(out: Path, model: str, plan: dict[str, Any], device: str | None, suites: tuple[str, str],
-                  workers: int, settings: Sequence[str] | None = None) -> dict[str, Any]:
+                  workers: int, settings: Sequence[str] | None = None,
+                  parts: Sequence[Path] = ()) -> dict[str, Any]:
     """Each ablation is one harness setting (``CHEM_ABLATIONS``, ``DISASTER_ABLATIONS``); greedy, one attempt,
     ``slice`` tasks.
-    ``settings`` (names of ``CHEM_ABLATIONS`` and ``DISASTER_ABLATIONS``) picks some; default all."""
+    ``settings`` (names of ``CHEM_ABLATIONS`` and ``DISASTER_ABLATIONS``) picks some; default all.
+    Each setting run with the experiment's model is compared task by task (``paired``) with the part it
+    changes, when a folder of ``parts`` holds that part's run: a chem setting with the chem part's default
+    harness, a disaster setting with the disaster part's run of its mode, on the tasks both ran."""
     from gauntlet.agents.llm.models import runs_on_llama
 
     chem_suite, disaster_suite = suites
@@ -336,18 +392,26 @@ def run_ablations(out: Path, model: str, plan: dict[str, Any], device: str | Non
         if "model_options" in change and not runs_on_llama(run_model):
             continue  # only the llama.cpp backends decode under a call grammar
         config = agent_config(run_model, "chemcost", plan["chem_steps"], sample=False, device=device, **change)
-        _, result["chem"][name] = evaluate(out / "ablations" / f"chem-{slug(name)}", chem_suite, config,
-                                           chem_ids, 1, workers)
+        folder = out / "ablations" / f"chem-{slug(name)}"
+        _, result["chem"][name] = evaluate(folder, chem_suite, config, chem_ids, 1, workers)
+        reference = reference_folder(chem_key(DEFAULT_CHEM_SETTING), parts)
+        if reference is not None and name != DEFAULT_CHEM_SETTING:
+            result["chem"][name]["paired"] = paired(chem_task_scores(reference), chem_task_scores(folder),
+                                                    reference.name)
     for name, change in DISASTER_ABLATIONS.items():
         if name not in wanted:
             continue
         folder = out / "ablations" / f"disaster-{slug(name)}"
         change = dict(change)
-        config = agent_config(model, change.pop("mode", "autonomous"), plan["disaster_steps"], sample=False,
-                              device=device, **change)
+        mode = change.pop("mode", "autonomous")
+        config = agent_config(model, mode, plan["disaster_steps"], sample=False, device=device, **change)
         _, summary = evaluate(folder, disaster_suite, config, disaster_ids, 1, workers)
         result["disaster"][name] = {**summary, **dora_summary(dora_reports(folder, disaster_suite)),
                                     "prompt_tokens_first_call": first_prompt_tokens(folder)}
+        reference = reference_folder(f"disaster-{mode}", parts)
+        if reference is not None:
+            result["disaster"][name]["paired"] = paired(dora_task_scores(reference, disaster_suite),
+                                                        dora_task_scores(folder, disaster_suite), reference.name)
     # A suite none of whose settings ran keeps no task list: runs of other settings (another process, another
     # --slice) merge theirs into the file, and an empty run's list would overwrite the one their rows were run on.
     return {part: rows for part, rows in result.items() if len(rows) > 1}
@@ -402,8 +466,9 @@ def tables(results: dict[str, Any]) -> str:
     if ablations and ablations.get("chem"):
         lines += [f"## ablations: chem ChemCost, {len(ablations['chem']['tasks'])} tasks, greedy", "",
                   "| setting | CTA@25 | components acted on (recall / precision) | malformed | repeated | redrawn | "
-                  "ungrounded | no call | model calls / ep | s / step | s / episode |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "ungrounded | no call | model calls / ep | s / step | s / episode | "
+                  "against the default, task by task |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for name, row in ablations["chem"].items():
             if name != "tasks":
                 lines.append(f"| {name} ({row['config']['model']}) | {_num(row['success_rate'])} | "
@@ -412,28 +477,59 @@ def tables(results: dict[str, Any]) -> str:
                              f"{row['repeated_calls']} | {row.get('redrawn_replies', '–')} | "
                              f"{row.get('ungrounded_calls', '–')} | {row['replies_without_call']} | "
                              f"{_num(row['model_calls_per_episode'], 1)} | {_num(row['seconds_per_step'], 1)} | "
-                             f"{_num(row['seconds_per_episode'], 0)} |")
+                             f"{_num(row['seconds_per_episode'], 0)} | {_paired_cell(row)} |")
     if ablations and ablations.get("disaster"):  # a run of chem settings only has no disaster table
         disaster_rows = {name: row for name, row in ablations["disaster"].items() if name != "tasks"}
         if disaster_rows:
-            lines += ["", f"## ablations: disaster, {len(ablations['disaster']['tasks'])} tasks, tool scope "
-                      "(autonomous) and the instruction checklist", "", *_dora_table(disaster_rows, prompt=True), ""]
+            lines += ["", "## ablations: disaster, the first tasks of each dimension (settings run on slices of their "
+                      "own size: the tasks column), tool scope (autonomous), the instruction checklist and a worked "
+                      "example", "", *_dora_table(disaster_rows, prompt=True), ""]
     return "\n".join(lines)
 
 
 def _dora_table(rows: dict[str, dict[str, Any]], prompt: bool = False) -> list[str]:
-    lines = ["| run | T1 | T2 | T3 | DORA score | tool in-order | tool exact | parameter accuracy | malformed | "
-             "repeated | " + ("first prompt tokens | " if prompt else "") + "s / step | s / episode |",
-             "|---" * (12 + int(prompt)) + "|"]
+    """The DORA table; ``prompt`` (the ablations') adds the first prompt's size and the comparison with the part."""
+    lines = ["| run | " + ("tasks | " if prompt else "") + "T1 | T2 | T3 | DORA score [95% CI] | tool in-order | "
+             "tool exact | parameter accuracy | malformed | repeated | "
+             + ("first prompt tokens | " if prompt else "") + "s / step | s / episode |"
+             + (" against the part's run of its mode, task by task |" if prompt else ""),
+             "|---" * (12 + 3 * int(prompt)) + "|"]
     for name, row in rows.items():
         acc, trajectory = row["accuracy"], row["trajectory"]
-        lines.append(f"| {name} | " + " | ".join(_num(acc.get(d)) for d in DIMENSIONS) +
-                     f" | {_num(row['dora_score'])} | {_num(trajectory.get('tool_in_order'))} | "
+        lines.append(f"| {name} | " + (f"{row['attempts']} | " if prompt else "") +
+                     " | ".join(_num(acc.get(d)) for d in DIMENSIONS) +
+                     f" | {_num(row['dora_score'])}{_ci(row.get('dora_score_ci'))} | "
+                     f"{_num(trajectory.get('tool_in_order'))} | "
                      f"{_num(trajectory.get('exact_match'))} | {_num(trajectory.get('parameter_accuracy'))} | "
                      f"{row['malformed_calls']}/{row['calls_proposed']} | {row['repeated_calls']} | " +
                      (f"{_num(row.get('prompt_tokens_first_call'), 0)} | " if prompt else "") +
-                     f"{_num(row['seconds_per_step'], 1)} | {_num(row['seconds_per_episode'], 0)} |")
+                     f"{_num(row['seconds_per_step'], 1)} | {_num(row['seconds_per_episode'], 0)} |" +
+                     (f" {_paired_cell(row)} |" if prompt else ""))
     return lines
+
+
+def _paired_cell(row: dict[str, Any]) -> str:
+    """A setting's task-by-task comparison (``paired``), or '-' when its reference was not run."""
+    found = row.get("paired")
+    if not found or not found["tasks"]:
+        return "-"
+    return (f"better on {found['better']}, worse on {found['worse']}, same on {found['equal']} of {found['tasks']} "
+            f"(sign test p = {found['sign_test_p']:.2f}; {found['against']})")
+
+
+def keep_measured_memory(old: Any, new: Any) -> None:
+    """Where ``new`` (a part's results) did not measure ``peak_rss_gb`` (it ran no episode) and ``old`` (the
+    same part's results in the file) did, keep the old figure; nested parts (modes, settings) alike."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return
+    if new.get("peak_rss_gb", 0) is None and old.get("peak_rss_gb") is not None:
+        new["peak_rss_gb"] = old["peak_rss_gb"]
+    for key, value in new.items():
+        keep_measured_memory(old.get(key), value)
+
+
+def _ci(interval: Sequence[float] | None) -> str:
+    return "" if not interval else f" [{interval[0]:.2f}, {interval[1]:.2f}]"
 
 
 def _num(value: float | None, digits: int = 2) -> str:
@@ -445,7 +541,7 @@ def _usage_line(part: dict[str, Any]) -> str:
             f"{part['repeated_calls']} repeated calls answered from memory; {part['replies_without_call']} replies "
             f"without a call; {_num(part['model_calls_per_episode'], 1)} model calls, "
             f"{_num(part['tokens_per_episode'], 0)} tokens, {_num(part['seconds_per_step'], 1)} s per step and "
-            f"{_num(part['seconds_per_episode'], 0)} s per episode; peak memory {part['peak_rss_gb']} GB.")
+            f"{_num(part['seconds_per_episode'], 0)} s per episode; peak memory {_num(part['peak_rss_gb'])} GB.")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -520,7 +616,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ran["disaster"] = run_disaster(out, args.model, plan, args.device, args.disaster_suite, args.workers)
         if "ablations" in parts and plan["slice"]:
             ran["ablations"] = run_ablations(out, args.model, plan, args.device, (args.chem_suite, args.disaster_suite),
-                                             args.workers, settings)
+                                             args.workers, settings, parts=(out, args.out))
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -537,6 +633,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             merged = {**results["ablations"].get(suite_part, {}), **ran["ablations"].get(suite_part, {})}
             if merged:
                 ran["ablations"][suite_part] = merged
+    for key, part in ran.items():
+        keep_measured_memory(results.get(key), part)
     results.update({"model": args.model, "size": args.size, "plan": plan, **ran})
     write_atomically(path, json.dumps(results, indent=2, default=str))
     text = tables(results)

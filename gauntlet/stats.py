@@ -8,6 +8,8 @@ Confidence intervals are percentile bootstraps, seeded so a report is reproducib
 * ``stratified_bootstrap_ci``: of any statistic of scores and 0/1 labels, resampling each class apart
   (every resample has both classes, which AUROC and FPR@TPR need).
 
+Paired comparisons: ``sign_test`` (two runs of the same tasks, which one did better task by task).
+
 Detection and calibration: ``auroc`` (the Mann-Whitney form: the chance a random positive scores above
 a random negative, ties counted half; NaN with one class), ``fpr_at_tpr`` (the negatives flagged at the
 highest threshold that flags the asked share of positives) and ``expected_calibration_error``.
@@ -15,6 +17,7 @@ highest threshold that flags the asked share of positives) and ``expected_calibr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -121,3 +124,15 @@ def expected_calibration_error(probabilities: np.ndarray, labels: np.ndarray, bi
 
 __all__ = ["BOOTSTRAP_RESAMPLES", "auroc", "bootstrap_ci", "cluster_bootstrap_ci", "expected_calibration_error",
            "fpr_at_tpr", "stratified_bootstrap_ci"]
+
+
+def sign_test(better: int, worse: int) -> float:
+    """The two-sided exact sign test of paired outcomes, ties dropped: the chance, if neither side were
+    better, of a split of the ``better + worse`` untied pairs at least as uneven as this one (1.0 with none)."""
+    if better < 0 or worse < 0:
+        raise ValueError(f"counts of pairs must be >= 0; got {better} and {worse}")
+    n = better + worse
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(better, worse) + 1)) / 2**n
+    return min(1.0, 2.0 * tail)

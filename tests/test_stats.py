@@ -13,6 +13,7 @@ from gauntlet.stats import (
     cluster_bootstrap_ci,
     expected_calibration_error,
     fpr_at_tpr,
+    sign_test,
     stratified_bootstrap_ci,
 )
 
@@ -67,3 +68,17 @@ def test_expected_calibration_error_by_hand():
     probabilities = np.array([0.1, 0.1, 0.9, 0.9])
     labels = np.array([0, 1, 1, 1])
     assert expected_calibration_error(probabilities, labels, bins=10) == pytest.approx((2 * 0.4 + 2 * 0.1) / 4)
+
+
+@pytest.mark.parametrize(("better", "worse"), [(9, 1), (7, 3), (0, 0), (5, 5), (0, 12), (30, 11), (1, 0)])
+def test_the_sign_test_is_scipys_two_sided_exact_binomial_test(better, worse):
+    from scipy.stats import binomtest
+
+    expected = 1.0 if better + worse == 0 else binomtest(better, better + worse, 0.5).pvalue
+    assert sign_test(better, worse) == pytest.approx(expected, rel=1e-12)
+    assert sign_test(better, worse) == sign_test(worse, better)
+
+
+def test_the_sign_test_refuses_negative_counts():
+    with pytest.raises(ValueError, match=">= 0"):
+        sign_test(-1, 3)

@@ -89,10 +89,46 @@ def test_the_smoke_size_scores_pass_k_dora_accuracy_ablations_and_what_the_harne
     assert "checklist" not in disaster["autonomous"]["config"]
     shown = ablations["disaster"]["autonomous + demonstrations"]["config"]
     assert (shown["mode"], shown["demonstrations"]) == ("autonomous", True)
+    # Each setting against the part it changes, task by task, on the tasks both ran (here all scores tie).
+    same = {"tasks": 3, "better": 0, "worse": 0, "equal": 3, "sign_test_p": 1.0}
+    assert ablations["disaster"]["scope 16"]["paired"] == {"against": "disaster-autonomous", **same}
+    planned_vs_part = ablations["disaster"]["instruction without checklist"]["paired"]
+    assert planned_vs_part == {"against": "disaster-instruction", **same}
+    assert ablations["chem"]["bare"]["paired"] == {"against": "chem-demonstrations-checklist", "tasks": 1, "better": 0,
+                                                   "worse": 0, "equal": 1, "sign_test_p": 1.0}
+    assert "paired" not in ablations["chem"]["demonstrations + checklist"]  # the default itself
     written = json.loads((tmp_path / "out" / "smoke" / "llm_offline.json").read_text())
     assert written["chem-demonstrations-checklist"]["pass_k"] == json.loads(json.dumps(chem["pass_k"]))
     printed = capsys.readouterr().out
-    assert "| autonomous | 1.00 | 1.00 | 1.00 | 1.00 |" in printed and "| scope all | 1.00 |" in printed
+    # Every score is 1: the interval of the DORA score over tasks is [1, 1].
+    assert "| autonomous | 1.00 | 1.00 | 1.00 | 1.00 [1.00, 1.00] |" in printed
+    assert "| scope all | 3 | 1.00 |" in printed
+    assert "same on 3 of 3 (sign test p = 1.00; disaster-autonomous) |" in printed
+
+
+def test_the_dora_scores_interval_resamples_tasks_within_each_dimension():
+    experiment = load_experiment("llm_offline")
+    low, high = experiment.macro_mean_ci([[1.0, 1.0], [0.0, 0.0, 0.0], [0.0, 1.0]])
+    # T1 always 1 and T2 always 0 in every resample: only T3's two tasks move the macro mean, 1/3 + {0, .5, 1}/3.
+    assert (low, high) == (pytest.approx(1 / 3), pytest.approx(2 / 3))
+    assert experiment.dora_summary([])["dora_score_ci"] is None
+
+
+def test_a_rerun_that_ran_no_episode_keeps_the_memory_its_folder_measured():
+    experiment = load_experiment("llm_offline")
+    old = {"autonomous": {"peak_rss_gb": 4.1, "episodes": 15}, "instruction": {"peak_rss_gb": 3.9}}
+    new = {"autonomous": {"peak_rss_gb": None, "episodes": 30}, "instruction": {"peak_rss_gb": 2.5}, "tasks": []}
+    experiment.keep_measured_memory(old, new)
+    assert new["autonomous"] == {"peak_rss_gb": 4.1, "episodes": 30}  # not measured now: the earlier figure
+    assert new["instruction"]["peak_rss_gb"] == 2.5  # measured now: the new figure
+
+
+def test_a_setting_is_compared_with_its_part_on_the_tasks_both_ran():
+    experiment = load_experiment("llm_offline")
+    compared = experiment.paired({"a": 1.0, "b": 0.0, "c": 0.5, "x": 1.0}, {"a": 0.0, "b": 1.0, "c": 1.0, "d": 1.0},
+                                 "disaster-autonomous")
+    assert compared == {"against": "disaster-autonomous", "tasks": 3, "better": 2, "worse": 1, "equal": 0,
+                        "sign_test_p": 1.0}
 
 
 def test_the_chem_part_runs_with_another_harness_in_its_own_folder(tmp_path, small_suites, capsys):
@@ -139,8 +175,8 @@ def test_a_smaller_dora_sample_is_the_start_of_a_larger_one_so_a_run_grows_by_re
     monkeypatch.setattr(experiment, "eval_split", lambda suite: tasks)
     small, large = experiment.disaster_sample(2), experiment.disaster_sample(5)
     assert len(small) == 6 and len(set(large)) == 15 and large != sorted(large)  # a seeded draw, not the first ids
-    for k, _ in enumerate(experiment.DIMENSIONS):
-        assert large[5 * k:5 * k + 2] == small[2 * k:2 * k + 2]
+    assert large[:6] == small  # the folder's first episodes keep their tasks (prepare_run_folder reopens it)
+    assert [task_id[:2] for task_id in large] == ["T1", "T2", "T3"] * 5  # one of each dimension in turn
 
 
 @pytest.mark.parametrize("option", ["--per-dimension", "--slice", "--workers", "--chem-tasks", "--repeats"])
@@ -180,7 +216,7 @@ def test_ablation_settings_run_apart_on_different_slices_keep_each_suites_own_ta
     assert chem["tasks"] == ["c-0"] and chem["bare"]["episodes"] == 1
     assert len(disaster["tasks"]) == 3 and disaster["scope 8"]["episodes"] == 3
     written = (tmp_path / "out" / "slice" / "llm_offline.md").read_text()
-    assert "chem ChemCost, 1 tasks" in written and "disaster, 3 tasks" in written
+    assert "chem ChemCost, 1 tasks" in written and "| scope 8 | 3 | 1.00 |" in written  # its tasks column
 
 
 def test_an_offline_spec_is_recorded_by_the_pinned_model_it_names_and_a_folder_keeps_one_model(tmp_path, capsys):
