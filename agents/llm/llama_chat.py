@@ -137,8 +137,8 @@ class LlamaChatModel(BaseChatModel):
         try:
             return load_runtime(self.model_path, self.threads)
         except RuntimeLoadError as exc:
-            raise UserError(f"{exc}; check the file (the offline models: gauntlet data build llm-offline-model "
-                            "--force)") from None
+            raise UserError(f"{exc}; check the file (an offline model: gauntlet data build llm-offline-model "
+                            "--config '{\"model\": \"<its pinned name>\"}' --force)") from None
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: str | None = None,
                    **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:

