@@ -46,7 +46,7 @@ from gauntlet.controllers.oversight.metrics import (EvaluationConfig, evaluate, 
 from gauntlet.controllers.oversight.models import (ActionConditioned, RiskScore, ScalarRouter, failure_data, save_model,
                                                    utility_data)
 from gauntlet.controllers.oversight.online import compare_online, held_out_episodes
-from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
+from gauntlet.controllers.oversight.utility import LADDER, UtilityConfig
 from gauntlet.fileio import write_atomically
 
 # Per benchmark and size: base episodes, prefix stride, expert strengths, held-out online episodes,
@@ -157,7 +157,7 @@ def run_benchmark(name: str, plan: dict[str, Any], out: Path, work: Path, *, see
     config = UtilityConfig()
     episodes = tuple(e for e in range(plan["episodes"]) if e not in plan.get("skip", ()))
     spec = CollectSpec(benchmark=name, episodes=episodes, options=plan["options"],
-                       config=config, actions=ACTIONS, draws=1,
+                       config=config, actions=LADDER, draws=1,
                        prefixes="all" if plan["stride"] == 1 else plan["stride"], strengths=tuple(plan["strengths"]))
     print(f"[{name}] collecting {len(spec.jobs())} jobs into {work / name}", flush=True)
     collected = collect(spec, work / name, workers=workers)

@@ -100,6 +100,10 @@ NOT_RUN: dict[str, str] = {
     "make demo": "sets up .venv and runs every family's demo, the offline LLM's included (minutes); "
                  "tests/test_cli.py runs `gauntlet demo` and checks each family's demo fails loudly",
     "make test": "runs this very suite",
+    "gauntlet oversight collect llm-disaster --options '{\"split\": \"T1\", \"model\": \"offline:small\"}' "
+    "--episodes 2 --stride 2 --workers 2 --out runs/oversight-llm-disaster":
+        "branches real model episodes (the 0.5B and the 1.5B, minutes each) on the full disaster scenes; the same "
+        "command runs with a scripted model on small scenes in tests/oversight/test_llm_benchmarks.py",
     "gauntlet eval chem --agent chem-oracle --view clean --limit 300 --workers 2 --out runs/chem-oracle":
         "needs the full chem data (`gauntlet data build chem`, many minutes); the same suite runs through "
         "MCP sessions on a small catalogue in tests/chem/test_suite.py",

@@ -37,6 +37,12 @@ The harness, built so a small model can finish a task:
   suite and dimension before the task (``gauntlet.agents.llm.demonstrations``); never the task itself.
   Unset, it is on in the modes of ``MODE_DEFAULTS`` when the agent has its suite (``gauntlet eval``
   gives it), else off.
+* **Verbalised confidence** (``ask_confidence``, off by default): after each reply that makes a call,
+  the model is asked, beside the conversation (the question and its answer never join it), how
+  likely it is to finish the task with the right answer; a ``note`` event ``{"confidence": p}``
+  (``p`` in [0, 1], None when the reply is not a number from 0 to 100). The question is a model call
+  of its own (a ``model_call`` event with ``requested_by: {"question": "confidence"}``), outside the
+  ``max_steps`` budget. An overseer's scalar baseline (``gauntlet.controllers.oversight``).
 * **Thoughts** (``thoughts``, off by default): each reply opens with one line, ``Thought: ...``, of
   what the results so far say and which call comes next, then its call (ReAct's reasoning step; the
   system prompt asks for it, and on llama.cpp the call grammar holds it to one line of words before
@@ -81,13 +87,16 @@ message, written into the checkpoint in call order as soon as it is known (``upd
 as_node="run_tools")``), so the calls still to run, the call the env is running and the turns already
 recorded are all read off the messages. ``snapshot()`` is that checkpoint (with the run config that
 LangGraph keeps out of checkpoints: ``LLMAgentSnapshot``), ``restore()`` writes it into a fresh thread
-and ``fork()`` gives an independent agent (same model object, its own checkpointer) standing there.
+and ``fork()`` gives an independent agent (same model object, its own checkpointer) standing there;
+``reseed()`` changes the sampling seed from there on. A snapshot holds no model: another agent (a
+stronger model, the same tools and mode) restored from it takes the conversation over.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -125,7 +134,7 @@ from gauntlet.agents.llm.graph import (
 from gauntlet.agents.llm.demonstrations import CALL_ID, DEMO_OPENING, demonstration_messages, demonstration_task
 from gauntlet.agents.llm.modes import get_mode, user_prompt
 from gauntlet.agents.llm.number_check import UNGROUNDED_PREFIX, ungrounded_message, ungrounded_numbers
-from gauntlet.agents.llm.records import ModelCallRecorder, records
+from gauntlet.agents.llm.records import REQUESTED_BY, ModelCallRecorder, records
 from gauntlet.agents.llm.state import (
     OFFERED,
     PROMPTED,
@@ -180,6 +189,18 @@ WIDEN_NEEDS_LOCAL = (f'agent llm: widen_tools "{IN_RESULTS}" needs a local model
                      f'prompt the agent writes; this model gets its tools with each request: use "{IN_PROMPT}"')
 REPEATED_CALL = ("You made this exact call before; it was not run again. Use its result, make a different call, "
                  "or call {answer_tool} to finish. Its result was:")
+CONFIDENCE_QUESTION = ("Before your call runs: how likely is it, from 0 to 100, that you will finish this task "
+                       "with the right answer? Reply with the number only.")
+_CONFIDENCE = re.compile(r"\s*(\d{1,3}(?:\.\d+)?)\s*%?\s*\.?\s*")
+
+
+def parse_confidence(text: str) -> float | None:
+    """A reply to ``CONFIDENCE_QUESTION`` as a probability: a number from 0 to 100 (a % sign and a full stop
+    allowed), and nothing else; None for any other reply."""
+    found = _CONFIDENCE.fullmatch(text)
+    if found is None or not 0.0 <= float(found.group(1)) <= 100.0:
+        return None
+    return float(found.group(1)) / 100.0
 
 
 def auto_scope(tool_count: int) -> ToolScope:
@@ -234,7 +255,7 @@ class LLMAgent(Agent):
                  checkpointer: str = "memory", suite: str | None = None, tools: Sequence[str] | None = None,
                  tool_scope: Any = AUTO_SCOPE, demonstrations: bool | None = None, parallel_calls: bool = False,
                  check_numbers: bool = True, review_answer: bool = False, thoughts: bool = False,
-                 widen_tools: str = AUTO_WIDEN, checklist: bool | None = None):
+                 widen_tools: str = AUTO_WIDEN, checklist: bool | None = None, ask_confidence: bool = False):
         if tools is not None and (isinstance(tools, str) or not all(isinstance(name, str) for name in tools)
                                   or not tools):
             raise UserError("agent llm: tools is a non-empty list of tool names; fix the agent config")
@@ -258,7 +279,7 @@ class LLMAgent(Agent):
             checklist = defaults.get("checklist", False)
         for option, value in (("demonstrations", demonstrations), ("parallel_calls", parallel_calls),
                               ("check_numbers", check_numbers), ("review_answer", review_answer),
-                              ("thoughts", thoughts), ("checklist", checklist)):
+                              ("thoughts", thoughts), ("checklist", checklist), ("ask_confidence", ask_confidence)):
             if not isinstance(value, bool):
                 raise UserError(f"agent llm: {option} is true or false, not {value!r}; fix the agent config")
         if checklist and mode not in CHECKLIST_MODES:
@@ -276,12 +297,14 @@ class LLMAgent(Agent):
             retry_backoff_s=retry_backoff_s, price_usd_per_mtok=price_usd_per_mtok, checkpointer=checkpointer,
             suite=suite, tools=list(tools) if tools is not None else None, tool_scope=tool_scope,
             demonstrations=demonstrations, parallel_calls=parallel_calls, check_numbers=check_numbers,
-            review_answer=review_answer, thoughts=thoughts, widen_tools=widen_tools, checklist=checklist)
+            review_answer=review_answer, thoughts=thoughts, widen_tools=widen_tools, checklist=checklist,
+            ask_confidence=ask_confidence)
         if demonstrations and suite is None:
             raise UserError("agent llm: demonstrations come from the training split of the task suite; "
                             "give its file too (\"suite\": \"<suite.jsonl>\"; gauntlet eval gives it by itself)")
         self._demonstrations, self._parallel_calls = demonstrations, parallel_calls
         self._check_numbers, self._review_answer = check_numbers, review_answer
+        self._ask_confidence = ask_confidence
         self._shown = tuple(tools) if tools is not None else None
         self._model: BaseChatModel | None = model if isinstance(model, BaseChatModel) else None
         self._lent: Any = None
@@ -437,9 +460,19 @@ class LLMAgent(Agent):
         else:
             start = len(self._state()["messages"])  # every message in the checkpoint is on record already
             action = self._receive(observation, info)
+        if self._ask_confidence and self._state()["stop_reason"] is None:
+            self._events.append(Event(source=self.name, kind="note", data={"confidence": self._confidence()}))
         self._output = AgentOutput(action=action, messages=records(self._state()["messages"][start:]),
                                    events=self._drain_events())
         return self._output
+
+    def _confidence(self) -> float | None:
+        """The model's answer to ``CONFIDENCE_QUESTION`` after the conversation so far, asked beside it."""
+        messages = [*self._state()["messages"], HumanMessage(CONFIDENCE_QUESTION)]
+        config = RunnableConfig(callbacks=[self._recorder],
+                                metadata={"sampling_seed": self._seed, REQUESTED_BY: {"question": "confidence"}})
+        reply = self._chat_model().invoke(messages, config)
+        return parse_confidence(reply.content if isinstance(reply.content, str) else "")
 
     def _drain_events(self) -> list[Event]:
         events = self._recorder.drain() + self._events
@@ -674,6 +707,12 @@ class LLMAgent(Agent):
             checkpoint = copy.deepcopy(snapshot.checkpoint)
             self._saver.put(self._thread_config(), checkpoint, copy.deepcopy(snapshot.metadata),
                             checkpoint["channel_versions"])
+
+    def reseed(self, seed: int) -> None:
+        """Draw from ``seed`` from here on: a sampling model's next replies are another draw (each call's
+        generator is seeded from the episode's seed and the prompt); greedy decoding draws nothing. The
+        prefix branching protocol's repeated draws and rollbacks use it (``BranchableAgent``)."""
+        self._seed = seed
 
     def fork(self, snapshot: LLMAgentSnapshot) -> LLMAgent:
         """An independent agent standing at ``snapshot`` (same configuration and model object)."""

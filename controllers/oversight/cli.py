@@ -94,6 +94,8 @@ def collect(
         "intervention-strength ablation."))] = "1.0",
     w: Annotated[float, typer.Option(help="Utility weight of success.")] = 1.0,
     c_intervene: Annotated[float, typer.Option(help="Cost of an intervention.")] = 0.05,
+    c_hint: Annotated[float, typer.Option(help="Cost of a hint (LLM benchmarks).")] = 0.02,
+    c_confirm: Annotated[float, typer.Option(help="Cost of asking for confirmation (LLM benchmarks).")] = 0.01,
     s: Annotated[float, typer.Option(help="Cost per step.")] = 0.01,
     k: Annotated[int, typer.Option(min=1, help="expert_k: steps the expert takes before handing back.")] = 3,
     r: Annotated[int, typer.Option(min=1, help="rollback: steps undone.")] = 2,
@@ -120,7 +122,7 @@ def collect(
     bench_options = parse_json_object("--options", options)
     chosen = _episodes(benchmark, bench_options, first, episodes)
     try:
-        config = UtilityConfig(w=w, c_intervene=c_intervene, s=s, k=k, r=r)
+        config = UtilityConfig(w=w, c_intervene=c_intervene, c_hint=c_hint, c_confirm=c_confirm, s=s, k=k, r=r)
         spec = CollectSpec(benchmark=benchmark, episodes=tuple(chosen), options=bench_options, config=config,
                            actions=tuple(_csv("--actions", actions) or ACTIONS), draws=draws,
                            prefixes="all" if stride == 1 else stride, strengths=strengths)

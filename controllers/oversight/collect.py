@@ -113,6 +113,12 @@ def _open_folder(out: Path, spec: CollectSpec) -> None:
             recorded = json.loads(meta.read_text())
         except ValueError:
             raise CollectionError(f"{meta} is not a collection's meta file; choose an empty --out folder") from None
+        if isinstance(recorded.get("config"), dict):
+            # Prices added to UtilityConfig since the folder was written take their defaults there.
+            try:
+                recorded["config"] = asdict(UtilityConfig(**recorded["config"]))
+            except (TypeError, ValueError):
+                pass  # a price this version does not have: reported below as a difference in config
         if recorded != wanted:
             differing = sorted(k for k in set(recorded) | set(wanted) if recorded.get(k) != wanted.get(k))
             if _extends(recorded, wanted, differing):

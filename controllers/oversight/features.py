@@ -12,6 +12,10 @@ the reset observation ``o_0`` (``from_steps`` takes it when the caller has it). 
 
 Observations are compared through digests of their plain JSON form (numpy arrays, text and dicts
 alike), computed once per observation.
+
+``notes[k]`` is what the agent reported about itself with action ``a_k`` (its ``note`` events, merged:
+an LLM agent's verbalised confidence, say): a benchmark may read them (``benchmarks.llm``); the
+protocol takes them from the agent's output, ``from_steps`` from the recorded step's events.
 """
 
 from __future__ import annotations
@@ -55,12 +59,18 @@ class History:
     max_steps: int
     _observation_digests: list[bytes | None] = field(default_factory=list, repr=False)
     _action_digests: list[bytes] = field(default_factory=list, repr=False)
+    notes: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not len(self.observations) == len(self.infos) == len(self.actions) + 1 == len(self.rewards) + 1:
             raise ValueError("a History needs one more observation and info than actions and rewards; got "
                              f"{len(self.observations)} observations, {len(self.infos)} infos, "
                              f"{len(self.actions)} actions, {len(self.rewards)} rewards")
+        if not self.notes:
+            self.notes = [{} for _ in self.actions]
+        if len(self.notes) != len(self.actions):
+            raise ValueError(f"a History has one notes dict per action; got {len(self.notes)} for "
+                             f"{len(self.actions)} actions")
         if not self._observation_digests:
             self._observation_digests = [None if o is None else digest(o) for o in self.observations]
             self._action_digests = [digest(a) for a in self.actions]
@@ -88,10 +98,13 @@ class History:
         # runner moves to Step.privileged: the infos the protocol's History holds.
         infos = [{}, *(visible_info(step.info) for step in steps[:-1]), visible_info(info)]
         return cls(observations, [step.action for step in steps], [float(step.reward) for step in steps], infos,
-                   max_steps)
+                   max_steps, notes=[agent_notes(step.events) for step in steps])
 
-    def append(self, action: Any, reward: float, observation: Any, info: dict[str, Any]) -> None:
-        """Record one step: ``action`` was taken and the env returned ``reward``, ``observation``, ``info``."""
+    def append(self, action: Any, reward: float, observation: Any, info: dict[str, Any],
+               notes: dict[str, Any] | None = None) -> None:
+        """Record one step: ``action`` was taken (the agent noting ``notes``) and the env returned ``reward``,
+        ``observation``, ``info``."""
+        self.notes.append(dict(notes or {}))
         self.actions.append(action)
         self._action_digests.append(digest(action))
         self.rewards.append(float(reward))
@@ -104,7 +117,7 @@ class History:
         if not 0 <= t <= self.t:
             raise ValueError(f"a prefix of a {self.t}-step history has 0..{self.t} steps; got {t}")
         return History(self.observations[:t + 1], self.actions[:t], self.rewards[:t], self.infos[:t + 1],
-                       self.max_steps, self._observation_digests[:t + 1], self._action_digests[:t])
+                       self.max_steps, self._observation_digests[:t + 1], self._action_digests[:t], self.notes[:t])
 
     def observation_digest(self, k: int) -> bytes | None:
         """The digest of ``o_k`` (None for an ``o_0`` the history was built without)."""
@@ -112,6 +125,15 @@ class History:
 
     def action_digest(self, k: int) -> bytes:
         return self._action_digests[k]
+
+
+def agent_notes(events: Sequence[Any]) -> dict[str, Any]:
+    """What an agent noted about itself in one step: the data of its ``note`` events, merged in order."""
+    notes: dict[str, Any] = {}
+    for event in events:
+        if getattr(event, "kind", None) == "note" and isinstance(event.data, dict):
+            notes.update(event.data)
+    return notes
 
 
 def _runs(keys: Sequence[bytes]) -> tuple[int, int, int]:

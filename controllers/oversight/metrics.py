@@ -29,11 +29,13 @@ from typing import Any, Literal
 import numpy as np
 
 from gauntlet.controllers.oversight.models import (
+    STATED_CONFIDENCE,
     ActionConditioned,
     Calibrated,
     RiskScore,
     Row,
     ScalarRouter,
+    StatedRisk,
     TwoThresholdRouter,
     actions_in,
     choose_from_scores,
@@ -259,7 +261,9 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
     ``scalar_raw``, ``scalar_platt`` and ``scalar_isotonic`` (threshold re-tuned after recalibration),
     ``scalar_platt_raw_threshold`` and ``scalar_isotonic_raw_threshold`` (the raw score's tuned threshold
     applied to the recalibrated score, as a deployed threshold would be if the score were recalibrated
-    under it), ``scalar_two_threshold`` (raw; quit above the second cut); and
+    under it), ``scalar_two_threshold`` (raw; quit above the second cut); where the rows carry the
+    agent's verbalised confidence (``STATED_CONFIDENCE``), ``scalar_confidence`` and
+    ``scalar_confidence_platt`` (routing on 1 - that confidence alone, raw and recalibrated); and
     ``action_conditioned_<kind>``. Also: ECE and AUROC of the raw and recalibrated risk on the test
     prefixes, the tuned thresholds, the identical-risk count per scalar and the within-action variance
     of the test rows.
@@ -287,7 +291,7 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
         *failure_data(fit_rows))
     X_calibration, utilities_calibration, _ = utility_data(calibration_rows, risk.feature_names)
     failed_calibration = continue_failed(calibration_rows)
-    scores: dict[str, RiskScore | Calibrated] = {"raw": risk}
+    scores: dict[str, RiskScore | StatedRisk | Calibrated] = {"raw": risk}
     methods: tuple[Literal["platt", "isotonic"], ...] = ("platt", "isotonic")
     for method in methods:
         scores[method] = Calibrated(risk, method).fit(X_calibration, failed_calibration)
@@ -302,6 +306,17 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
         if name != "raw":
             fixed = ScalarRouter(score, threshold=raw_router.threshold, intervention=config.intervention)
             choices[f"scalar_{name}_raw_threshold"] = fixed.choose(X_test)
+    # The agent's own word, where rows carry it (an LLM's verbalised confidence): routed on alone, raw and
+    # Platt-recalibrated, thresholds tuned on the calibration split like the forest's.
+    if STATED_CONFIDENCE in risk.feature_names:
+        stated = StatedRisk(STATED_CONFIDENCE, risk.feature_names)
+        scores["confidence"] = stated
+        scores["confidence_platt"] = Calibrated(stated, "platt").fit(X_calibration, failed_calibration)
+        for name in ("confidence", "confidence_platt"):
+            router = ScalarRouter(scores[name], intervention=config.intervention).fit(X_calibration,
+                                                                                       utilities_calibration)
+            choices[f"scalar_{name}"] = router.choose(X_test)
+            thresholds[name] = router.threshold
     if "quit" in actions:
         two = TwoThresholdRouter(risk, intervention=config.intervention).fit(X_calibration, utilities_calibration)
         choices["scalar_two_threshold"] = two.choose(X_test)

@@ -378,6 +378,26 @@ class RiskScore(_FailureClassifier):
         return np.asarray(self._classifier.predict_proba(X)[:, 1], dtype=np.float64)
 
 
+STATED_CONFIDENCE = "verbal_confidence"
+"""The feature an agent's own confidence arrives in (``benchmarks.llm.confidence_features``)."""
+
+
+class StatedRisk(_FailureClassifier):
+    """A risk an agent states itself: ``1 - X[:, feature]``, the feature a confidence in [0, 1] (an LLM's
+    verbalised confidence, ``benchmarks.llm``), untrained; recalibrate it with ``Calibrated``."""
+
+    def __init__(self, feature: str, feature_names: Sequence[str]) -> None:
+        if feature not in feature_names:
+            raise ValueError(f"no feature {feature!r} among {list(feature_names)}")
+        self.feature = feature
+        self.feature_names = list(feature_names)
+        self._column = self.feature_names.index(feature)
+
+    def predict_risk(self, X: np.ndarray) -> np.ndarray:
+        """1 - the stated confidence, per prefix, clipped to [0, 1]."""
+        return np.clip(1.0 - np.asarray(X, dtype=np.float64)[:, self._column], 0.0, 1.0)
+
+
 class Calibrated(_FailureClassifier):
     """A risk score recalibrated on a calibration split: ``method="platt"`` or ``"isotonic"``.
 
@@ -388,7 +408,7 @@ class Calibrated(_FailureClassifier):
     non-decreasing (it may merge neighbouring scores into one value), clipped outside the fitted range.
     """
 
-    def __init__(self, risk: RiskScore, method: Literal["platt", "isotonic"] = "platt") -> None:
+    def __init__(self, risk: RiskScore | StatedRisk, method: Literal["platt", "isotonic"] = "platt") -> None:
         if method not in ("platt", "isotonic"):
             raise ValueError(f"method must be 'platt' or 'isotonic', not {method!r}")
         self.risk = risk
@@ -451,7 +471,7 @@ def _logit(p: np.ndarray) -> np.ndarray:
 class _RiskRouter(ABC):
     """A rule from one risk number to an overseer action; subclasses say where the cuts are."""
 
-    def __init__(self, risk: RiskScore | Calibrated, intervention: str) -> None:
+    def __init__(self, risk: RiskScore | StatedRisk | Calibrated, intervention: str) -> None:
         self.risk = risk
         self.intervention = intervention
 
@@ -501,7 +521,7 @@ class ScalarRouter(_RiskRouter):
     routes every prefix exactly as before.
     """
 
-    def __init__(self, risk: RiskScore | Calibrated, threshold: float | None = None,
+    def __init__(self, risk: RiskScore | StatedRisk | Calibrated, threshold: float | None = None,
                  intervention: str = "expert") -> None:
         super().__init__(risk, intervention)
         self.threshold = threshold

@@ -20,6 +20,20 @@ the same seed (common random numbers, so the differences between actions carry l
 expert is reseeded from its own stream per (t, d) (it draws only when weakened). ``rollback`` always
 draws afresh, at draw 0 too: with the agent's own draw it would only replay the original.
 
+Agents that hold a conversation (the LLM benchmarks, ``benchmarks.llm``). A benchmark with
+``stronger_takes_over`` hands the stronger agent the base agent's own state at the prefix (its
+conversation so far), where a stateless or lapsing one starts from its reset. A benchmark with
+``base_follows_expert`` asks the base agent at each of ``expert_k``'s expert steps too and runs the
+expert's action instead of its proposal, as an online controller's ``replace_action`` does: the agent
+then reads each expert call and result as a replaced call of its own, and takes over with the whole
+history in its conversation (its proposals are discarded; they cost model calls, not env steps).
+
+Revisions (``hint``, ``confirm``; only for a benchmark with ``revise``, the LLM benchmarks). From the
+prefix's state the base agent proposes its action; ``benchmark.revise(action, agent, proposed,
+observation, info)`` has it write that reply again after the overseer's notice (a hint shows the
+expert's next action; a confirmation request shows the proposal back) and returns the action to run;
+the base agent then acts by itself to the end. Draws reseed the base agent as for ``continue``.
+
 Budget. ``benchmark.max_steps`` bounds the whole episode. A branch from ``t`` runs at most
 ``max_steps - t`` steps; ``rollback`` also gets ``max_steps - t``, since the steps it undoes were
 spent. ``steps`` in a row are the env steps a branch ran after the decision.
@@ -36,9 +50,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 import numpy as np
 
 from gauntlet.branching import branchable
-from gauntlet.controllers.oversight.features import History, digest, prefix_features
+from gauntlet.controllers.oversight.features import History, agent_notes, digest, prefix_features
 from gauntlet.controllers.oversight.lapsing import BranchableAgent, derive_seed, plain_action
-from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
+from gauntlet.controllers.oversight.utility import ACTIONS, REVISIONS, UtilityConfig
 
 if TYPE_CHECKING:
     from gauntlet.controllers.oversight.benchmarks import Benchmark
@@ -144,6 +158,8 @@ class _Episode:
         self.agent = benchmark.make_agent(episode)
         self.expert = benchmark.make_expert(strength_expert)
         self.strong: BranchableAgent | None = benchmark.make_agent(episode, strength="strong") if stronger else None
+        self.takes_over = bool(getattr(benchmark, "stronger_takes_over", False))
+        self.follows = bool(getattr(benchmark, "base_follows_expert", False))
         self.snapshots: dict[int, CoupledSnapshot] = {}
         self.original: list[Transition] = []
         self.expert_start: Any = None
@@ -168,9 +184,10 @@ class _Episode:
                 self.snapshots[history.t] = CoupledSnapshot(
                     history.t, self.env.snapshot(), self.agent.snapshot(), copy.deepcopy(observation),
                     copy.deepcopy(info), history.prefix(history.t))
-            action = plain_action(self.agent.act(observation, info))
+            output = self.agent.act(observation, info)
+            action = plain_action(output)
             observation, reward, terminated, truncated, info = self.env.step(action)
-            history.append(action, float(reward), observation, info)
+            history.append(action, float(reward), observation, info, agent_notes(getattr(output, "events", ())))
             self.original.append(Transition(history.action_digest(history.t - 1), float(reward), bool(terminated),
                                             bool(truncated), history.observation_digest(history.t) or b""))
         self.stats.env_steps += history.t
@@ -189,27 +206,38 @@ class _Episode:
         if action == "stronger":
             assert self.strong is not None and self.strong_start is not None
             base = self.strong
-            base.restore(self.strong_start)
+            base.restore(start.agent if self.takes_over else self.strong_start)
             base.reseed(draw_seed)
         else:
             self.agent.restore(start.agent)
             if draw > 0 or action == "rollback":
                 self.agent.reseed(draw_seed)
+        if action in REVISIONS:
+            self.stats.restore_s += time.perf_counter() - restoring
+            return self._play(base, start.observation, start.info, 0, self.max_steps - t, record=False,
+                              revision=action)
         expert_steps = {"expert": self.max_steps, "expert_k": self.config.k}.get(action, 0)
         if expert_steps:
             self.expert.restore(self.expert_start)
             self.expert.reseed(derive_seed(self.seed, t, draw, _EXPERT_STREAM))
         self.stats.restore_s += time.perf_counter() - restoring
         return self._play(base, start.observation, start.info, expert_steps, self.max_steps - t,
-                          record=action == "continue" and draw == 0)
+                          record=action == "continue" and draw == 0, follows=self.follows and action == "expert_k")
 
     def _play(self, base: BranchableAgent, observation: Any, info: dict[str, Any], expert_steps: int, budget: int,
-              record: bool) -> _Branch:
+              record: bool, follows: bool = False, revision: str | None = None) -> _Branch:
         env_step, transitions = self.env.step, []
         steps, terminated, truncated = 0, False, False
         while steps < budget and not (terminated or truncated):
-            actor = self.expert if steps < expert_steps else base
-            action = plain_action(actor.act(observation, info))
+            if steps < expert_steps:
+                if follows:  # the base proposes, the expert's action runs instead (see the module docstring)
+                    base.act(observation, info)
+                action = plain_action(self.expert.act(observation, info))
+            elif revision is not None and steps == 0:
+                proposed = base.act(observation, info)
+                action = self.benchmark.revise(revision, base, proposed, observation, info)  # type: ignore[attr-defined]
+            else:
+                action = plain_action(base.act(observation, info))
             observation, reward, terminated, truncated, info = env_step(action)
             steps += 1
             if record:
@@ -226,7 +254,8 @@ def collect_episode(benchmark: Benchmark, episode: int, *, config: UtilityConfig
     """The branched rows of ``benchmark``'s episode ``episode``: one per sampled prefix ``t`` (of the base
     episode's ``0..T-1``) and draw, each with every action's branch (see the module docstring).
 
-    ``stronger`` is branched only where ``benchmark.has_stronger``. The replay check runs at every
+    ``stronger`` is branched only where ``benchmark.has_stronger``, ``hint`` and ``confirm`` only where the
+    benchmark can ``revise`` a reply. The replay check runs at every
     sampled prefix even when ``continue`` is not among ``actions``. ``stats`` (if given) accumulates
     counts and wall time, for rows/s and the replay match rate.
     """
@@ -236,7 +265,8 @@ def collect_episode(benchmark: Benchmark, episode: int, *, config: UtilityConfig
         raise ValueError(f"unknown overseer actions {unknown}; expected some of {ACTIONS}")
     if draws < 1:
         raise ValueError(f"draws must be at least 1; got {draws}")
-    chosen = [a for a in ACTIONS if a in actions and (a != "stronger" or benchmark.has_stronger)]
+    chosen = [a for a in ACTIONS if a in actions and (a != "stronger" or benchmark.has_stronger)
+              and (a not in REVISIONS or hasattr(benchmark, "revise"))]
     stats = stats if stats is not None else CollectStats()
     started = time.perf_counter()
     sampled = _sampler(prefixes)

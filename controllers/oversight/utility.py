@@ -8,14 +8,20 @@ At every prefix the overseer chooses one of ``ACTIONS``:
 ``expert_k``  the expert acts for ``k`` steps, then the base agent to the end;
 ``rollback``  return to the coupled state of ``r`` steps earlier (clamped at step 0) and let the base
               agent try again with a fresh random draw;
-``stronger``  a stronger base agent acts to the end (only where the benchmark configures one).
+``stronger``  a stronger base agent acts to the end (only where the benchmark configures one);
+``hint``      the base agent is shown the expert's next action before it writes its reply again, then
+              goes on by itself (``REVISIONS``: only where the benchmark can revise a reply, the LLM
+              benchmarks);
+``confirm``   the base agent is asked to check its proposed action before it runs and may change it,
+              then goes on by itself (cheaper than a hint, and weaker: it shows nothing new).
 
-``INTERVENTIONS`` (the intervention ladder) cost ``c_intervene`` each. The realised utility of a
-branch that ran ``steps`` env steps after the decision (the paper's equation):
+``INTERVENTIONS`` (the intervention ladder) cost ``c_intervene`` each, but ``hint`` (``c_hint``, one
+step of an overseer's attention) and ``confirm`` (``c_confirm``, a yes/no question). The realised
+utility of a branch that ran ``steps`` env steps after the decision (the paper's equation):
 
     U_a = w * success - c_a - s * steps,      U_quit = u_quit
 
-with ``c_a = c_continue`` for ``continue`` and ``c_intervene`` for every intervention. Rows keep
+with ``c_a = c_continue`` for ``continue`` and the intervention's cost for the others. Rows keep
 ``success`` and ``steps`` of every branch, so ``recompute`` re-prices them under another
 ``UtilityConfig`` without running anything again.
 """
@@ -26,16 +32,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-ACTIONS = ("continue", "quit", "expert", "expert_k", "rollback", "stronger")
-INTERVENTIONS = ("expert", "expert_k", "rollback", "stronger")
+LADDER = ("continue", "quit", "expert", "expert_k", "rollback", "stronger")
+"""The actions of the scripted-agent benchmarks' collections (every benchmark branches them)."""
+ACTIONS = (*LADDER, "hint", "confirm")
+INTERVENTIONS = ("expert", "expert_k", "rollback", "stronger", "hint", "confirm")
+REVISIONS = ("hint", "confirm")
+"""Interventions that have the base agent write its reply at the prefix again after an overseer's notice."""
 
 
 @dataclass(frozen=True)
 class UtilityConfig:
-    """Prices of the overseer's actions (defaults: the paper's) and the ladder's ``k`` and ``r``."""
+    """Prices of the overseer's actions (defaults: the paper's; ``c_hint`` and ``c_confirm``, of interventions
+    the paper does not have, are ours) and the ladder's ``k`` and ``r``."""
 
     w: float = 1.0
     c_intervene: float = 0.05
+    c_hint: float = 0.02
+    c_confirm: float = 0.01
     c_continue: float = 0.0
     s: float = 0.01
     u_quit: float = 0.0
@@ -52,6 +65,10 @@ class UtilityConfig:
         """``c_a``: what taking ``action`` costs whatever its outcome (``quit`` has none)."""
         if action == "continue":
             return self.c_continue
+        if action == "hint":
+            return self.c_hint
+        if action == "confirm":
+            return self.c_confirm
         if action in INTERVENTIONS:
             return self.c_intervene
         if action == "quit":

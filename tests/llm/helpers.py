@@ -6,8 +6,13 @@ import asyncio
 import json
 from typing import Any
 
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from mcp.server.fastmcp import FastMCP
 from mcp.types import ToolAnnotations
+
+from gauntlet.agents.llm.agent import CONFIDENCE_QUESTION
+from gauntlet.agents.llm.scripted import ScriptedChatModel
 
 from gauntlet.hooks import Decision, Prefix
 from gauntlet.tasks import EvalSpec, ToolTask
@@ -105,3 +110,19 @@ def run_scripted(turns: list[dict[str, Any]], **options: Any) -> Any:
                                 seed=0)
     finally:
         env.close()
+
+
+class Confident(ScriptedChatModel):
+    """Plays its script, and answers the agent's confidence question with the next of ``answers`` (the last
+    one again once they run out), noting the conversation length at each question in ``asked``."""
+
+    answers: list[str] = []
+    asked: list[int] = []
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and last.content == CONFIDENCE_QUESTION:
+            self.asked.append(len(messages))
+            answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content=answer))])
+        return super()._generate(messages, stop, run_manager, **kwargs)

@@ -18,8 +18,10 @@ from tests.test_cli import assert_one_line_error, gauntlet
 SMALL = {"corridor": {"length": 6, "max_steps": 12}, "taxi": {"expert_episodes": 100}, "textworld": SMALL_TEXTWORLD,
          "scienceworld": {"tasks": SHORT_TASK}}
 # The tool suites' small data come from fixtures (tests/oversight/conftest.py).
-SMALL_SUITES = {"chem": "small_chem", "disaster": "small_disaster"}
-GROUPS = {"chem": "oversight-tools", "disaster": "oversight-tools", "scienceworld": "scienceworld"}
+SMALL_SUITES = {"chem": "small_chem", "disaster": "small_disaster", "llm-chem": "small_chem",
+                "llm-disaster": "small_disaster"}
+GROUPS = {"chem": "oversight-tools", "disaster": "oversight-tools", "llm-chem": "oversight-tools",
+          "llm-disaster": "oversight-tools", "scienceworld": "scienceworld"}
 pytestmark = pytest.mark.filterwarnings("ignore:Use `@` matmul:PendingDeprecationWarning:rasterio.*")
 
 

@@ -226,3 +226,22 @@ def test_the_dispersion_penalty_is_tuned_on_the_calibration_split_and_recorded()
     assert fixed["dispersion"] == {"rf": 0.5} and "action_conditioned_rf_lambda0" not in fixed["methods"]
     with pytest.raises(ValueError, match="empty"):
         tune_dispersion("rf", fit, calibration, (), seed=0)
+
+
+def test_rows_with_a_stated_confidence_get_its_scalar_routers_and_rows_without_do_not() -> None:
+    rows = synthetic_rows(60, 6, seed=21, noise=0.05)
+    rng = np.random.default_rng(3)
+    for row in rows:  # an agent that knows when it will fail, with some noise: confidence ~ P(continue succeeds)
+        ok = row["branches"]["continue"]["success"]
+        row["features"]["verbal_confidence"] = float(np.clip((0.8 if ok else 0.2) + rng.normal(0, 0.1), 0, 1))
+    train, test = split_by_episode(rows, 0.3, seed=0)
+    result = evaluate(train, test, {"n_boot": 50, "controller_kinds": ["rf"], "trees": 25}, seed=0)
+    methods, calibration = result["methods"], result["calibration"]
+    assert {"scalar_confidence", "scalar_confidence_platt"} <= set(methods)
+    assert {"confidence", "confidence_platt"} <= set(calibration) and set(result["thresholds"]) >= {"confidence"}
+    # The stated risk is 1 - confidence: it ranks the failing prefixes first almost always.
+    assert calibration["confidence"]["auroc"] > 0.95 and calibration["confidence_platt"]["slope"] > 0
+    assert methods["scalar_confidence"]["regret"] < methods["always_continue"]["regret"]
+    plain = evaluate(*split_by_episode(synthetic_rows(20, 4, seed=22), 0.3, seed=0),
+                     {"n_boot": 50, "controller_kinds": ["rf"], "trees": 25}, seed=0)
+    assert not any("confidence" in name for name in [*plain["methods"], *plain["calibration"]])

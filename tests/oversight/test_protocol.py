@@ -12,14 +12,15 @@ import pytest
 from gauntlet.controllers.oversight.benchmarks.basic import CorridorBenchmark, CorridorEnv, corridor_expected_utilities
 from gauntlet.controllers.oversight.benchmarks import BENCHMARKS, Benchmark, get_benchmark
 from gauntlet.controllers.oversight.protocol import CollectStats, collect_episode
-from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig, recompute
+from gauntlet.controllers.oversight.utility import LADDER, UtilityConfig, recompute
 
 ROW_KEYS = {"benchmark", "episode", "seed", "t", "draw", "features", "branches", "prefix_match", "base_success",
             "base_length", "expert_strength", "benchmark_meta"}
 
 
-def test_get_benchmark_knows_all_six_and_refuses_others():
-    assert set(BENCHMARKS) == {"corridor", "taxi", "textworld", "scienceworld", "chem", "disaster"}
+def test_get_benchmark_knows_all_eight_and_refuses_others():
+    assert set(BENCHMARKS) == {"corridor", "taxi", "textworld", "scienceworld", "chem", "disaster", "llm-chem",
+                               "llm-disaster"}
     benchmark = get_benchmark("corridor", length=5)
     assert isinstance(benchmark, Benchmark) and benchmark.length == 5
     with pytest.raises(ValueError, match="corridor"):
@@ -33,7 +34,7 @@ def test_every_row_replays_its_prefix_and_quit_is_worth_u_quit():
     assert stats.replays > 0 and stats.match_rate == 1.0
     assert stats.rows == len(rows) and stats.rows_per_s > 0
     for row in rows:
-        assert set(row) == ROW_KEYS and set(row["branches"]) == set(ACTIONS)
+        assert set(row) == ROW_KEYS and set(row["branches"]) == set(LADDER)  # no revise: no hint or confirm
         assert row["prefix_match"] is True
         assert row["branches"]["quit"] == {"success": False, "steps": 0, "utility": 0.0}
         assert 0 <= row["t"] < row["base_length"] <= benchmark.max_steps

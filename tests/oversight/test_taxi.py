@@ -12,7 +12,7 @@ from gauntlet.controllers.oversight.benchmarks.basic import (TAXI_ID, TAXI_MAX_S
                                                              taxi_expert_folder, taxi_expert_table, taxi_success_rate,
                                                              train_taxi_expert)
 from gauntlet.controllers.oversight.protocol import CollectStats, collect_episode
-from gauntlet.controllers.oversight.utility import ACTIONS
+from gauntlet.controllers.oversight.utility import LADDER
 from gauntlet.datacache import entry_dir
 from gauntlet.testing import check_branchable
 
@@ -69,7 +69,7 @@ def test_collected_rows_are_valid_and_replay_their_prefixes():
                                                                    stats=stats)]
     assert stats.match_rate == 1.0 and all(row["prefix_match"] for row in rows)
     for row in rows:
-        assert set(row["branches"]) == set(ACTIONS)
+        assert set(row["branches"]) == set(LADDER)  # no revise: no hint or confirm
         assert row["base_length"] <= benchmark.max_steps
         for branch in row["branches"].values():
             assert branch["steps"] <= benchmark.max_steps - row["t"]

@@ -10,7 +10,7 @@ from gauntlet.controllers.oversight.benchmarks import Benchmark, get_benchmark
 from gauntlet.controllers.oversight.protocol import CollectStats, collect_episode
 from gauntlet.controllers.oversight.benchmarks.text import (LAPSE_TEMPLATES, PLAN_ACTION, ROLLBACK, InfoExpert,
                                                             on_path_length, plan_position, scienceworld, textworld)
-from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
+from gauntlet.controllers.oversight.utility import LADDER, UtilityConfig
 from gauntlet.info_keys import PRIVILEGED
 
 SMALL_TEXTWORLD = {"nb_rooms": 3, "nb_objects": 6, "quest_length": 4, "max_steps": 16}
@@ -45,7 +45,7 @@ def test_textworld_rows_replay_every_prefix_exactly(small_textworld):
     assert stats.replays == len(rows) > 0 and stats.match_rate == 1.0
     assert all(row["prefix_match"] for row in rows)
     for row in rows:
-        assert set(row["branches"]) == set(ACTIONS)
+        assert set(row["branches"]) == set(LADDER)  # no revise: no hint or confirm
         assert {"tw_score", "tw_admissible", "tw_rooms_seen", "tw_refused"} <= set(row["features"])
         assert row["benchmark_meta"]["game"] == row["episode"]
         for action, branch in row["branches"].items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gauntlet.controllers.oversight.utility import ACTIONS, INTERVENTIONS, UtilityConfig, recompute
+from gauntlet.controllers.oversight.utility import ACTIONS, INTERVENTIONS, REVISIONS, UtilityConfig, recompute
 
 
 def test_defaults_are_the_papers():
@@ -17,9 +17,13 @@ def test_continue_pays_steps_only_and_interventions_pay_their_cost_too():
     config = UtilityConfig()
     assert config.utility("continue", True, 10) == pytest.approx(1.0 - 0.1)
     assert config.utility("continue", False, 7) == pytest.approx(-0.07)
-    for action in INTERVENTIONS:
+    for action in ("expert", "expert_k", "rollback", "stronger"):  # the paper's ladder: c_intervene each
         assert config.utility(action, True, 10) == pytest.approx(1.0 - 0.05 - 0.1)
         assert config.utility(action, False, 3) == pytest.approx(-0.05 - 0.03)
+    # Ours: a hint and a confirmation cost less than a handover, each its own price.
+    assert config.utility("hint", True, 10) == pytest.approx(1.0 - 0.02 - 0.1)
+    assert UtilityConfig(c_confirm=0.004).utility("confirm", False, 3) == pytest.approx(-0.004 - 0.03)
+    assert set(INTERVENTIONS) == {"expert", "expert_k", "rollback", "stronger", *REVISIONS}
 
 
 def test_quit_is_u_quit_whatever_the_outcome():

@@ -13,6 +13,8 @@ Modules:
   ``tool_expert`` (the env wrapper that names the gold continuation, the tool benchmarks' expert),
   ``tool_lapses`` (the base agent's wrong calls and wrong answers) and ``tool_features`` (what an
   overseer sees of a tool episode's prefix).
+- ``llm``: ``llm-chem`` and ``llm-disaster``, the same tool benchmarks with Gauntlet's LLM agent as the
+  base agent (a real model's trajectories) and a stronger model as ``stronger``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ BENCHMARKS: dict[str, str] = {
     "scienceworld": "gauntlet.controllers.oversight.benchmarks.text:scienceworld",
     "chem": "gauntlet.controllers.oversight.benchmarks.tool:chem",
     "disaster": "gauntlet.controllers.oversight.benchmarks.tool:disaster",
+    "llm-chem": "gauntlet.controllers.oversight.benchmarks.llm:llm_chem",
+    "llm-disaster": "gauntlet.controllers.oversight.benchmarks.llm:llm_disaster",
 }
 
 
@@ -48,7 +52,9 @@ class Benchmark(Protocol):
     ends or after ``max_steps`` steps in all (prefix and branch together). A benchmark may also define
     ``episode_meta(episode) -> dict`` (e.g. the episode's drawn competence), recorded in each row's
     ``benchmark_meta``, and ``n_episodes`` where it has a fixed number of episodes (a tool suite's
-    tasks, ScienceWorld's task variations): its episodes are then ``0 .. n_episodes - 1``.
+    tasks, ScienceWorld's task variations): its episodes are then ``0 .. n_episodes - 1``. A benchmark
+    whose agents hold a conversation sets ``stronger_takes_over`` and ``base_follows_expert`` (see
+    ``protocol``'s docstring).
     """
 
     name: str

@@ -34,7 +34,7 @@ from gauntlet.branching import branchable
 from gauntlet.controllers.oversight.features import History
 from gauntlet.controllers.oversight.lapsing import (BranchableAgent, Competence, LapsingAgent, PrivilegedExpert,
                                                     StatelessExpert, competence_ranges, derive_seed, weakened)
-from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
+from gauntlet.controllers.oversight.utility import LADDER, UtilityConfig
 from gauntlet.datacache import ensure_built
 from gauntlet.info_keys import PRIVILEGED, SUCCESS
 
@@ -163,7 +163,7 @@ def corridor_expected_utilities(*, position: int, back_position: int, t: int, la
     utilities = {"quit": config.u_quit}
     for action, (p_success, steps) in outcomes.items():
         utilities[action] = config.w * p_success - config.cost(action) - config.s * steps
-    return {action: utilities[action] for action in ACTIONS}
+    return {action: utilities[action] for action in LADDER}
 
 
 class CorridorBenchmark:

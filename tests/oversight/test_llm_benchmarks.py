@@ -1,0 +1,183 @@
+"""The tool benchmarks with the LLM agent as base agent: rows replay exactly, the stronger model takes over the
+base agent's conversation, and under ``expert_k`` the base agent reads the expert's calls before it acts again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from langchain_core.messages import HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import TypeAdapter
+
+from gauntlet.agents.llm.scripted import ScriptedChatModel, Turn
+from gauntlet.controllers.oversight.benchmarks import get_benchmark
+from gauntlet.controllers.oversight.benchmarks.llm import NOTICE_OPENING, SAMPLING, llm_disaster
+from gauntlet.controllers.oversight.protocol import collect_episode
+from gauntlet.controllers.oversight.utility import UtilityConfig
+from gauntlet.errors import UserError
+from tests.llm.helpers import Confident
+
+tool_servers = pytest.mark.xdist_group("oversight-tools")
+pytestmark = pytest.mark.filterwarnings("ignore:Use `@` matmul:PendingDeprecationWarning:rasterio.*")
+# Every tool offered, numbers the script writes allowed, and no confidence question (a script has no answer to it).
+HARNESS = {"tool_scope": "all", "check_numbers": False, "ask_confidence": False}
+WRONG = -12345
+_turn: TypeAdapter = TypeAdapter(Turn)
+
+
+def _turn_list(turns: list[dict]) -> list:
+    return [_turn.validate_python(turn) for turn in turns]
+
+
+def _call(name: str, arguments: dict) -> dict:
+    return {"text": f"I will call {name}. " + json.dumps({"name": name, "arguments": arguments})}
+
+
+def _script(path: Path, turns: list[dict]) -> str:
+    path.write_text(json.dumps(turns))
+    return f"scripted:{path}"
+
+
+@pytest.fixture
+def one_call_task(small_disaster):
+    """The episode index and task of the first T1 task whose gold trajectory is one call."""
+    benchmark = llm_disaster(**small_disaster, split="T1", model="scripted:none", strong_model=None)
+    episode = next(index for index, task in enumerate(benchmark.tasks) if len(task.gold_trajectory) == 1)
+    return episode, benchmark.tasks[episode]
+
+
+@tool_servers
+def test_llm_rows_replay_and_the_stronger_model_takes_over_the_conversation(small_disaster, one_call_task, tmp_path):
+    episode, task = one_call_task
+    gold = task.gold_trajectory[0]
+    # The base makes the gold call, then answers wrong. The stronger model's script answers wrong at its first turn
+    # and right at its second: it answers right only where it continues a conversation that has a turn already.
+    weak = _script(tmp_path / "weak.json", [_call(gold.call, gold.args), _call("submit_answer", {"answer": WRONG})])
+    strong = _script(tmp_path / "strong.json", [_call("submit_answer", {"answer": WRONG}),
+                                                 _call("submit_answer", {"answer": task.answer})])
+    benchmark = llm_disaster(**small_disaster, split="T1", model=weak, strong_model=strong, agent_config=HARNESS)
+    assert benchmark.has_stronger and benchmark.stronger_takes_over
+    rows = collect_episode(benchmark, episode, config=UtilityConfig(k=1))
+    assert [row["t"] for row in rows] == [0, 1]
+    assert all(row["prefix_match"] for row in rows)  # the restored agent replays its own continuation
+    assert not any(row["base_success"] for row in rows)
+    at = {row["t"]: row["branches"] for row in rows}
+    for t in (0, 1):
+        assert not at[t]["continue"]["success"] and at[t]["expert"]["success"]
+    # The stronger model continues the base agent's conversation: at t = 0 it is empty (the script's first turn, a
+    # wrong answer); at t = 1 it holds the base's gold call, so the script's second turn, the right answer, is next.
+    # A stronger agent started afresh would play its first turn at both.
+    assert at[0]["stronger"] == {"success": False, "steps": 1, "utility": pytest.approx(-0.05 - 0.01)}
+    assert at[1]["stronger"] == {"success": True, "steps": 1, "utility": pytest.approx(1 - 0.05 - 0.01)}
+    # expert_k (k = 1) from t = 0: the expert makes the gold call, then the base answers (wrong): two steps
+    # (that the base reads the expert's call is the next test's).
+    assert at[0]["expert_k"]["steps"] == 2 and not at[0]["expert_k"]["success"]
+    assert rows[0]["benchmark_meta"]["model"] == weak and rows[0]["benchmark_meta"]["mode"] == "autonomous"
+
+
+@tool_servers
+def test_a_base_agent_that_reads_the_handover_answers_after_the_expert_call(small_disaster, one_call_task, tmp_path):
+    """The base proposes something else at the expert's step; its next turn sees that call replaced."""
+    episode, task = one_call_task
+    weak = _script(tmp_path / "weak.json", [_call("submit_answer", {"answer": WRONG}),
+                                           _call("submit_answer", {"answer": task.answer})])
+    benchmark = llm_disaster(**small_disaster, split="T1", model=weak, strong_model=None, agent_config=HARNESS)
+    rows = collect_episode(benchmark, episode, config=UtilityConfig(k=1), prefixes=[0])
+    (row,) = rows
+    assert set(row["branches"]) == {"continue", "quit", "expert", "expert_k", "rollback", "hint", "confirm"}
+    assert not row["branches"]["continue"]["success"]
+    # The expert's gold call ran instead of the base's wrong answer; the base's next turn is the right answer.
+    assert row["branches"]["expert_k"] == {"success": True, "steps": 2, "utility": pytest.approx(1 - 0.05 - 0.02)}
+
+
+def test_the_base_model_samples_and_the_options_are_checked(small_disaster):
+    benchmark = get_benchmark("llm-disaster", **small_disaster, model="offline:small", strong_model=None)
+    config = benchmark._config("offline:small")
+    assert config["model_options"] == {"max_new_tokens": 256, **SAMPLING}
+    assert config["mode"] == "autonomous" and config["max_steps"] == 12 and config["suite"] == small_disaster["tasks"]
+    assert "temperature" not in get_benchmark("llm-disaster", **small_disaster, sample=False,
+                                              strong_model=None)._config("offline:small")["model_options"]
+    with pytest.raises(ValueError, match="no lapse rates .*p_lapse"):
+        get_benchmark("llm-disaster", **small_disaster, p_lapse=(0.0, 0.1))
+    with pytest.raises(UserError):
+        get_benchmark("llm-disaster", **small_disaster, model="nonsense-backend:x")
+
+
+@tool_servers
+def test_the_collect_command_branches_llm_episodes_and_refuses_lapse_rates(small_disaster, one_call_task, tmp_path):
+    from gauntlet.controllers.oversight.collect import load_rows
+    from tests.test_cli import assert_one_line_error, gauntlet
+
+    episode, task = one_call_task
+    gold = task.gold_trajectory[0]
+    weak = _script(tmp_path / "weak.json", [_call(gold.call, gold.args), _call("submit_answer", {"answer": WRONG})])
+    options = {**small_disaster, "split": "T1", "model": weak, "strong_model": None, "agent_config": HARNESS}
+    out = tmp_path / "rows"
+    collected = gauntlet("oversight", "collect", "llm-disaster", "--options", json.dumps(options), "-n", "1",
+                         "--first", str(episode), "--actions", "continue,quit,expert", "--out", str(out),
+                         "--workers", "1")
+    assert collected.returncode == 0, collected.stderr
+    rows = load_rows(out)
+    assert [row["t"] for row in rows] == [0, 1] and all(row["prefix_match"] for row in rows)
+    assert all(set(row["branches"]) == {"continue", "quit", "expert"} for row in rows)
+    assert rows[0]["benchmark_meta"]["task_id"] == task.id
+    refused = gauntlet("oversight", "collect", "llm-disaster", "--out", str(tmp_path / "x"),
+                       "--options", json.dumps({**options, "p_lapse": [0.0, 0.1]}))
+    assert_one_line_error(refused, "no lapse rates", "--options")
+
+
+class Heeding(ScriptedChatModel):
+    """Plays its script, but replies to an overseer's notice (the conversation's last message) with ``heeded``,
+    and records the notice."""
+
+    heeded: dict
+    notices: list = []
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        last = messages[-1]
+        if not (isinstance(last, HumanMessage) and str(last.content).startswith(NOTICE_OPENING)):
+            return super()._generate(messages, stop, run_manager, **kwargs)
+        self.notices.append(str(last.content))
+        tools = [tool["function"]["name"] for tool in kwargs.get("tools", [])]
+        reply = self._reply(0, _turn.validate_python(self.heeded), tools)
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+@tool_servers
+def test_a_hint_shows_the_expert_call_and_a_confirmation_shows_the_proposal_back(small_disaster, one_call_task):
+    episode, task = one_call_task
+    gold = task.gold_trajectory[0]
+    # The base answers wrong at once, twice over; after any notice it makes the gold call (the right next step).
+    model = Heeding(turns=_turn_list([_call("submit_answer", {"answer": WRONG})] * 2),
+                    heeded=_call(gold.call, gold.args), notices=[])
+    benchmark = llm_disaster(**small_disaster, split="T1", model=model, strong_model=None, agent_config=HARNESS)
+    (row,) = collect_episode(benchmark, episode, prefixes=[0], actions=("continue", "hint", "confirm"))
+    branches = row["branches"]
+    assert not branches["continue"]["success"] and branches["continue"]["steps"] == 1
+    # Both revised replies made the gold call, then the script's next turn (turn 1 of the task) answered wrong.
+    for action, cost in (("hint", 0.02), ("confirm", 0.01)):
+        assert branches[action] == {"success": False, "steps": 2, "utility": pytest.approx(-cost - 0.02)}
+    hint, confirm = model.notices
+    assert json.loads(hint.split("the call ", 1)[1].split(". Write", 1)[0]) == {"name": gold.call,
+                                                                                 "arguments": gold.args}
+    assert f'"answer": {WRONG}' in confirm and gold.call not in confirm
+    assert row["prefix_match"]
+
+
+@tool_servers
+def test_the_base_models_confidence_after_its_last_call_is_a_feature_of_the_prefix(small_disaster, one_call_task):
+    episode, task = one_call_task
+    gold = task.gold_trajectory[0]
+    model = Confident(turns=_turn_list([_call(gold.call, gold.args), _call("submit_answer", {"answer": WRONG})]),
+                      answers=["80", "30"], asked=[])
+    benchmark = llm_disaster(**small_disaster, split="T1", model=model, strong_model=None,
+                             agent_config={"tool_scope": "all", "check_numbers": False})
+    assert benchmark._config(model)["ask_confidence"] is True  # the benchmark's default
+    rows = collect_episode(benchmark, episode, actions=("continue", "quit"))
+    features = {row["t"]: row["features"] for row in rows}
+    assert (features[0]["verbal_confidence"], features[0]["verbal_confidence_missing"]) == (0.5, 1.0)  # not yet asked
+    assert (features[1]["verbal_confidence"], features[1]["verbal_confidence_missing"]) == (0.8, 0.0)
+    assert all(row["prefix_match"] for row in rows)  # the question beside the conversation changes no action
