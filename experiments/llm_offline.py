@@ -81,9 +81,6 @@ PARTS = ("chem", "disaster", "ablations")
 DIMENSIONS = ("T1", "T2", "T3")
 DISASTER_MODES = ("autonomous", "instruction")
 # Qwen2.5's generation_config: what its authors sample with.
-SAMPLING = {"temperature": 0.7, "top_p": 0.8, "top_k": 20}
-MAX_NEW_TOKENS = 256
-LOCAL_BACKENDS = ("offline", "llama", "hf")
 # The other pinned model of each, by the name ``recorded_spec`` gives every offline spec before a run.
 OTHER_MODEL = {"offline:qwen2.5-coder-1.5b-instruct": "offline:qwen2.5-coder-0.5b-instruct",
                "offline:qwen2.5-coder-0.5b-instruct": "offline:qwen2.5-coder-1.5b-instruct"}
@@ -145,7 +142,7 @@ def recorded_spec(model: str) -> str:
 def model_options(model: str, *, sample: bool, device: str | None) -> dict[str, Any]:
     """Options for a local model (sampling for repeated attempts, a reply cap, the device of a
     transformers model); none for other backends, whose own defaults apply."""
-    from gauntlet.agents.llm.models import parse_spec
+    from gauntlet.agents.llm.models import LOCAL_BACKENDS, MAX_NEW_TOKENS, SAMPLING, parse_spec
 
     backend = parse_spec(model).backend
     if backend not in LOCAL_BACKENDS:

@@ -192,6 +192,11 @@ def _offline(spec: ModelSpec, options: dict[str, Any]) -> BaseChatModel:
 LLAMA_BACKENDS = frozenset({"offline", "llama"})
 LOCAL_BACKENDS = LLAMA_BACKENDS | {"hf"}
 """The backends whose prompt the agent writes itself (their chat models take a ``prompt_tools`` binding)."""
+SAMPLING = {"temperature": 0.7, "top_p": 0.8, "top_k": 20}
+"""A local model's sampling where attempts must differ (Qwen2.5's own generation settings): the offline
+experiment's repeated attempts and the oversight benchmarks' base agents."""
+MAX_NEW_TOKENS = 256
+"""A local model's reply cap in the experiments: any call of these servers fits."""
 
 
 def runs_on_llama(spec: str | None) -> bool:

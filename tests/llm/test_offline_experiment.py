@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from gauntlet import registry
+from gauntlet.agents.llm.models import SAMPLING
 from gauntlet.registry import Entry
 from tests.shared import load_experiment
 
@@ -161,7 +162,7 @@ def test_a_part_the_experiment_does_not_have_is_one_line(capsys):
 
 def test_a_local_model_samples_only_for_repeated_attempts_and_an_api_model_keeps_its_defaults():
     module = load_experiment("llm_offline")
-    assert module.model_options("offline", sample=True, device=None) == {"max_new_tokens": 256, **module.SAMPLING}
+    assert module.model_options("offline", sample=True, device=None) == {"max_new_tokens": 256, **SAMPLING}
     assert module.model_options("offline", sample=False, device="cuda:0") == {"max_new_tokens": 256}
     assert module.model_options("hf:/models/qwen", sample=False, device="cuda:0") == {"max_new_tokens": 256,
                                                                                        "device": "cuda:0"}

@@ -14,7 +14,8 @@ from pydantic import TypeAdapter
 
 from gauntlet.agents.llm.scripted import ScriptedChatModel, Turn
 from gauntlet.controllers.oversight.benchmarks import get_benchmark
-from gauntlet.controllers.oversight.benchmarks.llm import NOTICE_OPENING, SAMPLING, llm_disaster
+from gauntlet.agents.llm.models import SAMPLING
+from gauntlet.controllers.oversight.benchmarks.llm import NOTICE_OPENING, llm_disaster
 from gauntlet.controllers.oversight.protocol import collect_episode
 from gauntlet.controllers.oversight.utility import UtilityConfig
 from gauntlet.errors import UserError

@@ -45,6 +45,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gauntlet.agents.llm.models import LOCAL_BACKENDS, MAX_NEW_TOKENS, SAMPLING
 from gauntlet.controllers.oversight.benchmarks.tool import ToolBenchmark
 from gauntlet.controllers.oversight.benchmarks.tool_features import tool_features
 from gauntlet.controllers.oversight.features import History
@@ -53,11 +54,6 @@ from gauntlet.controllers.oversight.models import STATED_CONFIDENCE
 from gauntlet.info_keys import PRIVILEGED
 from gauntlet.registry import make_agent, registry
 
-SAMPLING = {"temperature": 0.7, "top_p": 0.8, "top_k": 20}
-"""A local base model's sampling (Qwen2.5-Coder's suggested settings; the pass^k runs' too)."""
-MAX_NEW_TOKENS = 256
-"""A local model's reply cap: a call fits (the offline experiment's setting)."""
-LOCAL_BACKENDS = ("offline", "llama", "hf")
 MODEL_CALLS = {"chem": 25, "disaster": 12}
 """The agent's budget of model calls per episode, as the offline experiment gives it (gold: 10-12 and 2-5 calls)."""
 DEFAULT_MODES = {"chem": "chemcost", "disaster": "autonomous"}
