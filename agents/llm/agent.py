@@ -42,7 +42,10 @@ The harness, built so a small model can finish a task:
   likely it is to finish the task with the right answer; a ``note`` event ``{"confidence": p}``
   (``p`` in [0, 1], None when the reply is not a number from 0 to 100). The question is a model call
   of its own (a ``model_call`` event with ``requested_by: {"question": "confidence"}``), outside the
-  ``max_steps`` budget. An overseer's scalar baseline (``gauntlet.controllers.oversight``).
+  ``max_steps`` budget. A local model reads the question with the tools its calls see, so its prefix
+  cache serves all but the question, and on llama.cpp the reply is held to a whole number
+  (``CONFIDENCE_GRAMMAR``, at most ``CONFIDENCE_TOKENS`` tokens). An overseer's scalar baseline
+  (``gauntlet.controllers.oversight``).
 * **Thoughts** (``thoughts``, off by default): each reply opens with one line, ``Thought: ...``, of
   what the results so far say and which call comes next, then its call (ReAct's reasoning step; the
   system prompt asks for it, and on llama.cpp the call grammar holds it to one line of words before
@@ -191,6 +194,9 @@ REPEATED_CALL = ("You made this exact call before; it was not run again. Use its
                  "or call {answer_tool} to finish. Its result was:")
 CONFIDENCE_QUESTION = ("Before your call runs: how likely is it, from 0 to 100, that you will finish this task "
                        "with the right answer? Reply with the number only.")
+# Held to the reply the question asks for: a whole number from 0 to 100 (digits are single tokens), then the end.
+CONFIDENCE_GRAMMAR = 'root ::= "100" | [1-9]? [0-9]'
+CONFIDENCE_TOKENS = 4
 _CONFIDENCE = re.compile(r"\s*(\d{1,3}(?:\.\d+)?)\s*%?\s*\.?\s*")
 
 
@@ -468,10 +474,20 @@ class LLMAgent(Agent):
 
     def _confidence(self) -> float | None:
         """The model's answer to ``CONFIDENCE_QUESTION`` after the conversation so far, asked beside it."""
-        messages = [*self._state()["messages"], HumanMessage(CONFIDENCE_QUESTION)]
+        state = self._state()
+        messages = [*state["messages"], HumanMessage(CONFIDENCE_QUESTION)]
         config = RunnableConfig(callbacks=[self._recorder],
                                 metadata={"sampling_seed": self._seed, REQUESTED_BY: {"question": "confidence"}})
-        reply = self._chat_model().invoke(messages, config)
+        model: Any = self._chat_model()
+        # A local model reads the question after the prompt of the reply it just wrote, tools and all, so its
+        # prefix cache serves all but the question; without the tools the system turn differs, and the whole
+        # conversation is read again twice a step (for the question, then for the next call).
+        if getattr(model, "takes_prompt_tools", False):
+            limits = ({"reply_grammar": CONFIDENCE_GRAMMAR, "reply_tokens": CONFIDENCE_TOKENS}
+                      if getattr(model, "takes_reply_limits", False) else {})
+            model = model.bind(prompt_tools=[spec.as_openai() for spec in self._specs(state, prompted_now(state))],
+                               **limits)
+        reply = model.invoke(messages, config)
         return parse_confidence(reply.content if isinstance(reply.content, str) else "")
 
     def _drain_events(self) -> list[Event]:

@@ -103,6 +103,9 @@ class LlamaChatModel(BaseChatModel):
     model_config = ConfigDict(extra="forbid")
     # A ``prompt_tools`` binding: the prompt shows those tools while calls may use every bound tool.
     takes_prompt_tools: ClassVar[bool] = True
+    # ``reply_grammar`` and ``reply_tokens`` bindings: a reply that is not a call (an answer to a side
+    # question), held to a GBNF grammar and to fewer tokens than ``max_new_tokens``.
+    takes_reply_limits: ClassVar[bool] = True
 
     model_path: str
     max_new_tokens: int = Field(default=DEFAULT_MAX_NEW_TOKENS, ge=1)
@@ -171,13 +174,18 @@ class LlamaChatModel(BaseChatModel):
                   run_manager: CallbackManagerForLLMRun | None = None,
                   tools: Sequence[Mapping[str, Any]] | None = None,
                   avoid_calls: Sequence[Mapping[str, Any]] = (),
-                  prompt_tools: Sequence[Mapping[str, Any]] | None = None, **kwargs: Any) -> ChatResult:
+                  prompt_tools: Sequence[Mapping[str, Any]] | None = None, reply_grammar: str | None = None,
+                  reply_tokens: int | None = None, **kwargs: Any) -> ChatResult:
         from gauntlet.agents.llm.call_grammar import CallGrammarError, call_grammar
 
         runtime = self.weights
         shown = tools if prompt_tools is None else prompt_tools  # the prompt's tools; calls may use all ``tools``
         prompt = self.prompt_ids(messages, shown)
-        grammar = None
+        if reply_grammar is not None and tools:
+            raise ValueError("reply_grammar holds a reply that is not a call; bind it without tools (prompt_tools "
+                             "shows them)")
+        limit = self.max_new_tokens if reply_tokens is None else max(1, min(reply_tokens, self.max_new_tokens))
+        grammar = reply_grammar
         if self.constrain_calls and tools:
             try:
                 grammar = call_grammar([ToolSpec(schema["function"]["name"], schema["function"].get("description", ""),
@@ -196,7 +204,7 @@ class LlamaChatModel(BaseChatModel):
             sampling = Sampling(temperature=temperature, top_p=self.top_p, top_k=self.top_k,
                                 min_p=self.min_p if draw == 0 else max(self.min_p, REDRAW_MIN_P),
                                 seed=seed if draw == 0 else sampling_seed([seed, draw], prompt))
-            generation = self._draw(runtime, prompt, sampling, grammar, layers, tools, shared)
+            generation = self._draw(runtime, prompt, sampling, grammar, layers, tools, shared, limit)
             tokens, prompt_s, decode_s = (tokens + len(generation.tokens), prompt_s + generation.prompt_s,
                                           decode_s + generation.decode_s)
             if draw == 0:
@@ -205,12 +213,12 @@ class LlamaChatModel(BaseChatModel):
             text = runtime.detokenize(written)
             for sequence in stop or ():
                 text = text.split(sequence)[0]
-            cut = grammar is not None and not generation.finished
+            cut = grammar is not None and bool(tools) and not generation.finished
             if cut:
                 # Under the grammar only a cut can leave a call unfinished: one problem, not the objects inside it.
                 message = AIMessage(content=text, invalid_tool_calls=[invalid_tool_call(
                     name=None, args=None, id=f"call_{calls_so_far(messages)}",
-                    error=f"the call was cut at {self.max_new_tokens} tokens; write a shorter call")])
+                    error=f"the call was cut at {limit} tokens; write a shorter call")])
             else:
                 message = message_from_text(text, tool_names(tools or []), calls_so_far(messages))
             # A cut reply is drawn again like a repeat: greedy decoding writes the same runaway call after the
@@ -230,10 +238,12 @@ class LlamaChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _draw(self, runtime: LlamaRuntime, prompt: list[int], sampling: Sampling, grammar: str | None,
-              layers: list[int], tools: Sequence[Mapping[str, Any]] | None, shared: int = 0) -> Any:
+              layers: list[int], tools: Sequence[Mapping[str, Any]] | None, shared: int = 0,
+              limit: int | None = None) -> Any:
         try:
-            return runtime.generate(prompt, max_new_tokens=self.max_new_tokens, sampling=sampling, grammar=grammar,
-                                    layers=layers, reuse_prefix=self.reuse_prefix, persist_prefix=shared)
+            return runtime.generate(prompt, max_new_tokens=limit or self.max_new_tokens, sampling=sampling,
+                                    grammar=grammar, layers=layers, reuse_prefix=self.reuse_prefix,
+                                    persist_prefix=shared)
         except GrammarError as exc:
             raise UserError(f"{exc} for tools {', '.join(tool_names(tools or []))}; run the model with the option "
                             "constrain_calls=false") from None

@@ -151,6 +151,8 @@ def collect(
     table.add_row("rows/s (wall)", f"{result.rows_per_s:.2f}")
     table.add_row("branches / env steps", f"{stats.branches} / {stats.env_steps}")
     table.add_row("replay match rate", f"{stats.match_rate:.4f} ({stats.replays_matched}/{stats.replays})")
+    if stats.action_s:
+        table.add_row("wall s by part", ", ".join(f"{name} {seconds:.1f}" for name, seconds in stats.action_s.items()))
     table.add_row("wall s", f"{result.wall_s:.1f}")
     console.print(table)
     console.print(f"rows in [bold]{result.out_dir}[/bold]; next: gauntlet oversight evaluate {result.out_dir}")

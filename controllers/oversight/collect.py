@@ -237,6 +237,8 @@ def _merge(total: CollectStats, part: dict[str, Any]) -> None:
     for name in ("episodes", "rows", "branches", "env_steps", "restores", "replays_matched", "replays"):
         setattr(total, name, getattr(total, name) + int(part.get(name, 0)))
     total.seconds += float(part.get("seconds", 0.0))
+    for name, seconds in (part.get("action_s") or {}).items():
+        total.add_time(name, float(seconds))
 
 
 def collect(spec: CollectSpec, out_dir: str | os.PathLike[str], *, workers: int = 1, backend: str = "local",

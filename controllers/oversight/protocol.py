@@ -108,7 +108,13 @@ class CollectStats:
     seconds: float = 0.0
     restore_s: float = 0.0
     """Wall time spent restoring coupled snapshots (env and agents), part of ``seconds``."""
+    action_s: dict[str, float] = field(default_factory=dict)
+    """Wall time by what ran: ``"base"`` (the base episodes) and each overseer action's branches (from the
+    restore to the branch's end), part of ``seconds``: where an LLM agent's collection spends its time."""
     per_episode_s: list[float] = field(default_factory=list)
+
+    def add_time(self, part: str, seconds: float) -> None:
+        self.action_s[part] = self.action_s.get(part, 0.0) + seconds
 
     @property
     def rows_per_s(self) -> float:
@@ -170,6 +176,13 @@ class _Episode:
 
     def run_base(self, needed: Callable[[int], bool]) -> tuple[History, bool]:
         """Run the base episode, snapshotting the prefixes ``needed`` asks for; its history and success."""
+        started = time.perf_counter()
+        try:
+            return self._run_base(needed)
+        finally:
+            self.stats.add_time("base", time.perf_counter() - started)
+
+    def _run_base(self, needed: Callable[[int], bool]) -> tuple[History, bool]:
         observation, info = self.env.reset(seed=self.seed)
         for agent in (self.agent, self.expert, self.strong):
             if agent is not None:
@@ -195,6 +208,13 @@ class _Episode:
 
     def branch(self, action: str, t: int, draw: int) -> _Branch:
         """Run overseer ``action`` from prefix ``t`` (draw ``draw``) to the end of the episode."""
+        started = time.perf_counter()
+        try:
+            return self._branch(action, t, draw)
+        finally:
+            self.stats.add_time(action, time.perf_counter() - started)
+
+    def _branch(self, action: str, t: int, draw: int) -> _Branch:
         if action == "quit":
             return _Branch(False, 0, [])
         draw_seed = derive_seed(self.seed, t, draw, _BASE_STREAM)

@@ -54,3 +54,42 @@ def test_without_the_option_nothing_is_asked():
     assert not any("confidence" in event.data for step in episode.steps for event in step.events
                    if event.kind == "note")
     assert episode.agent.config["ask_confidence"] is False
+
+
+@pytest.mark.xdist_group("offline-model")
+def test_on_llama_cpp_the_question_reads_only_what_is_new_and_the_answer_is_a_whole_number(offline_gguf, monkeypatch):
+    from gauntlet.agents.llm.agent import CONFIDENCE_GRAMMAR, CONFIDENCE_TOKENS
+    from gauntlet.agents.llm.llama_chat import LlamaChatModel
+    from gauntlet.agents.llm.llama_runtime import LlamaRuntime
+
+    reads: list[dict] = []
+    generate = LlamaRuntime.generate
+
+    def recording(runtime, prompt, **options):
+        generation = generate(runtime, prompt, **options)
+        reads.append({"prompt": len(prompt), "reused": generation.reused, "grammar": options.get("grammar"),
+                      "limit": options["max_new_tokens"], "written": len(generation.tokens)})
+        return generation
+
+    monkeypatch.setattr(LlamaRuntime, "generate", recording)
+    model = LlamaChatModel(model_path=str(offline_gguf), max_new_tokens=64, persist_prefix=False)
+    env = ToolTaskEnv([small_task()], small_server)
+    try:
+        episode = gauntlet.rollout(env, LLMAgent(model=model, ask_confidence=True, check_numbers=False, max_steps=3),
+                                   seed=0)
+    finally:
+        env.close()
+    notes = [event.data["confidence"] for step in episode.steps for event in step.events
+             if event.kind == "note" and "confidence" in event.data]
+    asked = [index for index, read in enumerate(reads) if read["grammar"] == CONFIDENCE_GRAMMAR]
+    assert notes and len(asked) == len(notes)
+    # The grammar holds the answer to a number the parser takes, in a few tokens.
+    assert all(note is not None and 0.0 <= note <= 1.0 for note in notes)
+    assert all(reads[index]["limit"] == CONFIDENCE_TOKENS >= reads[index]["written"] for index in asked)
+    for index in asked:
+        call, question = reads[index - 1], reads[index]
+        # The question's prompt starts with the call's prompt (tools and all): only the reply and the question
+        # are read (without the tools, only the system prompt's first words were reused).
+        assert question["reused"] >= call["prompt"]
+        if index + 1 < len(reads):  # and the next call, after the tool's result, reads from the same prefix
+            assert reads[index + 1]["reused"] >= call["prompt"]

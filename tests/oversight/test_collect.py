@@ -16,7 +16,7 @@ import pytest
 from gauntlet.controllers.oversight.collect import (ROWS, CollectionError, CollectSpec, collect, load_meta,
                                                     load_rows)
 from gauntlet.controllers.oversight.models import load_model
-from gauntlet.controllers.oversight.utility import UtilityConfig
+from gauntlet.controllers.oversight.utility import LADDER, UtilityConfig
 from tests.test_cli import assert_one_line_error, gauntlet
 
 SPEC = CollectSpec(benchmark="corridor", episodes=tuple(range(6)), options={"length": 6, "max_steps": 12},
@@ -34,6 +34,9 @@ def test_collect_writes_every_job_once_and_resumes_without_redoing(tmp_path: Pat
     assert len(_keys(rows)) == len(set(_keys(rows))) == first.rows
     assert {row["expert_strength"] for row in rows} == {1.0, 0.5}
     assert all(row["prefix_match"] for row in rows)
+    # The jobs' wall time by part adds up across them: the base episodes' and each action's branches'.
+    assert set(first.stats.action_s) == {"base", *LADDER} and 0 < sum(first.stats.action_s.values()) <= \
+        first.stats.seconds
     again = collect(SPEC, tmp_path)
     assert again.jobs_run == 0 and again.jobs_resumed == 12 and again.rows == first.rows
     assert load_meta(tmp_path)["benchmark"] == "corridor"

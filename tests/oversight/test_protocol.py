@@ -33,6 +33,9 @@ def test_every_row_replays_its_prefix_and_quit_is_worth_u_quit():
     rows = [row for episode in range(6) for row in collect_episode(benchmark, episode, draws=2, stats=stats)]
     assert stats.replays > 0 and stats.match_rate == 1.0
     assert stats.rows == len(rows) and stats.rows_per_s > 0
+    # The wall time is split by part: the base episodes and each action's branches, within the total.
+    assert set(stats.action_s) == {"base", *LADDER} and all(seconds >= 0 for seconds in stats.action_s.values())
+    assert sum(stats.action_s.values()) <= stats.seconds
     for row in rows:
         assert set(row) == ROW_KEYS and set(row["branches"]) == set(LADDER)  # no revise: no hint or confirm
         assert row["prefix_match"] is True
