@@ -104,6 +104,21 @@ NOT_RUN: dict[str, str] = {
     "--episodes 2 --stride 2 --workers 2 --out runs/oversight-llm-disaster":
         "branches real model episodes (the 0.5B and the 1.5B, minutes each) on the full disaster scenes; the same "
         "command runs with a scripted model on small scenes in tests/oversight/test_llm_benchmarks.py",
+    "gauntlet oversight collect llm-disaster --options '{\"split\": \"T1\", \"model\": \"offline:small\", "
+    "\"strong_model\": \"offline\", \"mode\": \"instruction\", \"sample\": true}' -n 1 --stride 100 "
+    "--actions continue,quit,expert,stronger,hint,confirm --workers 1 --out runs/ov-llm":
+        "branches one real episode of the 0.5B into six actions, the 1.5B's included (about 20 minutes); the same "
+        "protocol runs with scripted models in tests/oversight/test_llm_benchmarks.py",
+    "gauntlet oversight collect llm-textworld --options '{\"nb_rooms\": 3, \"nb_objects\": 6, \"quest_length\": 4, "
+    "\"max_steps\": 12, \"sample\": true, \"latent\": \"shipped\"}' -n 2 --stride 4 "
+    "--actions continue,quit,expert,stronger,hint,confirm --workers 1 --out runs/ov-llm-tw":
+        "branches two real 0.5B text-game episodes into six actions, the 1.5B's included (about 20 minutes); the "
+        "same benchmark runs with scripted models in tests/oversight/test_llm_textworld.py",
+    "gauntlet oversight collect llm-textworld --options '{\"nb_rooms\": 3, \"nb_objects\": 6, \"quest_length\": 4, "
+    "\"max_steps\": 12}' -n 1 --stride 4 --actions continue,quit,expert,hint --workers 1 "
+    "--out runs/oversight-llm-textworld":
+        "plays real 0.5B episodes of a text game (minutes); the same benchmark runs with a scripted model in "
+        "tests/oversight/test_llm_textworld.py",
     "gauntlet eval chem --agent chem-oracle --view clean --limit 300 --workers 2 --out runs/chem-oracle":
         "needs the full chem data (`gauntlet data build chem`, many minutes); the same suite runs through "
         "MCP sessions on a small catalogue in tests/chem/test_suite.py",

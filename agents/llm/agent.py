@@ -536,8 +536,11 @@ class LLMAgent(Agent):
 
     def _offer(self, names: Sequence[str], *, search: bool, answer_tool: str) -> list[str]:
         """The names offered: the server tools ``names`` (in that order), ``find_tools`` when ``search``
-        (some tools are left out) and the answer tool; recorded as a ``tools_offered`` note."""
+        (some tools are left out) and the answer tool (none in a mode whose tasks end by themselves, a text
+        game's); recorded as a ``tools_offered`` note."""
         offered = offered_names(names, search=search, answer_tool=answer_tool)
+        if self._mode.answer == "none":
+            offered = [name for name in offered if name != answer_tool]
         self._events.append(Event(source=self.name, kind="note", data={"tools_offered": offered}))
         return offered
 

@@ -13,9 +13,13 @@ answer. The modes come from the benchmarks our servers re-implement:
 ``chemcost``
     ChemCost: the reaction to price (the chem task's question and inputs), the tools, and one
     number as the answer, US dollars per gram of product.
+``textgame``
+    A text game as a tool task (``gauntlet.envs.textworld.tools``): the game's opening text and one
+    ``play`` tool taking a command. No answer tool is offered: the game ends when it is won or
+    lost, or when the agent's budget is spent.
 
 The model ends a task with a typed call of the answer tool (``answer_spec``): an answer is never
-read out of prose.
+read out of prose (in ``textgame`` the task ends by itself, and no answer tool is offered).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ class Mode:
     description: str
     system_prompt: str
     shows_plan: bool = False
-    answer: Literal["json", "number"] = "json"
+    answer: Literal["json", "number", "none"] = "json"
 
 
 AUTONOMOUS = Mode(
@@ -68,8 +72,16 @@ CHEMCOST = Mode(
                    "the question states, and add the costs with the calculator. A result that starts with 'Error:' "
                    "says what to fix. " + _FINISH + " The answer is one number: US dollars per gram of product."),
     answer="number")
+TEXTGAME = Mode(
+    name="textgame",
+    description="a text game (TextWorld as a tool task): one command per call, no answer tool",
+    system_prompt=("You play a text adventure game. Read the game's text, then type one command at a time with the "
+                   "play tool and read the game's reply before the next. Each reply lists the commands that make "
+                   "sense now; choose among them to reach the objective the game gives you. Reply with exactly one "
+                   "tool call. The game ends when you reach its objective."),
+    answer="none")
 
-MODES: dict[str, Mode] = {mode.name: mode for mode in (AUTONOMOUS, INSTRUCTION, CHEMCOST)}
+MODES: dict[str, Mode] = {mode.name: mode for mode in (AUTONOMOUS, INSTRUCTION, CHEMCOST, TEXTGAME)}
 
 
 # The answer's type for a task graded by kind (``gauntlet.tasks.EvalSpec.kind``), where the kind alone fixes
@@ -94,6 +106,9 @@ def answer_spec(mode: Mode, answer_tool: str, kind: str | None = None) -> ToolSp
     US dollars per gram, in a number mode; in the others the type the task's grading ``kind`` fixes,
     ``ANSWER_TYPES``, else any JSON value in the format the question asks for). Calling it ends the
     task; its arguments are checked like any call's."""
+    if mode.answer == "none":
+        raise ValueError(f"mode {mode.name!r} has no answer: its tasks end by themselves, and the agent offers no "
+                         "answer tool")
     if mode.answer == "number":
         answer: dict[str, Any] = {"type": "number", "description": "the price in US dollars per gram of product"}
         what = "Submit the final price; this ends the task."

@@ -29,6 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from gauntlet.controllers.oversight.models import (
+    LATENT_RISK,
     STATED_CONFIDENCE,
     ActionConditioned,
     Calibrated,
@@ -263,7 +264,8 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
     applied to the recalibrated score, as a deployed threshold would be if the score were recalibrated
     under it), ``scalar_two_threshold`` (raw; quit above the second cut); where the rows carry the
     agent's verbalised confidence (``STATED_CONFIDENCE``), ``scalar_confidence`` and
-    ``scalar_confidence_platt`` (routing on 1 - that confidence alone, raw and recalibrated); and
+    ``scalar_confidence_platt`` (routing on 1 - that confidence alone, raw and recalibrated); where they
+    carry the latent monitor's score (``LATENT_RISK``), ``scalar_latent`` and ``scalar_latent_platt``; and
     ``action_conditioned_<kind>``. Also: ECE and AUROC of the raw and recalibrated risk on the test
     prefixes, the tuned thresholds, the identical-risk count per scalar and the within-action variance
     of the test rows.
@@ -308,11 +310,14 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
             choices[f"scalar_{name}_raw_threshold"] = fixed.choose(X_test)
     # The agent's own word, where rows carry it (an LLM's verbalised confidence): routed on alone, raw and
     # Platt-recalibrated, thresholds tuned on the calibration split like the forest's.
-    if STATED_CONFIDENCE in risk.feature_names:
-        stated = StatedRisk(STATED_CONFIDENCE, risk.feature_names)
-        scores["confidence"] = stated
-        scores["confidence_platt"] = Calibrated(stated, "platt").fit(X_calibration, failed_calibration)
-        for name in ("confidence", "confidence_platt"):
+    # The same for the latent monitor's score of the last reply, where rows carry it.
+    for feature, stem, confidence in ((STATED_CONFIDENCE, "confidence", True), (LATENT_RISK, "latent", False)):
+        if feature not in risk.feature_names:
+            continue
+        stated = StatedRisk(feature, risk.feature_names, confidence=confidence)
+        scores[stem] = stated
+        scores[f"{stem}_platt"] = Calibrated(stated, "platt").fit(X_calibration, failed_calibration)
+        for name in (stem, f"{stem}_platt"):
             router = ScalarRouter(scores[name], intervention=config.intervention).fit(X_calibration,
                                                                                        utilities_calibration)
             choices[f"scalar_{name}"] = router.choose(X_test)

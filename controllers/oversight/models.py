@@ -380,22 +380,27 @@ class RiskScore(_FailureClassifier):
 
 STATED_CONFIDENCE = "verbal_confidence"
 """The feature an agent's own confidence arrives in (``benchmarks.llm.confidence_features``)."""
+LATENT_RISK = "latent_risk"
+"""The feature the latent monitor's score of the last reply arrives in, a risk in (0, 1)
+(``benchmarks.llm.latent_features``)."""
 
 
 class StatedRisk(_FailureClassifier):
-    """A risk an agent states itself: ``1 - X[:, feature]``, the feature a confidence in [0, 1] (an LLM's
-    verbalised confidence, ``benchmarks.llm``), untrained; recalibrate it with ``Calibrated``."""
+    """A risk one feature states, untrained: ``1 - X[:, feature]`` for a confidence in [0, 1] (an LLM's
+    verbalised confidence, ``benchmarks.llm``), or with ``confidence=False`` the feature itself, a risk in
+    [0, 1] (the latent monitor's, ``LATENT_RISK``); recalibrate it with ``Calibrated``."""
 
-    def __init__(self, feature: str, feature_names: Sequence[str]) -> None:
+    def __init__(self, feature: str, feature_names: Sequence[str], *, confidence: bool = True) -> None:
         if feature not in feature_names:
             raise ValueError(f"no feature {feature!r} among {list(feature_names)}")
-        self.feature = feature
+        self.feature, self.confidence = feature, confidence
         self.feature_names = list(feature_names)
         self._column = self.feature_names.index(feature)
 
     def predict_risk(self, X: np.ndarray) -> np.ndarray:
-        """1 - the stated confidence, per prefix, clipped to [0, 1]."""
-        return np.clip(1.0 - np.asarray(X, dtype=np.float64)[:, self._column], 0.0, 1.0)
+        """The stated risk per prefix (1 - a confidence, or the risk itself), clipped to [0, 1]."""
+        column = np.asarray(X, dtype=np.float64)[:, self._column]
+        return np.clip(1.0 - column if self.confidence else column, 0.0, 1.0)
 
 
 class Calibrated(_FailureClassifier):

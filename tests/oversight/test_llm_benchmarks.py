@@ -94,13 +94,15 @@ def test_a_base_agent_that_reads_the_handover_answers_after_the_expert_call(smal
     assert row["branches"]["expert_k"] == {"success": True, "steps": 2, "utility": pytest.approx(1 - 0.05 - 0.02)}
 
 
-def test_the_base_model_samples_and_the_options_are_checked(small_disaster):
+def test_the_base_model_decodes_greedily_unless_asked_to_sample_and_the_options_are_checked(small_disaster):
     benchmark = get_benchmark("llm-disaster", **small_disaster, model="offline:small", strong_model=None)
     config = benchmark._config("offline:small")
-    assert config["model_options"] == {"max_new_tokens": 256, **SAMPLING}
+    # Greedy by default: a sampled reply does not always replay on llama.cpp (see the benchmark's docstring).
+    assert config["model_options"] == {"max_new_tokens": 256}
     assert config["mode"] == "autonomous" and config["max_steps"] == 12 and config["suite"] == small_disaster["tasks"]
-    assert "temperature" not in get_benchmark("llm-disaster", **small_disaster, sample=False,
-                                              strong_model=None)._config("offline:small")["model_options"]
+    assert get_benchmark("llm-disaster", **small_disaster, sample=True,
+                         strong_model=None)._config("offline:small")["model_options"] == {"max_new_tokens": 256,
+                                                                                          **SAMPLING}
     with pytest.raises(ValueError, match="no lapse rates .*p_lapse"):
         get_benchmark("llm-disaster", **small_disaster, p_lapse=(0.0, 0.1))
     with pytest.raises(UserError):
@@ -182,3 +184,53 @@ def test_the_base_models_confidence_after_its_last_call_is_a_feature_of_the_pref
     assert (features[0]["verbal_confidence"], features[0]["verbal_confidence_missing"]) == (0.5, 1.0)  # not yet asked
     assert (features[1]["verbal_confidence"], features[1]["verbal_confidence_missing"]) == (0.8, 0.0)
     assert all(row["prefix_match"] for row in rows)  # the question beside the conversation changes no action
+
+
+class Stated(ScriptedChatModel):
+    """Plays its script; each reply carries made-up states at layer 12 of a 0.5B-wide model, different per turn
+    (what a local model that keeps the latent score's layer attaches to its replies)."""
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        import numpy as np
+        from langchain_core.messages import AIMessage
+
+        from gauntlet.agents.llm.kept_states import ReplyStates, with_states
+
+        result = super()._generate(messages, stop, run_manager, **kwargs)
+        message = result.generations[0].message
+        turn = sum(isinstance(item, AIMessage) for item in messages)
+        rows = np.random.default_rng(turn).normal(0.0, 1.0 + 4.0 * turn, (3, 896)).astype(np.float32)
+        metadata = with_states(dict(message.response_metadata), ReplyStates("scripted", 25, {12: rows}))
+        return ChatResult(generations=[ChatGeneration(message=message.model_copy(
+            update={"response_metadata": metadata}))])
+
+
+@tool_servers
+def test_the_latent_monitors_score_of_the_last_reply_is_a_feature_of_the_prefix(small_disaster, one_call_task):
+    import numpy as np
+
+    from gauntlet.controllers.latent.detector_file import load_detector, reply_example
+    from gauntlet.controllers.latent.monitor import shipped_score
+    from gauntlet.controllers.oversight.benchmarks.llm import latent_risk
+
+    episode, task = one_call_task
+    gold = task.gold_trajectory[0]
+    model = Stated(turns=_turn_list([_call(gold.call, gold.args), _call("submit_answer", {"answer": WRONG})]))
+    benchmark = llm_disaster(**small_disaster, split="T1", model=model, strong_model=None, agent_config=HARNESS,
+                             latent="shipped")
+    rows = collect_episode(benchmark, episode, actions=("continue", "quit"))
+    features = {row["t"]: row["features"] for row in rows}
+    assert (features[0]["latent_risk"], features[0]["latent_risk_missing"]) == (0.5, 1.0)  # no reply yet
+    # After the first reply: the shipped chaos score of that reply's states, as a risk.
+    detector = load_detector(shipped_score())
+    first = np.random.default_rng(0).normal(0.0, 1.0, (3, 896)).astype(np.float32)
+    expected = latent_risk(float(detector.decision_function([reply_example(first, 12)])[0]))
+    assert features[1]["latent_risk"] == pytest.approx(expected) and features[1]["latent_risk_missing"] == 0.0
+    assert 0.0 < expected < 1.0 and all(row["prefix_match"] for row in rows)
+    assert rows[0]["benchmark_meta"]["latent"] == "shipped"
+    # A local base model is asked to keep the score's layer while it decodes; the stronger one is left alone.
+    local = llm_disaster(**small_disaster, split="T1", model="offline:small", strong_model="offline", latent="shipped")
+    assert local.make_agent(episode).config()["model_options"]["keep_hidden_layers"] == [12]
+    assert "keep_hidden_layers" not in local.make_agent(episode, "strong").config()["model_options"]
+    with pytest.raises(UserError, match="nowhere.npz"):
+        llm_disaster(**small_disaster, split="T1", model=model, strong_model=None, latent="nowhere.npz")

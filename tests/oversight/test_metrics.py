@@ -244,4 +244,19 @@ def test_rows_with_a_stated_confidence_get_its_scalar_routers_and_rows_without_d
     assert methods["scalar_confidence"]["regret"] < methods["always_continue"]["regret"]
     plain = evaluate(*split_by_episode(synthetic_rows(20, 4, seed=22), 0.3, seed=0),
                      {"n_boot": 50, "controller_kinds": ["rf"], "trees": 25}, seed=0)
-    assert not any("confidence" in name for name in [*plain["methods"], *plain["calibration"]])
+    assert not any("confidence" in name or "latent" in name for name in [*plain["methods"], *plain["calibration"]])
+
+
+def test_rows_with_a_latent_risk_route_on_it_as_a_risk_not_as_a_confidence() -> None:
+    rows = synthetic_rows(60, 6, seed=21, noise=0.05)
+    rng = np.random.default_rng(4)
+    for row in rows:  # a monitor that scores failing prefixes high, with some noise
+        ok = row["branches"]["continue"]["success"]
+        row["features"]["latent_risk"] = float(np.clip((0.2 if ok else 0.8) + rng.normal(0, 0.1), 0, 1))
+    train, test = split_by_episode(rows, 0.3, seed=0)
+    result = evaluate(train, test, {"n_boot": 50, "controller_kinds": ["rf"], "trees": 25}, seed=0)
+    methods, calibration = result["methods"], result["calibration"]
+    assert {"scalar_latent", "scalar_latent_platt"} <= set(methods) and "scalar_confidence" not in methods
+    # Read as a risk (high = failing), it ranks the failing prefixes first; read as a confidence it would invert.
+    assert calibration["latent"]["auroc"] > 0.95 and calibration["latent_platt"]["slope"] > 0
+    assert methods["scalar_latent"]["regret"] < methods["always_continue"]["regret"]

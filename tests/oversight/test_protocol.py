@@ -18,9 +18,9 @@ ROW_KEYS = {"benchmark", "episode", "seed", "t", "draw", "features", "branches",
             "base_length", "expert_strength", "benchmark_meta"}
 
 
-def test_get_benchmark_knows_all_eight_and_refuses_others():
+def test_get_benchmark_knows_all_nine_and_refuses_others():
     assert set(BENCHMARKS) == {"corridor", "taxi", "textworld", "scienceworld", "chem", "disaster", "llm-chem",
-                               "llm-disaster"}
+                               "llm-disaster", "llm-textworld"}
     benchmark = get_benchmark("corridor", length=5)
     assert isinstance(benchmark, Benchmark) and benchmark.length == 5
     with pytest.raises(ValueError, match="corridor"):

@@ -13,8 +13,9 @@ Modules:
   ``tool_expert`` (the env wrapper that names the gold continuation, the tool benchmarks' expert),
   ``tool_lapses`` (the base agent's wrong calls and wrong answers) and ``tool_features`` (what an
   overseer sees of a tool episode's prefix).
-- ``llm``: ``llm-chem`` and ``llm-disaster``, the same tool benchmarks with Gauntlet's LLM agent as the
-  base agent (a real model's trajectories) and a stronger model as ``stronger``.
+- ``llm``: ``llm-chem``, ``llm-disaster`` and ``llm-textworld``, the same tool benchmarks and TextWorld
+  with Gauntlet's LLM agent as the base agent (a real model's trajectories) and a stronger model as
+  ``stronger``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ BENCHMARKS: dict[str, str] = {
     "disaster": "gauntlet.controllers.oversight.benchmarks.tool:disaster",
     "llm-chem": "gauntlet.controllers.oversight.benchmarks.llm:llm_chem",
     "llm-disaster": "gauntlet.controllers.oversight.benchmarks.llm:llm_disaster",
+    "llm-textworld": "gauntlet.controllers.oversight.benchmarks.llm:llm_textworld",
 }
 
 
