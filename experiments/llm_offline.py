@@ -249,28 +249,16 @@ def dora_reports(folder: Path, suite: str) -> list[dict[str, Any]]:
 def dora_summary(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Answer accuracy per dimension and their macro average (the DORA score) with a bootstrap 95 % CI over
     tasks (``dora_score_ci``), and mean trajectory metrics."""
+    from gauntlet.stats import macro_mean_ci
+
     by_dimension = {dimension: [r for r in reports if r["dimension"] == dimension] for dimension in DIMENSIONS}
     accuracy = {dimension: fmean(r["answer_score"] for r in rows) for dimension, rows in by_dimension.items() if rows}
     metrics = sorted({key for r in reports for key in r["trajectory"]})
     scores = [[r["answer_score"] for r in rows] for rows in by_dimension.values() if rows]
     return {"accuracy": accuracy, "dora_score": fmean(accuracy.values()) if accuracy else None,
-            "dora_score_ci": macro_mean_ci(scores) if scores else None,
+            "dora_score_ci": list(macro_mean_ci(scores)) if scores else None,
             "trajectory": {key: fmean(r["trajectory"][key] for r in reports) for key in metrics} if reports else {},
             "attempts": len(reports)}
-
-
-def macro_mean_ci(groups: Sequence[Sequence[float]], resamples: int = 10_000, seed: int = 0) -> list[float]:
-    """A percentile bootstrap 95 % interval of the mean of the groups' means, resampling each group's values
-    apart (tasks within their dimension, so every resample has every dimension, as the DORA score needs)."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    means = np.zeros(resamples)
-    for values in groups:
-        data = np.asarray(values, dtype=np.float64)
-        means += data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
-    low, high = np.quantile(means / len(groups), [0.025, 0.975])
-    return [float(low), float(high)]
 
 
 def chem_task_scores(folder: Path) -> dict[str, float]:

@@ -8,6 +8,8 @@ Confidence intervals are percentile bootstraps, seeded so a report is reproducib
 * ``stratified_bootstrap_ci``: of any statistic of scores and 0/1 labels, resampling each class apart
   (every resample has both classes, which AUROC and FPR@TPR need).
 
+* ``macro_mean_ci``: of a mean of group means (a macro average), resampling each group apart.
+
 Paired comparisons: ``sign_test`` (two runs of the same tasks, which one did better task by task).
 
 Detection and calibration: ``auroc`` (the Mann-Whitney form: the chance a random positive scores above
@@ -17,7 +19,6 @@ highest threshold that flags the asked share of positives) and ``expected_calibr
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -122,17 +123,32 @@ def expected_calibration_error(probabilities: np.ndarray, labels: np.ndarray, bi
     return float(total / len(probabilities)) if len(probabilities) else float("nan")
 
 
-__all__ = ["BOOTSTRAP_RESAMPLES", "auroc", "bootstrap_ci", "cluster_bootstrap_ci", "expected_calibration_error",
-           "fpr_at_tpr", "stratified_bootstrap_ci"]
+def macro_mean_ci(groups: Sequence[Sequence[float]], level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
+                  seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of the groups' means (a macro average, e.g. DORA's score over
+    its dimensions), resampling each group's values apart, so every resample has every group."""
+    if not groups or any(len(values) == 0 for values in groups):
+        raise ValueError("macro_mean_ci needs at least one group and a value in each")
+    rng = np.random.default_rng(seed)
+    means = np.zeros(resamples)
+    for values in groups:
+        data = np.asarray(values, dtype=np.float64)
+        means += data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(means / len(groups), [tail, 1.0 - tail])
+    return float(low), float(high)
 
 
 def sign_test(better: int, worse: int) -> float:
-    """The two-sided exact sign test of paired outcomes, ties dropped: the chance, if neither side were
-    better, of a split of the ``better + worse`` untied pairs at least as uneven as this one (1.0 with none)."""
+    """The two-sided exact sign test of paired outcomes, ties dropped (scipy's binomial test at p = 1/2 on the
+    ``better + worse`` untied pairs; 1.0 with none)."""
+    from scipy.stats import binomtest
+
     if better < 0 or worse < 0:
         raise ValueError(f"counts of pairs must be >= 0; got {better} and {worse}")
-    n = better + worse
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(better, worse) + 1)) / 2**n
-    return min(1.0, 2.0 * tail)
+    return 1.0 if better + worse == 0 else float(binomtest(better, better + worse, 0.5).pvalue)
+
+
+__all__ = ["BOOTSTRAP_RESAMPLES", "auroc", "bootstrap_ci", "cluster_bootstrap_ci", "expected_calibration_error",
+           "fpr_at_tpr", "macro_mean_ci", "sign_test", "stratified_bootstrap_ci"]
+

@@ -221,14 +221,20 @@ def test_tasks_picks_tasks_by_id_and_limit_keeps_the_first(toy_suite, tmp_path):
     assert [(task["index"], task["task_id"]) for task in scores_of(out)["tasks"]] == [(7, "t-07"), (2, "t-02")]
 
 
+def grow(out, capsys, first: list[str], then: list[str], *, kept: int, ran: int) -> None:
+    """Evaluate the toy suite with ``first`` options into ``out``, then with ``then``: the second run ran ``ran``
+    new tasks and resumed the ``kept`` first episodes without writing them again."""
+    assert eval_cli("toy", "--agent", "gold", *first, "--workers", "1", "--out", str(out)) == 0
+    before = {index: episode_path(out, index).stat().st_mtime_ns for index in range(kept)}
+    capsys.readouterr()
+    assert eval_cli("toy", "--agent", "gold", *then, "--workers", "1", "--out", str(out)) == 0
+    assert f"ran {ran}, resumed {kept} already complete" in capsys.readouterr().out
+    assert {index: episode_path(out, index).stat().st_mtime_ns for index in range(kept)} == before
+
+
 def test_a_larger_limit_into_the_same_folder_runs_only_the_new_tasks(toy_suite, tmp_path, capsys):
     out = tmp_path / "eval"
-    assert eval_cli("toy", "--agent", "gold", "--limit", "3", "--workers", "1", "--out", str(out)) == 0
-    first = {index: episode_path(out, index).stat().st_mtime_ns for index in range(3)}
-    capsys.readouterr()
-    assert eval_cli("toy", "--agent", "gold", "--limit", "5", "--workers", "1", "--out", str(out)) == 0
-    assert "ran 2, resumed 3 already complete" in capsys.readouterr().out
-    assert {index: episode_path(out, index).stat().st_mtime_ns for index in range(3)} == first
+    grow(out, capsys, ["--limit", "3"], ["--limit", "5"], kept=3, ran=2)
     assert [task["task_id"] for task in scores_of(out)["tasks"]] == ["t-00", "t-01", "t-02", "t-03", "t-04"]
     summary = json.loads((out / "summary.json").read_text())  # the layout of a `gauntlet run` folder
     assert (summary["ran"], summary["skipped"], len(summary["episodes"])) == (2, 3, 5)
@@ -236,12 +242,7 @@ def test_a_larger_limit_into_the_same_folder_runs_only_the_new_tasks(toy_suite, 
 
 def test_a_longer_task_list_grows_the_folder_and_a_reordered_one_is_refused(toy_suite, tmp_path, capsys):
     out = tmp_path / "eval"
-    assert eval_cli("toy", "--agent", "gold", "--tasks", "t-07,t-02", "--workers", "1", "--out", str(out)) == 0
-    first = {index: episode_path(out, index).stat().st_mtime_ns for index in range(2)}
-    capsys.readouterr()
-    assert eval_cli("toy", "--agent", "gold", "--tasks", "t-07,t-02,t-04", "--workers", "1", "--out", str(out)) == 0
-    assert "ran 1, resumed 2 already complete" in capsys.readouterr().out
-    assert {index: episode_path(out, index).stat().st_mtime_ns for index in range(2)} == first
+    grow(out, capsys, ["--tasks", "t-07,t-02"], ["--tasks", "t-07,t-02,t-04"], kept=2, ran=1)
     assert json.loads((out / "run.json").read_text())["spec"]["tasks"]["task_indices"] == [7, 2, 4]
     # The start of the recorded list reads those episodes again; run.json keeps the longer list.
     assert eval_cli("toy", "--agent", "gold", "--tasks", "t-07", "--workers", "1", "--out", str(out)) == 0

@@ -13,6 +13,7 @@ from gauntlet.stats import (
     cluster_bootstrap_ci,
     expected_calibration_error,
     fpr_at_tpr,
+    macro_mean_ci,
     sign_test,
     stratified_bootstrap_ci,
 )
@@ -70,13 +71,21 @@ def test_expected_calibration_error_by_hand():
     assert expected_calibration_error(probabilities, labels, bins=10) == pytest.approx((2 * 0.4 + 2 * 0.1) / 4)
 
 
-@pytest.mark.parametrize(("better", "worse"), [(9, 1), (7, 3), (0, 0), (5, 5), (0, 12), (30, 11), (1, 0)])
-def test_the_sign_test_is_scipys_two_sided_exact_binomial_test(better, worse):
-    from scipy.stats import binomtest
+@pytest.mark.parametrize(("better", "worse", "expected"), [
+    (9, 1, 2 * (1 + 10) / 2**10), (1, 9, 2 * (1 + 10) / 2**10), (19, 1, 2 * (1 + 20) / 2**20),
+    (7, 3, 2 * (1 + 10 + 45 + 120) / 2**10), (0, 0, 1.0), (5, 5, 1.0), (1, 0, 1.0), (0, 6, 2 / 2**6)])
+def test_the_sign_test_is_the_two_sided_exact_binomial_test_by_hand(better, worse, expected):
+    # P(a split at least as uneven) = 2 * sum_{k <= min} C(n, k) / 2^n, at most 1.
+    assert sign_test(better, worse) == pytest.approx(min(1.0, expected), rel=1e-12)
 
-    expected = 1.0 if better + worse == 0 else binomtest(better, better + worse, 0.5).pvalue
-    assert sign_test(better, worse) == pytest.approx(expected, rel=1e-12)
-    assert sign_test(better, worse) == sign_test(worse, better)
+
+def test_the_macro_mean_interval_resamples_each_group_apart():
+    # Groups 1 and 2 are constant, so every resample's macro mean is 1/3 + (0, 1/2 or 1)/3.
+    assert macro_mean_ci([[1.0, 1.0], [0.0, 0.0, 0.0], [0.0, 1.0]]) == (pytest.approx(1 / 3), pytest.approx(2 / 3))
+    low, high = macro_mean_ci([[0.0, 1.0] * 20], level=0.5)
+    assert 0.4 < low < 0.5 < high < 0.6
+    with pytest.raises(ValueError, match="a value in each"):
+        macro_mean_ci([[1.0], []])
 
 
 def test_the_sign_test_refuses_negative_counts():

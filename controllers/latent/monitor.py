@@ -128,6 +128,20 @@ def fitted_detector(model: str | None, reader: str | None, layer: int | None = N
     return fitted
 
 
+def detector_value(fitted: FittedDetector, states: np.ndarray, response: str = "") -> float:
+    """A fitted detector's score of a reply whose response-token states at its layer are ``states``: the chaos
+    score's divergence, any other detector's decision value."""
+    if isinstance(fitted.detector, ChaosScore):
+        return fitted.detector.divergence(states)
+    return float(fitted.decision_function([reply_example(states, fitted.layer, response)])[0])
+
+
+def detector_threshold(fitted: FittedDetector) -> float:
+    """Where ``detector_value`` flags a reply: the chaos score's gate threshold, any other detector's 0
+    (scikit-learn's convention: above 0 is the positive class)."""
+    return float(fitted.detector.threshold_) if isinstance(fitted.detector, ChaosScore) else 0.0
+
+
 def same_score(config: dict[str, Any], other: dict[str, Any]) -> bool:
     """Whether two hook configs read replies with the same fitted detector, layer and reader."""
     return all(config.get(key) == other.get(key) for key in ("model", "reader", "layer"))
@@ -146,10 +160,8 @@ class LatentMonitor:
         self.score = self.fitted.detector
         self.layer = self.fitted.layer
         chaos = isinstance(self.score, ChaosScore)
-        # The chaos score records its divergence against its threshold; any other detector its decision value
-        # against 0 (scikit-learn's convention: above 0 is the positive class).
         self.score_name = "chaos" if chaos else "decision"
-        self.threshold = float(self.score.threshold_) if chaos else 0.0
+        self.threshold = detector_threshold(self.fitted)
         if reader is None:  # the pinned offline model the detector was fitted on (the default one if unnamed)
             from gauntlet.agents.llm.offline_model import model_path, pinned_model_of_file
 
@@ -233,9 +245,7 @@ class LatentMonitor:
 
     def value(self, states: np.ndarray, response: str) -> float:
         """The detector's score of a reply whose response-token states at its layer are ``states``."""
-        if isinstance(self.score, ChaosScore):
-            return self.score.divergence(states)
-        return float(self.fitted.decision_function([reply_example(states, self.layer, response)])[0])
+        return detector_value(self.fitted, states, response)
 
     def verdict(self, value: float) -> dict[str, float]:
         return {self.score_name: value, "flagged": float(value > self.threshold)}
@@ -245,5 +255,5 @@ class LatentMonitor:
         return self.verdict(self.value(reply_states(self.reader, conversation, response, self.layer), response))
 
 
-__all__ = ["CORRECTION", "SHIPPED_SCORE", "LatentMonitor", "fitted_detector", "load_chaos_score", "reply_text",
-           "same_score", "save_chaos_score", "shipped_score"]
+__all__ = ["CORRECTION", "SHIPPED_SCORE", "LatentMonitor", "detector_threshold", "detector_value", "fitted_detector",
+           "load_chaos_score", "reply_text", "same_score", "save_chaos_score", "shipped_score"]

@@ -224,6 +224,11 @@ class TextWorldEnv(gym.Env):
     def _copy_info(self) -> dict[str, Any]:
         return copy_info(self._info)
 
+    def current(self) -> tuple[dict[str, str], dict[str, Any]]:
+        """The observation and info the last ``reset`` or ``step`` returned (copies): what a wrapper answers
+        with for an action that does not reach the game (``tools.TextGameTools``)."""
+        return dict(self._observation), self._copy_info()
+
     # Branchable ----------------------------------------------------------------------------------
     def snapshot(self) -> TextWorldSnapshot:
         if self._tracker._game_progression is None:

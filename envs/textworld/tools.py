@@ -105,8 +105,8 @@ class TextGameTools(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def _current(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The game's last observation and info, unchanged (an action that did not reach the game)."""
-        base: Any = self.env.unwrapped
-        return dict(base._observation), base._copy_info()
+        game: Any = self.env.unwrapped  # a TextWorldEnv, under whatever wrappers
+        return game.current()
 
     def _out(self, observation: dict[str, Any]) -> dict[str, Any]:
         return {**observation, "task": self.task}

@@ -109,9 +109,11 @@ def test_the_smoke_size_scores_pass_k_dora_accuracy_ablations_and_what_the_harne
 
 def test_the_dora_scores_interval_resamples_tasks_within_each_dimension():
     experiment = load_experiment("llm_offline")
-    low, high = experiment.macro_mean_ci([[1.0, 1.0], [0.0, 0.0, 0.0], [0.0, 1.0]])
+    reports = [{"dimension": dimension, "answer_score": score, "trajectory": {}}
+               for dimension, scores in (("T1", [1.0, 1.0]), ("T2", [0.0, 0.0, 0.0]), ("T3", [0.0, 1.0]))
+               for score in scores]
     # T1 always 1 and T2 always 0 in every resample: only T3's two tasks move the macro mean, 1/3 + {0, .5, 1}/3.
-    assert (low, high) == (pytest.approx(1 / 3), pytest.approx(2 / 3))
+    assert experiment.dora_summary(reports)["dora_score_ci"] == [pytest.approx(1 / 3), pytest.approx(2 / 3)]
     assert experiment.dora_summary([])["dora_score_ci"] is None
 
 

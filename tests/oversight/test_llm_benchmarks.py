@@ -232,5 +232,8 @@ def test_the_latent_monitors_score_of_the_last_reply_is_a_feature_of_the_prefix(
     local = llm_disaster(**small_disaster, split="T1", model="offline:small", strong_model="offline", latent="shipped")
     assert local.make_agent(episode).config()["model_options"]["keep_hidden_layers"] == [12]
     assert "keep_hidden_layers" not in local.make_agent(episode, "strong").config()["model_options"]
+    # A score reads the states of the model it was fitted on: the shipped one is the 0.5B's, not the 1.5B's.
+    with pytest.raises(UserError, match="fitted on .*0.5b.*the base model offline is .*1.5b"):
+        llm_disaster(**small_disaster, split="T1", model="offline", strong_model=None, latent="shipped")
     with pytest.raises(UserError, match="nowhere.npz"):
         llm_disaster(**small_disaster, split="T1", model=model, strong_model=None, latent="nowhere.npz")

@@ -77,6 +77,7 @@ from gauntlet.controllers.oversight.benchmarks.tool_features import tool_feature
 from gauntlet.controllers.oversight.features import History
 from gauntlet.controllers.oversight.lapsing import EXPERT_ACTION, plain_action
 from gauntlet.controllers.oversight.models import LATENT_RISK, STATED_CONFIDENCE
+from gauntlet.errors import UserError
 from gauntlet.info_keys import PRIVILEGED
 from gauntlet.registry import make_agent, registry
 
@@ -146,11 +147,22 @@ class _LLMBase:
         return LatentNotes(make_agent("llm", **config), detector)
 
     def _latent_detector(self) -> Any:
+        """The fitted detector ``latent`` names (the latent monitor's loading), checked against the base model:
+        a score reads the states of the model it was fitted on."""
         if self._detector is None:
-            from gauntlet.controllers.latent.detector_file import load_detector
-            from gauntlet.controllers.latent.monitor import shipped_score
+            from gauntlet.agents.llm.models import parse_spec
+            from gauntlet.agents.llm.offline_model import model_pin
+            from gauntlet.controllers.latent.monitor import fitted_detector
 
-            self._detector = load_detector(shipped_score() if self.latent == SHIPPED else str(self.latent))
+            detector = fitted_detector(None if self.latent == SHIPPED else str(self.latent), reader=None)
+            spec = parse_spec(self.model) if isinstance(self.model, str) else None
+            if spec is not None and detector.model and spec.backend in ("offline", "llama"):
+                file = model_pin(spec.model or None).file if spec.backend == "offline" else Path(spec.model).name
+                if file != detector.model:
+                    raise UserError(f"benchmark {self.name!r}: the latent score was fitted on {detector.model}'s "
+                                    f"states, and the base model {self.model} is {file}; give a score fitted on "
+                                    "it, or that model")
+            self._detector = detector
         return self._detector
 
     def shown_call(self, info: dict[str, Any]) -> str:
@@ -337,7 +349,7 @@ class LatentNotes:
 
     def _scored(self, output: Any) -> Any:
         from gauntlet.agents.llm.kept_states import ReplyStates
-        from gauntlet.controllers.latent.detector_file import reply_example
+        from gauntlet.controllers.latent.monitor import detector_threshold, detector_value
         from gauntlet.episode import Event
 
         if type(output) is not AgentOutput:
@@ -347,7 +359,7 @@ class LatentNotes:
         rows = states.layer(self.detector.layer) if states is not None else None
         value = None
         if rows is not None and len(rows):
-            value = float(self.detector.decision_function([reply_example(rows, self.detector.layer)])[0])
+            value = detector_value(self.detector, rows) - detector_threshold(self.detector)
         output.events.append(Event(source=self.name, kind="note", data={"latent": value}))
         return output
 
