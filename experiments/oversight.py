@@ -24,6 +24,19 @@ and its expert):
 5. **Online.** The controllers trained on the training episodes, deployed through the runner on
    held-out episodes: utility of no oversight vs scalar routing vs the action-conditioned controller.
 
+The ``llm`` sizes (``llm-smoke``, ``llm``) run the same sections on the benchmarks whose base agent is
+the offline LLM agent (``llm-textworld``, ``llm-disaster``, ``llm-chem``: every episode a real model
+trajectory, every branch real decoding), with the interventions that are not an oracle (``stronger``:
+the 1.5B takes over the 0.5B's conversation; ``hint``; ``confirm``; ``rollback``; ``quit``) and the
+privileged ``expert`` kept as a reference; the scalar routers escalate to ``stronger``. The scalar
+baselines there add the model's verbalised confidence and the latent monitor's score. Branch cost and
+the online comparison are not run on them (a branch's cost is its model calls, which the collection
+times by part; the runner carries out only ``continue``, ``quit``, ``expert`` and ``expert_k`` online).
+``--options`` merges into every benchmark's options, e.g. to swap the models:
+
+    python experiments/oversight.py --size llm --out experiments/results/oversight-llm --only llm-textworld
+    python experiments/oversight.py --size llm-smoke --out /tmp/ov --options '{"model": "offline:small"}'
+
 Everything is seeded (``--seed``); the same command gives the same rows and the same tables.
 """
 
@@ -47,6 +60,7 @@ from gauntlet.controllers.oversight.models import (ActionConditioned, RiskScore,
                                                    utility_data)
 from gauntlet.controllers.oversight.online import compare_online, held_out_episodes
 from gauntlet.controllers.oversight.utility import LADDER, UtilityConfig
+from gauntlet.errors import UserError
 from gauntlet.fileio import write_atomically
 
 # Per benchmark and size: base episodes, prefix stride, expert strengths, held-out online episodes,
@@ -72,6 +86,29 @@ PLANS: dict[str, dict[str, dict[str, Any]]] = {
                      "options": {"exclude": ["storage_tank_count", "largest_tank_radius"]}},
         "scienceworld": {"episodes": 8, "stride": 4, "strengths": [1.0], "online": 0, "options": {}},
     },
+}
+
+LLM_ACTIONS = ("continue", "quit", "expert", "rollback", "stronger", "hint", "confirm")
+"""What the LLM plans branch: every intervention that is not an oracle, the privileged expert as a reference
+(``expert_k`` left out: with the expert already there it is one more oracle row per prefix)."""
+LLM_MODELS = {"model": "offline:small", "strong_model": "offline", "latent": "shipped"}
+"""The 0.5B as base agent, the 1.5B as the stronger model, the latent score Gauntlet ships (fitted on the
+0.5B) as a baseline; greedy decoding (the benchmarks' default), so rows replay exactly."""
+_LLM = {"strengths": [1.0], "online": 0, "actions": LLM_ACTIONS, "intervention": "stronger", "branch_cost": False}
+PLANS["llm-smoke"] = {
+    # One-room games with a two-command quest and a four-step budget: 4 episodes, a few rows each.
+    "llm-textworld": {**_LLM, "episodes": 4, "stride": 2, "n_boot": 100, "controller_kinds": ["rf"],
+                      "options": {**LLM_MODELS, "nb_rooms": 1, "nb_objects": 2, "quest_length": 2, "max_steps": 4}},
+}
+PLANS["llm"] = {
+    # A row (a prefix, branched 7 ways) is 7 real model continuations: about 20 min of one core
+    # (docs/oversight.md), so the plan's ~400 rows are about 70 h of a 2-core machine. Every benchmark
+    # resumes where it stopped.
+    "llm-textworld": {**_LLM, "episodes": 48, "stride": 4,
+                      "options": {**LLM_MODELS, "nb_rooms": 3, "nb_objects": 6, "quest_length": 4, "max_steps": 12}},
+    "llm-disaster": {**_LLM, "episodes": 40, "stride": 3,
+                     "options": {**LLM_MODELS, "exclude": ["storage_tank_count", "largest_tank_radius"]}},
+    "llm-chem": {**_LLM, "episodes": 24, "stride": 4, "options": dict(LLM_MODELS)},
 }
 
 
@@ -141,13 +178,13 @@ def branch_cost(name: str, options: dict[str, Any], *, ts: tuple[int, ...] = (5,
 
 
 def train_controllers(rows: list[dict[str, Any]], folder: Path, benchmark: str, config: UtilityConfig,
-                      seed: int) -> tuple[Path, Path]:
+                      seed: int, intervention: str = "expert") -> tuple[Path, Path]:
     """The deployable controllers, trained on the training episodes only (as ``gauntlet oversight train``)."""
     fit_rows, calibration_rows = split_by_episode(rows, 0.3, seed)
     dispersion = tune_dispersion("rf", fit_rows, calibration_rows, EvaluationConfig().dispersion_grid, seed=seed)
     model = ActionConditioned("rf", dispersion=dispersion, seed=seed).fit(*utility_data(rows))
     risk = RiskScore("rf", seed=seed).fit(*failure_data(fit_rows))
-    router = ScalarRouter(risk, intervention="expert").fit(*utility_data(calibration_rows, risk.feature_names))
+    router = ScalarRouter(risk, intervention=intervention).fit(*utility_data(calibration_rows, risk.feature_names))
     ac = save_model(folder / f"{benchmark}-controller.joblib", model, utility=config, benchmark=benchmark)
     scalar = save_model(folder / f"{benchmark}-controller.scalar.joblib", router, utility=config, benchmark=benchmark)
     return ac, scalar
@@ -157,7 +194,7 @@ def run_benchmark(name: str, plan: dict[str, Any], out: Path, work: Path, *, see
     config = UtilityConfig()
     episodes = tuple(e for e in range(plan["episodes"]) if e not in plan.get("skip", ()))
     spec = CollectSpec(benchmark=name, episodes=episodes, options=plan["options"],
-                       config=config, actions=LADDER, draws=1,
+                       config=config, actions=tuple(plan.get("actions", LADDER)), draws=1,
                        prefixes="all" if plan["stride"] == 1 else plan["stride"], strengths=tuple(plan["strengths"]))
     print(f"[{name}] collecting {len(spec.jobs())} jobs into {work / name}", flush=True)
     collected = collect(spec, work / name, workers=workers)
@@ -172,7 +209,8 @@ def run_benchmark(name: str, plan: dict[str, Any], out: Path, work: Path, *, see
     }
     # The smoke size fits only the forest controller: the bagged boosted one is most of its time.
     evaluation_config = EvaluationConfig(n_boot=plan.get("n_boot", 1000),
-                                         controller_kinds=tuple(plan.get("controller_kinds", ("rf", "gbr"))))
+                                         controller_kinds=tuple(plan.get("controller_kinds", ("rf", "gbr"))),
+                                         intervention=plan.get("intervention", "expert"))
     full_strength = [row for row in rows if row["expert_strength"] == max(plan["strengths"])]
     train, test = split_by_episode(full_strength, 0.3, seed)
     print(f"[{name}] evaluating on {len(test)} test rows", flush=True)
@@ -184,11 +222,12 @@ def run_benchmark(name: str, plan: dict[str, Any], out: Path, work: Path, *, see
                                          "gain_over_best_fixed": _gain(part)}
                               for strength, part in evaluate_by_strength(train_all, test_all, evaluation_config,
                                                                          seed=seed).items()}
-    result["branch_cost"] = branch_cost(name, plan["options"])
+    not_run = {"episode": None, "reason": "not run: a branch's cost is its model calls (wall s by part)"}
+    result["branch_cost"] = branch_cost(name, plan["options"]) if plan.get("branch_cost", True) else not_run
     if plan["online"]:
         models = out / "models"
         models.mkdir(parents=True, exist_ok=True)
-        ac, scalar = train_controllers(train, models, name, config, seed)
+        ac, scalar = train_controllers(train, models, name, config, seed, plan.get("intervention", "expert"))
         print(f"[{name}] online on {plan['online']} held-out episodes", flush=True)
         result["online"] = compare_online(name, ac, online_episodes(name, plan),
                                           plan["options"], scalar_model=scalar, seed=seed)
@@ -209,9 +248,12 @@ def summary_markdown(results: dict[str, Any]) -> str:
         offline = result["offline"]
         lines += [f"## {name}", "",
                   f"{result['rows']} rows, replay match {result['replay_match_rate']:.4f}, "
-                  f"{result['collection']['rows_per_s_wall']:.1f} rows/s on {result['collection']['workers']} "
+                  f"{result['collection']['rows_per_s_wall']:.3g} rows/s on {result['collection']['workers']} "
                   f"worker(s); {offline['n_test_prefixes']} test prefixes in {offline['n_test_episodes']} episodes.",
                   "", markdown_table(offline), ""]
+        by_part = result["collection"].get("action_s") or {}
+        if by_part:
+            lines.append("- wall s by part: " + ", ".join(f"{part} {seconds:.0f}" for part, seconds in by_part.items()))
         for score, values in offline["calibration"].items():
             lines.append(f"- risk {score}: ECE {values['ece']:.3f}, AUROC {values['auroc']:.3f}")
         identical = offline["identical_risk_different_action"]
@@ -242,13 +284,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=None, help="Comma-separated benchmarks of the plan to run.")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--options", default=None,
+                        help="A JSON object merged into every benchmark's options (e.g. other models).")
     args = parser.parse_args(argv)
     plans = PLANS[args.size]
+    extra: dict[str, Any] = {}
+    if args.options is not None:
+        try:
+            extra = json.loads(args.options)
+        except json.JSONDecodeError as error:
+            print(f"error: --options is not JSON ({error.msg} at character {error.pos}); give a JSON object",
+                  file=sys.stderr)
+            return 2
+        if not isinstance(extra, dict):
+            print("error: --options must be a JSON object such as '{\"model\": \"offline:small\"}'", file=sys.stderr)
+            return 2
+    plans = {name: {**plan, "options": {**plan["options"], **extra}} for name, plan in plans.items()}
     names = list(plans) if args.only is None else [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in names if name not in plans]
     if unknown:
         print(f"error: {', '.join(unknown)} not in the {args.size} plan ({', '.join(plans)})", file=sys.stderr)
         return 2
+    for name in names:  # a misspelt or refused option fails here in one line, before any episode
+        try:
+            get_benchmark(name, **plans[name]["options"])
+        except (TypeError, ValueError, UserError) as error:
+            print(f"error: benchmark {name}: {error}", file=sys.stderr)
+            return 2
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     work = args.work or out / "rows"

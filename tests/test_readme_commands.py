@@ -238,9 +238,12 @@ NOT_RUN: dict[str, str] = {
         "the attack-view study on the offline model (hours); tests/latent/test_attack_experiment.py runs it at its "
         "smoke size",
     "python bench/latent.py":
-        "decodes every prompt twice with the offline model (minutes of CPU); no test runs this bench, and keeping a "
-        "layer's states while decoding is tested in tests/latent/test_shared_scores.py",
+        "decodes every prompt twice with the offline model (minutes of CPU); tests/test_bench_latent.py runs it at "
+        "its quick size, and keeping a layer's states while decoding is tested in tests/latent/test_shared_scores.py",
     # docs/oversight.md
+    "python experiments/oversight.py --size llm-smoke --out runs/oversight-llm-smoke":
+        "the real 0.5B and 1.5B branching text games (12 min on one core, docs/oversight.md); "
+        "tests/oversight/test_experiment.py runs the same plan with scripted models in their place",
     "python experiments/oversight.py --size full --out experiments/results/oversight --workers 2":
         "hours on 2 cores; tests/oversight/test_experiment.py runs the experiment at its smoke size",
 }

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared import load_experiment
+
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "oversight.py"
 
 
@@ -56,3 +58,70 @@ def test_the_demo_collects_evaluates_and_records_overseen_episodes(tmp_path: Pat
     assert "replay match 1.000" in printed and "| action_conditioned_rf |" in printed
     overseen = load_episodes(tmp_path / "online" / "action_conditioned-100000.jsonl")[0]
     assert any(event.kind == "decision" for step in overseen.steps for event in step.events)
+
+
+def _play(command: str) -> dict:
+    return {"text": json.dumps({"name": "play", "arguments": {"command": command}})}
+
+
+@pytest.mark.xdist_group("oversight-experiment")
+def test_the_llm_smoke_plan_branches_every_intervention_and_resumes(tmp_path: Path, monkeypatch) -> None:
+    """The LLM plan's machinery with scripted models in the place of the offline ones (the real models make it
+    minutes a row): every prefix branched with each non-oracle intervention and the expert, the scalar routers
+    escalating to the stronger model, and a re-run that resumes every row."""
+    from gauntlet.controllers.oversight.benchmarks.llm import llm_textworld
+    from gauntlet.controllers.oversight.collect import load_rows
+    from gauntlet.info_keys import PRIVILEGED
+
+    experiment = load_experiment("oversight")
+    plan, actions = experiment.PLANS["llm-smoke"]["llm-textworld"], experiment.LLM_ACTIONS
+    knobs = {key: plan["options"][key] for key in ("nb_rooms", "nb_objects", "quest_length", "max_steps")}
+    monkeypatch.setenv("GAUNTLET_HOME", str(tmp_path / "home"))
+    bench = llm_textworld(model="scripted:none", strong_model=None, **knobs)
+    plans = []
+    for episode in range(plan["episodes"]):
+        env = bench.make_env(episode)
+        try:
+            plans.append(list(env.reset(seed=bench.episode_seed(episode))[1][PRIVILEGED]["expert_plan"]))
+        finally:
+            env.close()
+    # The base plays the first game's winning commands (so it wins some games and loses others); the stronger
+    # model the first two games'. Both then look about until the budget ends the game.
+    base = [_play(command) for command in plans[0]] + [_play("look")] * 20
+    strong = [_play(command) for command in plans[0] + plans[1]] + [_play("look")] * 20
+    (tmp_path / "base.json").write_text(json.dumps(base))
+    (tmp_path / "strong.json").write_text(json.dumps(strong))
+    options = {"model": f"scripted:{tmp_path / 'base.json'}", "strong_model": f"scripted:{tmp_path / 'strong.json'}",
+               "latent": None, "confidence": False, "agent_config": {"check_numbers": False}}
+    out = tmp_path / "out"
+    command = [sys.executable, str(SCRIPT), "--size", "llm-smoke", "--out", str(out), "--options", json.dumps(options)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads((out / "oversight.json").read_text())["benchmarks"]["llm-textworld"]
+    assert result["replay_match_rate"] == 1.0
+    rows = load_rows(out / "rows" / "llm-textworld")
+    assert len(rows) == result["rows"] > 0
+    assert all(set(row["branches"]) == set(actions) for row in rows)
+    # The base wins game 0 and loses another; the expert wins from every prefix.
+    continued = {row["episode"]: row["branches"]["continue"]["success"] for row in rows if row["t"] == 0}
+    assert continued[0] and not all(continued.values()), continued
+    assert all(row["branches"]["expert"]["success"] for row in rows)
+    offline = result["offline"]
+    assert offline["methods"]["oracle"]["regret"] == 0.0
+    assert "scalar_raw" in offline["methods"] and "always_stronger" in offline["methods"]
+    assert offline["config"]["intervention"] == "stronger"  # the scalar routers escalate to the stronger model
+    assert result["branch_cost"]["episode"] is None and "model calls" in result["branch_cost"]["reason"]
+    assert "wall s by part" in (out / "oversight.md").read_text()
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    rerun = json.loads((out / "oversight.json").read_text())["benchmarks"]["llm-textworld"]
+    assert rerun["collection"]["jobs_run"] == 0
+
+
+def test_llm_plan_options_that_are_not_an_object_or_refused_fail_in_one_line(tmp_path: Path) -> None:
+    for options, says in (("[1]", "must be a JSON object"), ("{", "is not JSON"),
+                          ('{"p_lapse": [0, 1]}', "has no lapse rates")):
+        done = subprocess.run([sys.executable, str(SCRIPT), "--size", "llm-smoke", "--out", str(tmp_path),
+                               "--options", options], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert not (tmp_path / "oversight.json").exists()
