@@ -101,9 +101,9 @@ PLANS["llm-smoke"] = {
                       "options": {**LLM_MODELS, "nb_rooms": 1, "nb_objects": 2, "quest_length": 2, "max_steps": 4}},
 }
 PLANS["llm"] = {
-    # A row (a prefix, branched 7 ways) is 7 real model continuations: about 20 min of one core
-    # (docs/oversight.md), so the plan's ~400 rows are about 70 h of a 2-core machine. Every benchmark
-    # resumes where it stopped.
+    # A row (a prefix, branched 7 ways) is 7 real model continuations: about 4 min of one core on these
+    # games, about 20 on a disaster task (docs/oversight.md), so the plan's ~400 rows are about two days of a
+    # 2-core machine. Every benchmark resumes where it stopped.
     "llm-textworld": {**_LLM, "episodes": 48, "stride": 4,
                       "options": {**LLM_MODELS, "nb_rooms": 3, "nb_objects": 6, "quest_length": 4, "max_steps": 12}},
     "llm-disaster": {**_LLM, "episodes": 40, "stride": 3,
