@@ -53,13 +53,14 @@ def measure(model_file: str, score_file: str, per_rule: int, max_new_tokens: int
     weights.watched.clear()
     rows = []
     for index, messages in enumerate(conversations(per_rule)):
-        timings = {}
+        timings, replies = {}, {}
         for keep in ((False, True) if index % 2 == 0 else (True, False)):
             weights.watched = {weights.layer_number(layer)} if keep else set()
             start = time.perf_counter()
-            reply = plain.invoke(messages)
+            replies[keep] = plain.invoke(messages)
             timings[keep] = (time.perf_counter() - start) * 1e3
         weights.watched.clear()
+        reply = replies[True]  # the decoding that kept the layer (every other prompt decodes it first)
         carried = ReplyStates.of(reply)
         kept = carried.layer(layer) if carried is not None else None
         start = time.perf_counter()
@@ -75,16 +76,35 @@ def measure(model_file: str, score_file: str, per_rule: int, max_new_tokens: int
     total = {key: sum(row[key] for row in rows) for key in rows[0]}
     return {
         "model": Path(model_file).name, "layer": layer, "steps": len(rows), "max_new_tokens": max_new_tokens,
-        "rows": rows,
+        "rows": rows, **reuse_costs(rows, rows),
+        "reread_share_of_step": total["monitor_reread_ms"] / total["decode_ms"],
+        "monitor_reread_ms_median": statistics.median(row["monitor_reread_ms"] for row in rows),
+        "reader_tokens_per_s": (total["prompt_tokens"] + total["reply_tokens"]) / total["monitor_reread_ms"] * 1e3,
+    }
+
+
+def reuse_costs(rows: list[dict[str, Any]], compared: list[dict[str, Any]]) -> dict[str, float]:
+    """What keeping the layer and scoring from it cost, summed over the ``compared`` rows (both backends)."""
+    total = {key: sum(row[key] for row in compared)
+             for key in ("decode_ms", "decode_keeping_ms", "monitor_reuse_ms", "reply_tokens")}
+    return {
         "keeping_overhead": total["decode_keeping_ms"] / total["decode_ms"] - 1,
         "reuse_share_of_step": (total["decode_keeping_ms"] - total["decode_ms"] + total["monitor_reuse_ms"])
         / total["decode_ms"],
-        "reread_share_of_step": total["monitor_reread_ms"] / total["decode_ms"],
         "monitor_reuse_ms_median": statistics.median(row["monitor_reuse_ms"] for row in rows),
-        "monitor_reread_ms_median": statistics.median(row["monitor_reread_ms"] for row in rows),
-        "reader_tokens_per_s": (total["prompt_tokens"] + total["reply_tokens"]) / total["monitor_reread_ms"] * 1e3,
         "decode_tokens_per_s": total["reply_tokens"] / total["decode_ms"] * 1e3,
     }
+
+
+def reuse_table(title: str, report: dict[str, Any]) -> Any:
+    """The figures table with the rows both backends report: keeping the layer, and the monitor reusing it."""
+    table = figures_table(title, ("figure", "measured", "baseline", "target"))
+    table.add_row("decoding while keeping the layer's states", f"{report['keeping_overhead']:+.1%}",
+                  f"decoding alone {report['decode_tokens_per_s']:.1f} tok/s", "(info)")
+    table.add_row("monitor reusing the agent's forward: share of the step's model time",
+                  f"{report['reuse_share_of_step']:.2%}", f"median {report['monitor_reuse_ms_median']:.2f} ms/step",
+                  "<= 5 %")
+    return table
 
 
 def measure_llama(model_file: str, score_file: str, per_rule: int, max_new_tokens: int) -> dict[str, Any]:
@@ -120,17 +140,11 @@ def measure_llama(model_file: str, score_file: str, per_rule: int, max_new_token
                      "decision": decision, "same_reply": replies[False].content == replies[True].content})
     # The costs compare like with like: the prompts whose two decodings wrote the same reply (the same work).
     same = [row for row in rows if row["same_reply"]] or rows
-    total = {key: sum(row[key] for row in same) for key in rows[0]}
     return {
         "backend": "llama", "model": Path(model_file).name, "layer": layer, "steps": len(rows),
-        "max_new_tokens": max_new_tokens, "rows": rows, "costs_over_steps": len(same),
-        "keeping_overhead": total["decode_keeping_ms"] / total["decode_ms"] - 1,
-        "reuse_share_of_step": (total["decode_keeping_ms"] - total["decode_ms"] + total["monitor_reuse_ms"])
-        / total["decode_ms"],
-        "monitor_reuse_ms_median": statistics.median(row["monitor_reuse_ms"] for row in rows),
+        "max_new_tokens": max_new_tokens, "rows": rows, "costs_over_steps": len(same), **reuse_costs(rows, same),
         "same_replies": sum(row["same_reply"] for row in rows),
         "differing_replies": [index for index, row in enumerate(rows) if not row["same_reply"]],
-        "decode_tokens_per_s": total["reply_tokens"] / total["decode_ms"] * 1e3,
     }
 
 
@@ -154,26 +168,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     sizes = {"per_rule": 1 if args.quick else 3, "max_new_tokens": 24 if args.quick else 64}
     if args.backend == "llama":
         report = measure_llama(model, args.score, **sizes)
-        table = figures_table(f"gauntlet bench latent (llama.cpp, {report['model']}, layer {report['layer']}, "
-                              f"{report['steps']} steps, CPU, 1 thread)", ("figure", "measured", "baseline", "target"))
-        table.add_row("decoding while keeping the layer's states", f"{report['keeping_overhead']:+.1%}",
-                      f"decoding alone {report['decode_tokens_per_s']:.1f} tok/s", "(info)")
-        table.add_row("monitor reusing the agent's forward: share of the step's model time",
-                      f"{report['reuse_share_of_step']:.2%}",
-                      f"median {report['monitor_reuse_ms_median']:.2f} ms/step", "<= 5 %")
+        table = reuse_table(f"gauntlet bench latent (llama.cpp, {report['model']}, layer {report['layer']}, "
+                            f"{report['steps']} steps, CPU, 1 thread)", report)
         table.add_row("the same reply with and without keeping (greedy; costs over these)",
                       f"{report['same_replies']} of {report['steps']}", "", "(info)")
         show(table)
         save_report(report, args.out)
         return report
     report = {"backend": "transformers", **measure(model, args.score, **sizes)}
-    table = figures_table(f"gauntlet bench latent ({report['model']}, layer {report['layer']}, "
-                          f"{report['steps']} steps, CPU, 1 thread)", ("figure", "measured", "baseline", "target"))
-    table.add_row("decoding while keeping the layer's states", f"{report['keeping_overhead']:+.1%}",
-                  f"decoding alone {report['decode_tokens_per_s']:.1f} tok/s", "(info)")
-    table.add_row("monitor reusing the agent's forward: share of the step's model time",
-                  f"{report['reuse_share_of_step']:.2%}", f"median {report['monitor_reuse_ms_median']:.2f} ms/step",
-                  "<= 5 %")
+    table = reuse_table(f"gauntlet bench latent ({report['model']}, layer {report['layer']}, "
+                        f"{report['steps']} steps, CPU, 1 thread)", report)
     table.add_row("standalone monitor (reads the step again): share of the step's model time",
                   f"{report['reread_share_of_step']:.1%}", f"median {report['monitor_reread_ms_median']:.0f} ms/step",
                   "(info)")

@@ -36,3 +36,20 @@ def test_the_latent_bench_measures_the_monitor_on_the_llama_backend(tmp_path, of
         assert row["decode_ms"] > 0 and row["decode_keeping_ms"] > 0 and row["reply_tokens"] > 0
         assert math.isfinite(row["decision"]) and row["monitor_reuse_ms"] > 0
     assert math.isfinite(report["reuse_share_of_step"]) and math.isfinite(report["keeping_overhead"])
+
+
+@pytest.mark.xdist_group("offline-model")
+@pytest.mark.timeout(600)
+def test_the_latent_bench_on_transformers_scores_the_kept_decoding_as_a_second_read_does(tmp_path, offline_home):
+    out = tmp_path / "latent-transformers.json"
+    command = [sys.executable, str(ROOT / "bench" / "latent.py"), "--backend", "transformers", "--quick", "--out",
+               str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=540,
+                            env={**os.environ, "GAUNTLET_HOME": str(offline_home)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["backend"] == "transformers" and report["steps"] == len(report["rows"]) > 1
+    # Every prompt, whichever decoding ran first, is scored from the states the keeping decoding carried (before,
+    # a prompt whose plain decoding ran last had none, and the bench failed at the second prompt).
+    for row in report["rows"]:
+        assert math.isfinite(row["chaos_reused"]) and math.isfinite(row["chaos_reread"])
