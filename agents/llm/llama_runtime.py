@@ -31,6 +31,15 @@ Hidden states
     numbers from the end. The callback is asked about every node of every graph, so it answers
     "no" with one set lookup when nothing is watched.
 
+Same prompt, same numbers
+    llama.cpp's numbers for a prompt depend on what the cache held when it was read, not only on the
+    tokens: read after a cached prefix whose reply was decoded a token at a time, or beside kept
+    sequences that move where its cells sit, the 0.5B model's last-layer state at the prompt's end
+    differed from a read in an empty cache by about 2 % of its norm (measured 2026-12-05), and a
+    greedy near-tie can flip. An empty cache gives the same numbers every time, in every process.
+    So ``generate(..., reuse_prefix=False)`` empties the cache first and keeps nothing: a run made
+    that way replays exactly, at the price of reading every prompt whole.
+
 Grammar
     ``generate(..., grammar=...)`` constrains sampling with a GBNF grammar (llama.cpp's sampler),
     so a reply can be made to be exactly one well-formed call (``gauntlet.agents.llm.call_grammar``).
@@ -250,7 +259,9 @@ class LlamaRuntime(WatchedLayers):
         ``max_new_tokens`` tokens, stopping after an end token; ``grammar`` (GBNF, rule ``root``)
         constrains every token; ``layers``' states are kept at each position that wrote a token;
         ``persist_prefix`` tokens at the start are the shared prefix the store on disk keeps (see the
-        module docstring; 0: none)."""
+        module docstring; 0: none). Without ``reuse_prefix`` the cache is emptied first (every kept
+        sequence too) and nothing is kept after: the reply is computed as a new runtime computes it,
+        whatever was read before (see "Same prompt, same numbers" in the module docstring)."""
         if not prompt:
             raise ValueError("the prompt is empty")
         if len(prompt) + max_new_tokens > self.context:
@@ -263,7 +274,7 @@ class LlamaRuntime(WatchedLayers):
                 start = time.perf_counter()
                 if reuse_prefix and persist_prefix:
                     self._ensure_prefix(list(prompt[:min(persist_prefix, len(prompt) - 1)]))
-                reused = self._start_from_prefix(prompt) if reuse_prefix else self._clear_working()
+                reused = self._start_from_prefix(prompt) if reuse_prefix else self._clear_all()
                 with self._watching(numbers, all_rows=False):
                     self._read(list(prompt[reused:]), logits_last=True)
                     # Only the pass over the prompt's last piece wrote the first token.
@@ -286,7 +297,8 @@ class LlamaRuntime(WatchedLayers):
                                                                                              np.float32)]))
                               for number in numbers}
                 decode_s = time.perf_counter() - start - prompt_s
-                self._keep_working()
+                if reuse_prefix:
+                    self._keep_working()
             finally:
                 import llama_cpp
 
@@ -299,7 +311,8 @@ class LlamaRuntime(WatchedLayers):
 
     def hidden_states(self, token_ids: Sequence[int], layers: Sequence[int]) -> dict[int, np.ndarray]:
         """The states of ``layers`` at every position of ``token_ids`` (``(len(token_ids), hidden)``),
-        read afresh (the prefix cache is not used, so nothing depends on what was read before)."""
+        read afresh: the prefix cache is not used, and the kept sequences stay (the agent's cache is not
+        lost to a monitor's read), so the states depend on them in the last digits (module docstring)."""
         numbers = sorted({self.layer_number(layer) for layer in layers})
         with self.lock:
             self._clear_working()
@@ -308,6 +321,24 @@ class LlamaRuntime(WatchedLayers):
                 states = {number: np.concatenate(self._watch.rows[number]) for number in numbers}
             self._clear_working()
         return states
+
+    def states_after(self, token_ids: Sequence[int], start: int, layers: Sequence[int]) -> dict[int, np.ndarray]:
+        """The states of ``layers`` at positions ``start`` onward of ``token_ids`` (``(len(token_ids) - start,
+        hidden)``). The positions before ``start`` come from the longest cached prefix that holds them and
+        are read (their states not kept) where none does, so texts that share an opening read it once. A
+        state read after a cached prefix can differ from a fresh read's in the last bits (the arithmetic is
+        batched differently); ``hidden_states`` reads afresh."""
+        if not 0 <= start < len(token_ids):
+            raise ValueError(f"start {start} is outside the {len(token_ids)} tokens")
+        numbers = sorted({self.layer_number(layer) for layer in layers})
+        tokens = list(token_ids)
+        with self.lock:
+            reused = self._start_from_prefix(tokens[:start + 1])
+            if reused < start:
+                self._read(tokens[reused:start], logits_last=False)
+            with self._watching(numbers, all_rows=True):
+                self._read(tokens[start:], logits_last=False, all_outputs=True)
+                return {number: np.concatenate(self._watch.rows[number]) for number in numbers}
 
     def _sampler(self, sampling: Sampling, grammar: str | None) -> Any:
         import llama_cpp
@@ -349,6 +380,15 @@ class LlamaRuntime(WatchedLayers):
     # The key-value cache -----------------------------------------------------------------------------
     def _memory(self) -> Any:
         return self._context.memory
+
+    def _clear_all(self) -> int:
+        """Empty the cache: the working sequence and every kept one."""
+        import llama_cpp
+
+        llama_cpp.llama_memory_clear(self._memory(), False)
+        self._held = {0: []}
+        self._kept_order = []
+        return 0
 
     def _clear_working(self) -> int:
         import llama_cpp

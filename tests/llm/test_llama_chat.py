@@ -165,6 +165,29 @@ def test_a_kept_sequence_serves_a_prompt_after_another_one_came_between(llama_mo
     assert again.reused == len(a) - 1
 
 
+def test_a_reply_without_the_prefix_cache_has_a_new_runtime_s_numbers_whatever_the_cache_held(offline_gguf,
+                                                                                              llama_model):
+    # Read after a cached prefix, or beside kept sequences, a prompt's states differ from an empty cache's
+    # by about 2 % at the last layer (the module doc); without the prefix cache they must be a new runtime's,
+    # to the bit, so a run made that way replays exactly.
+    runtime = llama_model.weights
+    first = llama_model.prompt_ids(CONVERSATION[:2], openai_tool_schemas(TOOLS))
+    written = runtime.generate(first, max_new_tokens=16)
+    follow = first + written.tokens + runtime.tokenize("<|im_end|>\n<|im_start|>user\nAnd the price?<|im_end|>\n"
+                                                      "<|im_start|>assistant\n")
+    runtime.generate(runtime.tokenize("<|im_start|>user\nName a colour.<|im_end|>\n<|im_start|>assistant\n"),
+                     max_new_tokens=4)
+    cached = runtime.generate(follow, max_new_tokens=8, layers=(-1,))
+    assert cached.reused > len(first)
+    alone = runtime.generate(follow, max_new_tokens=8, layers=(-1,), reuse_prefix=False)
+    fresh = LlamaRuntime(offline_gguf, threads=runtime.threads, context=4096).generate(
+        follow, max_new_tokens=8, layers=(-1,), reuse_prefix=False)
+    last = runtime.layer_number(-1)
+    assert alone.reused == 0 and alone.tokens == fresh.tokens
+    assert np.array_equal(alone.states[last], fresh.states[last])
+    assert runtime._kept_order == []  # nothing read without the cache is kept for later prompts
+
+
 def test_a_full_cache_drops_kept_sequences_and_changes_no_reply(offline_gguf):
     small = LlamaRuntime(offline_gguf, context=768, threads=1, kept_prefixes=3)
     prompts = [small.tokenize(f"<|im_start|>user\nStory {index}: " + "the cat sat on the mat. " * 30 +
