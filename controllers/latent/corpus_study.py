@@ -61,10 +61,16 @@ def read_documents(weights: Any, texts: Sequence[str], layers: Sequence[int], *,
         shared = next((i for i, (a, b) in enumerate(zip(full, prefix, strict=False)) if a != b), len(prefix))
         sequences.append(full[:shared] + full[shared:][:max_tokens])
         starts.append(shared)
+    if hasattr(weights, "runtime"):  # llama.cpp: the shared opening is read once, then each document
+        from gauntlet.controllers.latent.llama_reader import states_after
+
+        spans = states_after(weights, sequences, [start - 1 for start in starts], layers)
+    else:
+        spans = [{layer: states[layer][start - 1:] for layer in layers} for start, states in
+                 zip(starts, layer_states(weights, sequences, layers, batch_size=batch_size, threads=threads),
+                     strict=True)]
     out = []
-    for start, states in zip(starts, layer_states(weights, sequences, layers, batch_size=batch_size, threads=threads),
-                             strict=True):
-        span = {layer: states[layer][start - 1:] for layer in layers}
+    for span in spans:
         out.append(SequenceStates(response=span, prompt_end={layer: span[layer][-1] for layer in layers},
                                   boundary={layer: span[layer][0] for layer in layers}))
     return out

@@ -59,7 +59,12 @@ class SequenceStates:
 def generate(weights: Any, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, batch_size: int = 8,
              threads: int = 2) -> list[Generation]:
     """The greedy response of ``weights`` (``gauntlet.agents.llm.local_chat.LoadedWeights``) to each
-    prompt, in prompt order; prompts of similar length are batched together (left padding)."""
+    prompt, in prompt order; prompts of similar length are batched together (left padding). Weights on
+    llama.cpp (``llama_reader.LlamaWeights``) answer one prompt at a time."""
+    if _on_llama(weights):
+        from gauntlet.controllers.latent import llama_reader
+
+        return llama_reader.generate(weights, prompts, max_new_tokens=max_new_tokens)
     import torch
 
     from gauntlet.agents.llm.local_chat import torch_threads
@@ -85,6 +90,10 @@ def generate(weights: Any, prompts: Sequence[Sequence[int]], *, max_new_tokens: 
     return [out[i] for i in range(len(prompts))]
 
 
+def _on_llama(weights: Any) -> bool:
+    return hasattr(weights, "runtime")
+
+
 def padded(sequences: Sequence[Sequence[int]], pad: int, *, left: bool = False) -> tuple[Any, Any]:
     """Token ids and attention mask of ``sequences`` padded to one width, on the right (positions
     unchanged, for reading states) or on the left (for generating after the prompt)."""
@@ -103,7 +112,12 @@ def padded(sequences: Sequence[Sequence[int]], pad: int, *, left: bool = False) 
 def layer_states(weights: Any, sequences: Sequence[Sequence[int]], layers: Sequence[int], *, batch_size: int = 8,
                  threads: int = 2) -> list[dict[int, np.ndarray]]:
     """Every position's state at ``layers`` for each sequence (``(len, hidden)`` float32), in input order:
-    one forward pass per batch of sequences of similar length, padded on the right."""
+    one forward pass per batch of sequences of similar length, padded on the right (on llama.cpp: one
+    sequence at a time)."""
+    if _on_llama(weights):
+        from gauntlet.controllers.latent import llama_reader
+
+        return llama_reader.layer_states(weights, sequences, layers)
     import torch
 
     from gauntlet.agents.llm.local_chat import torch_threads
