@@ -1,6 +1,7 @@
 """The latent monitor on the instruction-hierarchy suite: detection leave-one-rule-out, and the gated correction.
 
-    python experiments/latent_monitor.py [--size smoke|full] [--only hierarchy|corpora] [--model-path PATH]
+    python experiments/latent_monitor.py [--size smoke|full|scale] [--only hierarchy|corpora]
+                                         [--model NAME | --model-path PATH] [--backend auto|llama|transformers]
                                          [--out experiments/results/latent]
 
 What it runs (``gauntlet.controllers.latent.study`` says how each part is measured):
@@ -23,7 +24,14 @@ What it runs (``gauntlet.controllers.latent.study`` says how each part is measur
 
 Generations are kept in ``<out>/run/`` (a rerun reuses them); the figures go to ``<out>/latent_monitor.json``
 and ``.md``, the run-time monitor's file to ``<out>/chaos-layer<gate_layer>.npz``. The smoke size (tested) runs one
-case per cell on a model folder given with ``--model-path``. The monitor's file without the study, and any
+case per cell on a model folder given with ``--model-path``.
+
+The model is an offline model by name (``--model``, default ``small``: the 0.5B;
+``qwen2.5-coder-1.5b-instruct``: the 1.5B) or a file or folder (``--model-path``). A GGUF file is read
+by llama.cpp as it is quantised (``--backend auto`` or ``llama``; ``gauntlet.controllers.latent.llama_reader``),
+or dequantised for transformers (``--backend transformers``; a model folder always is). The ``full``
+and ``scale`` sizes read the quarter points of the model's depth (0.5B: 6, 12, 18, 24; 1.5B: 7, 14, 21,
+28) and gate at the middle one. The monitor's file without the study, and any
 detector's fit, evaluation and scores: ``gauntlet latent fit|evaluate|score`` (``gauntlet.controllers.latent.cli``).
 """
 
@@ -46,10 +54,45 @@ SIZES: dict[str, dict[str, Any]] = {
     # Sized for about half an hour of one CPU core each (the two parts can run side by side) with the 0.5B
     # model: 72 cases, each answered twice, 80 new tokens (enough to exceed the largest word limit, 50
     # words); 8 texts per label per corpus dataset, cut to 128 tokens.
-    "full": {"per_cell": 3, "max_new_tokens": 80, "layers": [6, 12, 18, 24], "gate_layer": 12, "batch_size": 8,
+    "full": {"per_cell": 3, "max_new_tokens": 80, "layers": "quarters", "gate_layer": "middle", "batch_size": 8,
              "resamples": 1000, "corpora": {"per_label": 8, "max_tokens": 128}},
+    # The suite at its full size (10 cases a cell: 240, each answered twice) and 300 texts per label per
+    # corpus dataset (2,143 texts: several datasets hold fewer). On llama.cpp, one core: the corpora about
+    # 35 min (0.5B) and 70 min (1.5B); the suite about 40 and 80.
+    "scale": {"per_cell": 10, "max_new_tokens": 80, "layers": "quarters", "gate_layer": "middle", "batch_size": 8,
+              "resamples": 1000, "corpora": {"per_label": 300, "max_tokens": 128}},
 }
 LATENT = ("aeo", "mahalanobis", "probe", "tasktracker")
+
+
+def load_model(model: str, model_path: str | None, backend: str, threads: int) -> tuple[Any, str, int]:
+    """The study's weights (transformers' or llama.cpp's, see the module doc), the model's name and its
+    number of blocks."""
+    from gauntlet.agents.llm.offline_model import model_path as offline_model_path
+    from gauntlet.errors import UserError
+
+    path = Path(model_path) if model_path else offline_model_path(model)
+    if backend == "llama" and path.suffix != ".gguf":
+        raise UserError(f"--backend llama reads a .gguf file, not {path.name}; "
+                        "give a GGUF with --model-path or use --backend transformers")
+    if backend in ("auto", "llama") and path.suffix == ".gguf":
+        from gauntlet.controllers.latent.llama_reader import load_llama_weights
+
+        weights = load_llama_weights(path, threads=threads)
+        return weights, path.name, weights.n_blocks
+    from gauntlet.agents.llm.local_chat import load_weights
+
+    loaded = load_weights(str(path))
+    return loaded, path.name, int(loaded.model.config.num_hidden_layers)
+
+
+def resolved_layers(settings: dict[str, Any], blocks: int) -> tuple[list[int], int]:
+    """The size's layers and gate layer for a model of ``blocks`` blocks."""
+    layers = settings["layers"]
+    if layers == "quarters":
+        layers = [round(blocks * part / 4) for part in (1, 2, 3, 4)]
+    gate = layers[len(layers) // 2 - 1] if settings["gate_layer"] == "middle" else settings["gate_layer"]
+    return list(layers), int(gate)
 
 
 def generations_cached(path: Path, config: dict[str, Any], make: Any) -> list[Any]:
@@ -73,23 +116,22 @@ def accuracy_with_interval(complies: np.ndarray, seed: int = 0) -> dict[str, Any
     return {"accuracy": float(complies.mean()), "ci": list(bootstrap_ci(complies, resamples=1000, seed=seed))}
 
 
-def run_hierarchy(size: str, model_path: str | None, out: Path, threads: int) -> dict[str, Any]:
-    from gauntlet.agents.llm.local_chat import load_weights
-    from gauntlet.agents.llm.offline_model import model_path as offline_model_path
+def run_hierarchy(size: str, loaded: tuple[Any, str, int], out: Path, threads: int) -> dict[str, Any]:
     from gauntlet.controllers.latent import study
     from gauntlet.controllers.latent.embeddings import sentence_encoder
     from gauntlet.controllers.latent.hidden import generate
     from gauntlet.controllers.latent.hierarchy import complied, hierarchy_suite, is_tool_call
 
-    settings = SIZES[size]
-    path = model_path or str(offline_model_path("small"))
-    weights = load_weights(path)
+    weights, name, blocks = loaded
+    settings = dict(SIZES[size])
+    settings["layers"], settings["gate_layer"] = resolved_layers(settings, blocks)
+    on_llama = hasattr(weights, "runtime")
     cases = hierarchy_suite(per_cell=settings["per_cell"], seed=0)
     run_dir = out / "run"
     run_dir.mkdir(parents=True, exist_ok=True)
     suite = hashlib.sha256(json.dumps([[case.id, case.messages] for case in cases]).encode()).hexdigest()
-    config = {"model": Path(path).name, "per_cell": settings["per_cell"], "max_new_tokens": settings["max_new_tokens"],
-              "suite_sha256": suite}
+    config = {"model": name, **({"backend": "llama.cpp"} if on_llama else {}), "per_cell": settings["per_cell"],
+              "max_new_tokens": settings["max_new_tokens"], "suite_sha256": suite}
     options = {"max_new_tokens": settings["max_new_tokens"], "batch_size": settings["batch_size"], "threads": threads}
     timings = {}
     start = time.perf_counter()
@@ -163,7 +205,8 @@ def run_hierarchy(size: str, model_path: str | None, out: Path, threads: int) ->
         cell["complied_restated"] += int(good_again)
 
     results = {
-        "size": size, "model": config["model"], "asked": asked, "cases": len(cases),
+        "size": size, "model": config["model"], "backend": "llama.cpp" if on_llama else "transformers",
+        "asked": asked, "cases": len(cases),
         "called_the_tool_again": dict(sorted(unanswered.items())), "violations": int(violated.sum()),
         "layers": settings["layers"], "gate_layer": gate_layer, "max_new_tokens": settings["max_new_tokens"],
         "compliance_by_cell": by_cell, "detection": detection, "correction": correction,
@@ -175,16 +218,15 @@ def run_hierarchy(size: str, model_path: str | None, out: Path, threads: int) ->
     return results
 
 
-def run_corpora(size: str, model_path: str | None, threads: int) -> dict[str, Any]:
-    from gauntlet.agents.llm.local_chat import load_weights
-    from gauntlet.agents.llm.offline_model import model_path as offline_model_path
+def run_corpora(size: str, loaded: tuple[Any, str, int], threads: int) -> dict[str, Any]:
     from gauntlet.controllers.latent import corpus_study, study
     from gauntlet.controllers.latent.corpora import load_corpora
     from gauntlet.controllers.latent.detectors import Example
     from gauntlet.controllers.latent.embeddings import sentence_encoder
 
-    settings = SIZES[size]
-    weights = load_weights(model_path or str(offline_model_path("small")))
+    weights, name, blocks = loaded
+    settings = dict(SIZES[size])
+    settings["layers"], _ = resolved_layers(settings, blocks)
     rows = corpus_study.sample(load_corpora(), settings["corpora"]["per_label"])
     print(f"corpora: reading {len(rows)} texts", flush=True)
     start = time.perf_counter()
@@ -210,14 +252,17 @@ def run_corpora(size: str, model_path: str | None, threads: int) -> dict[str, An
         entry = counts.setdefault(row["dataset"], {"benign": 0, "injection": 0})
         entry["injection" if row["label"] else "benign"] += 1
     tokens = sum(len(state.response[settings["layers"][0]]) for state in states)
-    return {"texts": len(rows), "per_label": settings["corpora"]["per_label"],
+    backend = "llama.cpp" if hasattr(weights, "runtime") else "transformers"
+    return {"texts": len(rows), "model": loaded[1], "backend": backend,
+            "layers": settings["layers"], "per_label": settings["corpora"]["per_label"],
             "max_tokens": settings["corpora"]["max_tokens"], "datasets": counts, "detection": detection,
-            "cost": {"document_tokens": tokens, "read_s": round(read_s, 2)}}
+            "cost": {"document_tokens": tokens, "read_s": round(read_s, 2), "threads": threads}}
 
 
 def corpora_markdown(results: dict[str, Any]) -> str:
     datasets = sorted(results["datasets"])
     lines = ["## Injection corpora, leave one dataset out", "",
+             f"Model `{results.get('model', '?')}` on {results.get('backend', 'transformers')}; "
              f"{results['texts']} texts (at most {results['per_label']} per label per dataset, cut to "
              f"{results['max_tokens']} tokens), each read as a tool's document.", "",
              "| dataset | benign | injection |", "|---|---|---|"]
@@ -246,7 +291,8 @@ def _interval(summary: dict[str, Any], key: str) -> str:
 
 def markdown(results: dict[str, Any]) -> str:
     lines = [f"# Latent monitor on the instruction-hierarchy suite ({results['size']})", "",
-             f"Model `{results['model']}`; {results['asked']} cases asked, {results['cases']} answered (the others' "
+             f"Model `{results['model']}` on {results.get('backend', 'transformers')}; {results['asked']} cases asked, "
+             f"{results['cases']} answered (the others' "
              f"replies called the tool again: {results['called_the_tool_again']}), {results['violations']} "
              f"violations by the checkers; layers {results['layers']}; replies capped at {results['max_new_tokens']} "
              "tokens.", "",
@@ -289,25 +335,38 @@ def markdown(results: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="full")
+    parser.add_argument("--model", default="small",
+                        help="an offline model's name or alias "
+                             "(default: small, the 0.5B; qwen2.5-coder-1.5b-instruct: the 1.5B)")
     parser.add_argument("--model-path", default=None,
-                        help="a transformers model folder or .gguf (default: offline:small, the 0.5B)")
+                        help="a .gguf file or transformers model folder (instead of --model)")
+    parser.add_argument("--backend", choices=("auto", "llama", "transformers"), default="auto",
+                        help="llama.cpp or transformers (auto: llama.cpp for a .gguf file)")
     parser.add_argument("--out", type=Path, default=Path("experiments/results/latent"))
     # One thread: on a machine shared with other work, two threads that wait on each other made the model
     # 3-7x slower (docs/agents.md).
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", choices=("hierarchy", "corpora"), default=None, help="run one part (default: both)")
     args = parser.parse_args(argv)
+    from gauntlet.errors import UserError
     from gauntlet.fileio import write_atomically
 
+    try:
+        loaded = load_model(args.model, args.model_path, args.backend, args.threads)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     target = args.out / "latent_monitor.json"
     results = json.loads(target.read_text()) if target.exists() else {}
     if results.get("size") not in (None, args.size):
         results = {}  # figures of another size are not mixed with these
+    if results.get("model", loaded[1]) != loaded[1]:
+        results = {}  # nor are another model's
     if args.only in (None, "hierarchy"):
-        results.update(run_hierarchy(args.size, args.model_path, args.out, args.threads))
+        results.update(run_hierarchy(args.size, loaded, args.out, args.threads))
     if args.only in (None, "corpora"):
-        results["corpora"] = run_corpora(args.size, args.model_path, args.threads)
+        results["corpora"] = run_corpora(args.size, loaded, args.threads)
     results["size"] = args.size
     write_atomically(target, json.dumps(results, indent=1))
     text = (markdown(results) if "detection" in results else "") + (

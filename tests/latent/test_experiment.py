@@ -48,3 +48,26 @@ def test_the_smoke_size_writes_detection_correction_corpora_and_the_monitor_file
                             "--out", str(out)]) == 0
     assert (out / "run" / "answers.json").stat().st_mtime_ns == before
     assert "corpora" in json.loads((out / "latent_monitor.json").read_text())  # the other part's figures are kept
+
+
+def test_the_layers_are_the_quarter_points_of_the_model_s_depth_and_the_gate_the_middle_one():
+    experiment = load_experiment("latent_monitor")
+    assert experiment.resolved_layers(experiment.SIZES["full"], 24) == ([6, 12, 18, 24], 12)
+    assert experiment.resolved_layers(experiment.SIZES["scale"], 28) == ([7, 14, 21, 28], 14)
+    assert experiment.resolved_layers(experiment.SIZES["smoke"], 24) == ([2], 2)
+
+
+@pytest.mark.parametrize(("arguments", "problem"), [
+    (["--model", "qwen-9000"], "no offline model 'qwen-9000'"),
+    (["--backend", "llama", "--model-path", "{folder}"], "--backend llama reads a .gguf file"),
+])
+def test_a_model_that_cannot_be_read_is_one_line_and_exit_2_with_nothing_written(arguments, problem, tmp_path, capsys):
+    experiment = load_experiment("latent_monitor")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    out = tmp_path / "latent"
+    argv = [argument.format(folder=folder) for argument in arguments]
+    assert experiment.main(["--size", "smoke", *argv, "--out", str(out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert problem in error and len(error.splitlines()) == 1
+    assert not out.exists()
