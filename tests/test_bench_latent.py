@@ -51,5 +51,8 @@ def test_the_latent_bench_on_transformers_scores_the_kept_decoding_as_a_second_r
     assert report["backend"] == "transformers" and report["steps"] == len(report["rows"]) > 1
     # Every prompt, whichever decoding ran first, is scored from the states the keeping decoding carried (before,
     # a prompt whose plain decoding ran last had none, and the bench failed at the second prompt).
+    # The second read is transformers' too, so the two scores are of the same states up to the arithmetic of
+    # a full pass against one token at a time (a llama.cpp reader moved them by up to 1.3 %).
     for row in report["rows"]:
         assert math.isfinite(row["chaos_reused"]) and math.isfinite(row["chaos_reread"])
+        assert row["chaos_reread"] == pytest.approx(row["chaos_reused"], rel=1e-3)
