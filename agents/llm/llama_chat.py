@@ -83,7 +83,9 @@ class LlamaChatModel(BaseChatModel):
         threads: CPU threads for decoding; default this worker's share of the CPUs (both cores of a
             2-core machine when one episode runs at a time).
         reuse_prefix: start from the cached prefix this prompt shares with a recent one (see
-            ``llama_runtime``); reused tokens are reported as ``input_token_details["cache_read"]``.
+            ``llama_runtime``); reused tokens are reported as ``input_token_details["cache_read"]``. False
+            empties the cache before each call: the same prompt gives the same numbers whatever ran
+            before (exact replays), at the price of reading every prompt whole.
         constrain_calls: decode under the grammar of one call of the bound tools.
         keep_hidden_layers: layers whose states each reply carries, beside any a monitor asked the
             runtime to ``watch``.

@@ -103,6 +103,10 @@ def test_the_base_model_decodes_greedily_unless_asked_to_sample_and_the_options_
     assert get_benchmark("llm-disaster", **small_disaster, sample=True,
                          strong_model=None)._config("offline:small")["model_options"] == {"max_new_tokens": 256,
                                                                                           **SAMPLING}
+    # The exact mode (docs/oversight.md) reaches the model through the agent options, beside the benchmark's.
+    exact = get_benchmark("llm-disaster", **small_disaster, strong_model=None,
+                          agent_config={"model_options": {"reuse_prefix": False}})._config("offline:small")
+    assert exact["model_options"] == {"max_new_tokens": 256, "reuse_prefix": False}
     with pytest.raises(ValueError, match="no lapse rates .*p_lapse"):
         get_benchmark("llm-disaster", **small_disaster, p_lapse=(0.0, 0.1))
     with pytest.raises(UserError):
