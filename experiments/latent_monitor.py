@@ -57,8 +57,10 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {"per_cell": 3, "max_new_tokens": 80, "layers": "quarters", "gate_layer": "middle", "batch_size": 8,
              "resamples": 1000, "corpora": {"per_label": 8, "max_tokens": 128}},
     # The suite at its full size (10 cases a cell: 240, each answered twice) and 300 texts per label per
-    # corpus dataset (2,143 texts: several datasets hold fewer). On llama.cpp, one core: the corpora about
-    # 35 min (0.5B) and 70 min (1.5B); the suite about 40 and 80.
+    # corpus dataset (2,143 texts: several datasets hold fewer). On llama.cpp, one core beside another job, the
+    # 0.5B took 33 min to read the corpora and about 45 min to answer the suite twice and read it (20 min a
+    # pass of 240 replies); the 17 detectors' fits with their bootstrap intervals take about 25 min more per
+    # part; the 1.5B reads at about half the speed.
     "scale": {"per_cell": 10, "max_new_tokens": 80, "layers": "quarters", "gate_layer": "middle", "batch_size": 8,
               "resamples": 1000, "corpora": {"per_label": 300, "max_tokens": 128}},
 }
@@ -119,18 +121,18 @@ def accuracy_with_interval(complies: np.ndarray, seed: int = 0) -> dict[str, Any
 def run_hierarchy(size: str, loaded: tuple[Any, str, int], out: Path, threads: int) -> dict[str, Any]:
     from gauntlet.controllers.latent import study
     from gauntlet.controllers.latent.embeddings import sentence_encoder
-    from gauntlet.controllers.latent.hidden import generate
+    from gauntlet.controllers.latent.hidden import generate, on_llama
     from gauntlet.controllers.latent.hierarchy import complied, hierarchy_suite, is_tool_call
 
     weights, name, blocks = loaded
     settings = dict(SIZES[size])
     settings["layers"], settings["gate_layer"] = resolved_layers(settings, blocks)
-    on_llama = hasattr(weights, "runtime")
+    llama = on_llama(weights)
     cases = hierarchy_suite(per_cell=settings["per_cell"], seed=0)
     run_dir = out / "run"
     run_dir.mkdir(parents=True, exist_ok=True)
     suite = hashlib.sha256(json.dumps([[case.id, case.messages] for case in cases]).encode()).hexdigest()
-    config = {"model": name, **({"backend": "llama.cpp"} if on_llama else {}), "per_cell": settings["per_cell"],
+    config = {"model": name, **({"backend": "llama.cpp"} if llama else {}), "per_cell": settings["per_cell"],
               "max_new_tokens": settings["max_new_tokens"], "suite_sha256": suite}
     options = {"max_new_tokens": settings["max_new_tokens"], "batch_size": settings["batch_size"], "threads": threads}
     timings = {}
@@ -205,7 +207,7 @@ def run_hierarchy(size: str, loaded: tuple[Any, str, int], out: Path, threads: i
         cell["complied_restated"] += int(good_again)
 
     results = {
-        "size": size, "model": config["model"], "backend": "llama.cpp" if on_llama else "transformers",
+        "size": size, "model": config["model"], "backend": "llama.cpp" if llama else "transformers",
         "asked": asked, "cases": len(cases),
         "called_the_tool_again": dict(sorted(unanswered.items())), "violations": int(violated.sum()),
         "layers": settings["layers"], "gate_layer": gate_layer, "max_new_tokens": settings["max_new_tokens"],
@@ -223,6 +225,7 @@ def run_corpora(size: str, loaded: tuple[Any, str, int], threads: int) -> dict[s
     from gauntlet.controllers.latent.corpora import load_corpora
     from gauntlet.controllers.latent.detectors import Example
     from gauntlet.controllers.latent.embeddings import sentence_encoder
+    from gauntlet.controllers.latent.hidden import on_llama
 
     weights, name, blocks = loaded
     settings = dict(SIZES[size])
@@ -252,8 +255,7 @@ def run_corpora(size: str, loaded: tuple[Any, str, int], threads: int) -> dict[s
         entry = counts.setdefault(row["dataset"], {"benign": 0, "injection": 0})
         entry["injection" if row["label"] else "benign"] += 1
     tokens = sum(len(state.response[settings["layers"][0]]) for state in states)
-    backend = "llama.cpp" if hasattr(weights, "runtime") else "transformers"
-    return {"texts": len(rows), "model": loaded[1], "backend": backend,
+    return {"texts": len(rows), "model": name, "backend": "llama.cpp" if on_llama(weights) else "transformers",
             "layers": settings["layers"], "per_label": settings["corpora"]["per_label"],
             "max_tokens": settings["corpora"]["max_tokens"], "datasets": counts, "detection": detection,
             "cost": {"document_tokens": tokens, "read_s": round(read_s, 2), "threads": threads}}

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 
-from gauntlet.controllers.latent.hidden import SequenceStates, layer_states
+from gauntlet.controllers.latent.hidden import SequenceStates, layer_states, on_llama
 from gauntlet.controllers.latent.study import render
 
 SYSTEM = "You are a helpful assistant. You can read documents with the read_document tool."
@@ -61,7 +61,7 @@ def read_documents(weights: Any, texts: Sequence[str], layers: Sequence[int], *,
         shared = next((i for i, (a, b) in enumerate(zip(full, prefix, strict=False)) if a != b), len(prefix))
         sequences.append(full[:shared] + full[shared:][:max_tokens])
         starts.append(shared)
-    if hasattr(weights, "runtime"):  # llama.cpp: the shared opening is read once, then each document
+    if on_llama(weights):  # llama.cpp: the shared opening is read once, then each document
         from gauntlet.controllers.latent.llama_reader import states_after
 
         spans = states_after(weights, sequences, [start - 1 for start in starts], layers)

@@ -61,7 +61,7 @@ def generate(weights: Any, prompts: Sequence[Sequence[int]], *, max_new_tokens: 
     """The greedy response of ``weights`` (``gauntlet.agents.llm.local_chat.LoadedWeights``) to each
     prompt, in prompt order; prompts of similar length are batched together (left padding). Weights on
     llama.cpp (``llama_reader.LlamaWeights``) answer one prompt at a time."""
-    if _on_llama(weights):
+    if on_llama(weights):
         from gauntlet.controllers.latent import llama_reader
 
         return llama_reader.generate(weights, prompts, max_new_tokens=max_new_tokens)
@@ -90,7 +90,8 @@ def generate(weights: Any, prompts: Sequence[Sequence[int]], *, max_new_tokens: 
     return [out[i] for i in range(len(prompts))]
 
 
-def _on_llama(weights: Any) -> bool:
+def on_llama(weights: Any) -> bool:
+    """Whether ``weights`` are a GGUF model on llama.cpp (``llama_reader.LlamaWeights``), not transformers'."""
     return hasattr(weights, "runtime")
 
 
@@ -114,7 +115,7 @@ def layer_states(weights: Any, sequences: Sequence[Sequence[int]], layers: Seque
     """Every position's state at ``layers`` for each sequence (``(len, hidden)`` float32), in input order:
     one forward pass per batch of sequences of similar length, padded on the right (on llama.cpp: one
     sequence at a time)."""
-    if _on_llama(weights):
+    if on_llama(weights):
         from gauntlet.controllers.latent import llama_reader
 
         return llama_reader.layer_states(weights, sequences, layers)
