@@ -29,9 +29,11 @@ the offline LLM agent (``llm-textworld``, ``llm-disaster``, ``llm-chem``: every 
 trajectory, every branch real decoding), with the interventions that are not an oracle (``stronger``:
 the 1.5B takes over the 0.5B's conversation; ``hint``; ``confirm``; ``rollback``; ``quit``) and the
 privileged ``expert`` kept as a reference; the scalar routers escalate to ``stronger``. The scalar
-baselines there add the model's verbalised confidence and the latent monitor's score. Branch cost and
-the online comparison are not run on them (a branch's cost is its model calls, which the collection
-times by part; the runner carries out only ``continue``, ``quit``, ``expert`` and ``expert_k`` online).
+baselines there add the model's verbalised confidence and the latent monitor's score. Branch cost is not
+run on them (a branch's cost is its model calls, which the collection times by part). Online, the
+controllers deployed are trained without the reference's branches (``reference``), so they choose among
+what a deployment has: ``continue``, ``quit``, ``stronger``, ``hint`` and ``confirm`` (``rollback`` is not
+carried out online).
 ``--options`` merges into every benchmark's options, e.g. to swap the models:
 
     python experiments/oversight.py --size llm --out experiments/results/oversight-llm --only llm-textworld
@@ -94,10 +96,11 @@ LLM_ACTIONS = ("continue", "quit", "expert", "rollback", "stronger", "hint", "co
 LLM_MODELS = {"model": "offline:small", "strong_model": "offline", "latent": "shipped"}
 """The 0.5B as base agent, the 1.5B as the stronger model, the latent score Gauntlet ships (fitted on the
 0.5B) as a baseline; greedy decoding (the benchmarks' default), so rows replay exactly."""
-_LLM = {"strengths": [1.0], "online": 0, "actions": LLM_ACTIONS, "intervention": "stronger", "branch_cost": False}
+_LLM = {"strengths": [1.0], "online": 8, "actions": LLM_ACTIONS, "intervention": "stronger", "branch_cost": False,
+        "reference": ["expert"]}
 PLANS["llm-smoke"] = {
     # One-room games with a two-command quest and a four-step budget: 4 episodes, a few rows each.
-    "llm-textworld": {**_LLM, "episodes": 4, "stride": 2, "n_boot": 100, "controller_kinds": ["rf"],
+    "llm-textworld": {**_LLM, "episodes": 4, "stride": 2, "n_boot": 100, "controller_kinds": ["rf"], "online": 1,
                       "options": {**LLM_MODELS, "nb_rooms": 1, "nb_objects": 2, "quest_length": 2, "max_steps": 4}},
 }
 PLANS["llm"] = {
@@ -227,7 +230,11 @@ def run_benchmark(name: str, plan: dict[str, Any], out: Path, work: Path, *, see
     if plan["online"]:
         models = out / "models"
         models.mkdir(parents=True, exist_ok=True)
-        ac, scalar = train_controllers(train, models, name, config, seed, plan.get("intervention", "expert"))
+        # A reference (the LLM plans' privileged expert) is measured offline, never deployed.
+        reference = set(plan.get("reference", ()))
+        deployable = [{**row, "branches": {action: branch for action, branch in row["branches"].items()
+                                           if action not in reference}} for row in train]
+        ac, scalar = train_controllers(deployable, models, name, config, seed, plan.get("intervention", "expert"))
         print(f"[{name}] online on {plan['online']} held-out episodes", flush=True)
         result["online"] = compare_online(name, ac, online_episodes(name, plan),
                                           plan["options"], scalar_model=scalar, seed=seed)

@@ -188,3 +188,18 @@ def test_an_oversight_controller_in_code_refuses_at_t0_an_env_without_its_expert
 
     with pytest.raises(UserError, match=r"expert_action.*gauntlet oversight deploy corridor"):
         rollout(gym.make("CartPole-v1"), make_agent("random"), seed=0, hooks=[OversightController(corridor_model)])
+
+
+def test_a_scalar_router_escalating_to_the_stronger_agent_is_refused_by_run_before_any_episode(
+        corridor_id, corridor_model, tmp_path, capsys):
+    from gauntlet.controllers.oversight.models import ScalarRouter, load_model, save_model
+
+    trained = load_model(corridor_model.with_name("corridor.scalar.joblib"))
+    router = ScalarRouter(trained.model.risk, threshold=0.5, intervention="stronger")
+    path = save_model(tmp_path / "stronger.joblib", router, utility=trained.utility, benchmark="corridor")
+    out = tmp_path / "run"
+    code = cli("run", corridor_id, "-n", "1", "--workers", "1", "--out", str(out), "--controller", "oversight-scalar",
+               "--controller-config", json.dumps({"model": str(path)}))
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "gauntlet oversight deploy corridor" in err, err
+    assert not (out / "episodes").exists() or not any((out / "episodes").iterdir())

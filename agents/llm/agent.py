@@ -83,6 +83,9 @@ model replies again, and ``revise`` returns the step's new ``AgentOutput``, for 
 and the new reply, as events both model calls, so the record keeps both replies. The output ``act``
 returned (which the runner holds) is left as it was. The rewritten reply stands in for the first in
 the ``max_steps`` budget (a correction does not shorten the agent's episode); its tokens count.
+With no notice (``revise(None)``) the reply is written again from the same conversation: what an agent
+with another model does when it takes over this agent's conversation (``restore`` of this agent's
+snapshot) at a reply none of whose calls ran, as an online overseer's ``stronger`` does.
 
 Branching: the agent's state is its LangGraph checkpoint (``gauntlet.agents.llm.state``): the
 conversation, its counters and the episode's tools. Each call of a reply is answered by one tool
@@ -676,8 +679,8 @@ class LLMAgent(Agent):
             return None
         return messages[:reply_at], cast(AIMessage, messages[reply_at])
 
-    def revise(self, notice: AnyMessage, *, withhold: str | None = None) -> AgentOutput:
-        """Write the current reply again after ``notice`` (see Revising in the module doc); with
+    def revise(self, notice: AnyMessage | None, *, withhold: str | None = None) -> AgentOutput:
+        """Write the current reply again after ``notice`` (None: none; see Revising in the module doc); with
         ``withhold``, the tool results just before the reply are replaced by that text first. Returns
         the step's new output: the last ``act``'s, then the revision's turns and events, and the new
         reply's action; the output ``act`` returned is left as it was."""
@@ -693,7 +696,8 @@ class LLMAgent(Agent):
                 if not isinstance(message, ToolMessage):
                     break
                 edits.append(message.model_copy(update={"content": withhold}))
-        edits.append(notice)
+        if notice is not None:
+            edits.append(notice)
         # The rewritten reply stands in for the first one: one reply of the agent's budget of model calls.
         self._write({"messages": edits, "model_calls": state["model_calls"] - 1})
         action = self._advance(None)

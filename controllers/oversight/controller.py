@@ -9,12 +9,23 @@ features the branched rows were trained on, and picks an overseer action:
 ``expert``    from now on the expert acts: every remaining step is a ``replace_action`` with the
               expert's action (the expert is the benchmark's ``make_expert``);
 ``expert_k``  the same for ``k`` steps (the utility configuration's ``k``); then the controller decides
-              again at every step.
+              again at every step;
+``stronger``  from now on the benchmark's stronger agent acts, as ``expert`` does. Where the benchmark's
+              agents hold a conversation (``stronger_takes_over``, the LLM benchmarks) it takes over the
+              running agent's state at the prefix (``restore`` of the agent's ``snapshot``), as the
+              branching protocol's ``stronger`` does; elsewhere it acts from its state at the reset. It is
+              the episode's own stronger agent (``make_agent(episode, strength="strong")``), so the caller
+              that knows the episode hands it over (``for_episode``; ``compare_online`` does);
+``hint``,     the running agent writes its reply again after the overseer's notice (the benchmark's
+``confirm``   ``revised_output``: a hint shows the expert's next action, a confirmation request shows the
+              proposal back) and that reply's action runs, as one ``replace_action`` whose output (messages,
+              events) the runner records in place of the proposal; the agent then goes on by itself.
 
-``rollback`` and ``stronger`` are not carried out online: rolling back would need the runner to
-rewind an episode it has already recorded, and a stronger agent would need the runner to swap the
-agent. The online controller chooses among the other actions (those of ``ONLINE_ACTIONS`` the model
-knows); the offline evaluation (``metrics.evaluate``) scores all of them.
+``rollback`` is not carried out online: rolling back would need the runner to rewind an episode it has
+already recorded. The online controller chooses among the other actions the model knows and this episode
+allows (``available``: ``stronger`` only with a stronger agent handed over, ``hint`` and ``confirm`` only
+where the benchmark can revise a reply and the running agent has one to revise); the offline evaluation
+(``metrics.evaluate``) scores all of them.
 
 What is recorded. A decision at prefix ``t`` has ``reason`` equal to the overseer action chosen and
 ``scores`` with ``t`` and the model's view: for ``OversightController`` ``utility:<action>`` (the
@@ -43,6 +54,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gauntlet.agent import AgentOutput
 from gauntlet.controllers.oversight.benchmarks import Benchmark, get_benchmark
 from gauntlet.controllers.oversight.features import History, prefix_features
 from gauntlet.controllers.oversight.lapsing import BranchableAgent, derive_seed, plain_action, privileged_input
@@ -55,7 +67,7 @@ from gauntlet.controllers.oversight.models import (
     design_matrix,
     load_model,
 )
-from gauntlet.controllers.oversight.utility import INTERVENTIONS, UtilityConfig
+from gauntlet.controllers.oversight.utility import INTERVENTIONS, REVISIONS, UtilityConfig
 from gauntlet.episode import Episode, Event
 from gauntlet.errors import UserError, check_arguments
 from gauntlet.hooks import Decision, Prefix
@@ -64,8 +76,11 @@ from gauntlet.info_keys import PRIVILEGED
 if TYPE_CHECKING:
     from gauntlet.cli_commands.common import HookTarget
 
-ONLINE_ACTIONS = ("continue", "quit", "expert", "expert_k")
-"""The overseer actions an online controller can carry out through the runner."""
+ONLINE_ACTIONS = ("continue", "quit", "expert", "expert_k", "stronger", "hint", "confirm")
+"""The overseer actions an online controller can carry out through the runner (``available`` narrows them
+per episode)."""
+ALWAYS_ONLINE = ("continue", "quit", "expert", "expert_k")
+"""The online actions every benchmark and agent allow."""
 HANDOVER = "handover"
 
 
@@ -77,15 +92,22 @@ class _Overseer(ABC):
 
     name: str
 
-    def __init__(self, model: str | Path, benchmark: str | None, benchmark_options: Mapping[str, Any] | None,
-                 expert_strength: float) -> None:
+    def __init__(self, model: str | Path, benchmark: str | Benchmark | None,
+                 benchmark_options: Mapping[str, Any] | None, expert_strength: float) -> None:
         self.model_path = Path(model)
         self.file: ModelFile = load_model(model)
         self.utility: UtilityConfig = self.file.utility
-        self.benchmark: Benchmark = get_benchmark(benchmark or self.file.benchmark, **dict(benchmark_options or {}))
+        if benchmark is None or isinstance(benchmark, str):
+            benchmark = get_benchmark(benchmark or self.file.benchmark, **dict(benchmark_options or {}))
+        elif benchmark_options:  # a benchmark object (e.g. one whose models live in this process) is built
+            raise ValueError("benchmark_options build a benchmark named by its name; this one is given built")
+        self.benchmark: Benchmark = benchmark
         self.expert: BranchableAgent = self.benchmark.make_expert(expert_strength)
+        self.strong: BranchableAgent | None = None
+        self.available: tuple[str, ...] = ALWAYS_ONLINE
         self._handover_left = 0
         self._handover_action = ""
+        self._handing_over: BranchableAgent = self.expert
         self._seed = 0
 
     @classmethod
@@ -106,6 +128,10 @@ class _Overseer(ABC):
                             f"it with `gauntlet oversight deploy {benchmark or 'BENCHMARK'} --model {model}`")
         check_arguments(cls, what=f"controller {cls.name!r}", fix="fix --controller-config", **config)
         overseer = cls(**config)
+        if getattr(getattr(overseer, "router", None), "intervention", None) == "stronger":
+            raise UserError(f"controller {cls.name!r} escalates to the stronger agent, which only a run that knows "
+                            "each episode can hand it; deploy it with `gauntlet oversight deploy "
+                            f"{overseer.benchmark.name} --model {overseer.model_path}`")
         info = target.reset_info()
         if info is not None:
             overseer.check_expert_input(info, f"{target.env}'s reset info")
@@ -121,6 +147,20 @@ class _Overseer(ABC):
         raise UserError(f"controller {self.name!r} hands over to the {self.benchmark.name} benchmark's expert, which "
                         f"acts info[{PRIVILEGED!r}][{key!r}], and {where} names none; deploy it on the benchmark's own "
                         f"env: `gauntlet oversight deploy {self.benchmark.name} --model {self.model_path}`")
+
+    def for_episode(self, episode: int) -> None:
+        """Hand over episode ``episode``'s stronger agent (where the benchmark has one), for ``stronger``;
+        call before the episode runs. Without it, ``stronger`` is not available."""
+        self.strong = self.benchmark.make_agent(episode, strength="strong") if self.benchmark.has_stronger else None
+
+    def online_actions(self, agent: Any) -> tuple[str, ...]:
+        """The online actions this controller can carry out on an episode that ``agent`` runs."""
+        takes_over = bool(getattr(self.benchmark, "stronger_takes_over", False))
+        stronger = self.strong is not None and (not takes_over or hasattr(agent, "snapshot"))
+        revisions = hasattr(self.benchmark, "revised_output") and all(hasattr(agent, name)
+                                                                       for name in ("revise", "reply"))
+        return (*ALWAYS_ONLINE, *(("stronger",) if stronger else ()),
+                *(REVISIONS if revisions else ()))
 
     def features(self, prefix: Prefix) -> dict[str, float]:
         """The prefix features of ``prefix``, as the branching protocol computes them for a row."""
@@ -143,10 +183,27 @@ class _Overseer(ABC):
             return Decision(kind="continue", reason=action, scores=scores)
         if action == "quit":
             return Decision.intervene("halt", reason=action, scores=scores)
-        # ``expert`` lasts to the end of the episode; no episode runs longer than the benchmark's budget.
+        if action in REVISIONS:
+            (proposed,) = candidates
+            revised = self.benchmark.revised_output(action, prefix.agent, proposed, prefix.info)  # type: ignore[attr-defined]
+            return Decision.intervene("replace_action", action=revised, reason=action, scores=scores)
+        # ``expert`` and ``stronger`` last to the end of the episode; no episode runs longer than its budget.
         self._handover_left = self.utility.k if action == "expert_k" else self.benchmark.max_steps
         self._handover_action = action
-        self.expert.reseed(derive_seed(self._seed, t))
+        self._handing_over = self.expert if action != "stronger" else self.strong  # type: ignore[assignment]
+        if action == "stronger" and getattr(self.benchmark, "stronger_takes_over", False):
+            # The running agent has written its reply already: the stronger one takes the conversation over and
+            # writes that reply again in its own words (``LLMAgent.revise(None)``), where the branching protocol
+            # hands it the conversation from before the reply. A reply with nothing to write again (a spent
+            # budget) runs as it was.
+            self._handover_left -= 1
+            strong: Any = self.strong
+            strong.restore(prefix.agent.snapshot())
+            strong.reseed(derive_seed(self._seed, t))
+            (proposed,) = candidates
+            output = strong.revise(None) if strong.reply() is not None else proposed
+            return Decision.intervene("replace_action", action=output, reason=action, scores=scores)
+        self._handing_over.reseed(derive_seed(self._seed, t))
         decision = self._hand_over(prefix, t)
         return Decision.intervene("replace_action", action=decision.action, reason=action, scores=scores)
 
@@ -154,13 +211,18 @@ class _Overseer(ABC):
         self.check_expert_input(prefix.info, "this env's reset info")
         self._seed = 0 if prefix.seed is None else int(prefix.seed)
         self._handover_left = 0
-        self.expert.reset(seed=prefix.seed, observation_space=prefix.env.observation_space,
-                          action_space=prefix.env.action_space)
+        self.available = self.online_actions(prefix.agent)
+        for agent in (self.expert, self.strong):
+            if agent is not None:
+                agent.reset(seed=prefix.seed, observation_space=prefix.env.observation_space,
+                            action_space=prefix.env.action_space)
 
     def _hand_over(self, prefix: Prefix, t: int) -> Decision:
-        """One step of the expert in the agent's place."""
+        """One step of the expert (or the stronger agent) in the running agent's place."""
         self._handover_left -= 1
-        action = plain_action(self.expert.act(prefix.observation, prefix.info))
+        output = self._handing_over.act(prefix.observation, prefix.info)
+        # The stronger LLM agent's whole output is recorded in place of the proposal (its messages, its events).
+        action = output if self._handing_over is self.strong and type(output) is AgentOutput else plain_action(output)
         return Decision.intervene("replace_action", action=action, reason=f"{HANDOVER} ({self._handover_action})",
                                   scores={"t": float(t)})
 
@@ -170,13 +232,14 @@ class OversightController(_Overseer):
 
     ``model``: a file saved by ``models.save_model`` holding an ``ActionConditioned``; ``benchmark``
     (default: the one the model was trained on) and ``benchmark_options`` build the benchmark whose
-    features and expert are used; ``expert_strength`` weakens the expert (1: the expert itself);
-    ``dispersion`` overrides the model's penalty ``lambda``.
+    features and expert are used (or ``benchmark`` is that benchmark, built: one whose models live in this
+    process); ``expert_strength`` weakens the expert (1: the expert itself); ``dispersion`` overrides the
+    model's penalty ``lambda``.
     """
 
     name = "oversight"
 
-    def __init__(self, model: str | Path, benchmark: str | None = None, *,
+    def __init__(self, model: str | Path, benchmark: str | Benchmark | None = None, *,
                  benchmark_options: Mapping[str, Any] | None = None, expert_strength: float = 1.0,
                  dispersion: float | None = None, name: str = "oversight") -> None:
         super().__init__(model, benchmark, benchmark_options, expert_strength)
@@ -196,11 +259,15 @@ class OversightController(_Overseer):
         mean, std = self.model.predict(X, return_std=True)
         scores = {}
         for j, action in enumerate(self.model.actions):
-            if action in self.allowed:
+            if action in self.allowed and action in self.available:
                 scores[f"utility:{action}"] = float(mean[0, j])
                 scores[f"dispersion:{action}"] = float(std[0, j])
-        (action,) = choose_from_scores(mean - self.model.dispersion * std, self.model.actions, self.allowed)
+        (action,) = choose_from_scores(mean - self.model.dispersion * std, self.model.actions, self.allowed_now())
         return action, scores
+
+    def allowed_now(self) -> list[str]:
+        """The model's online actions this episode allows (``available``)."""
+        return [action for action in self.allowed if action in self.available]
 
 
 class ScalarRoutingController(_Overseer):
@@ -212,7 +279,7 @@ class ScalarRoutingController(_Overseer):
 
     name = "oversight-scalar"
 
-    def __init__(self, model: str | Path, benchmark: str | None = None, *,
+    def __init__(self, model: str | Path, benchmark: str | Benchmark | None = None, *,
                  benchmark_options: Mapping[str, Any] | None = None, expert_strength: float = 1.0,
                  name: str = "oversight-scalar") -> None:
         super().__init__(model, benchmark, benchmark_options, expert_strength)
@@ -226,6 +293,14 @@ class ScalarRoutingController(_Overseer):
             raise ValueError(f"the router intervenes with {self.router.intervention!r}, which the runner cannot "
                              f"carry out online; online interventions are {online}")
         self.name = name
+
+    def _start_episode(self, prefix: Prefix) -> None:
+        super()._start_episode(prefix)
+        if self.router.intervention not in self.available:
+            raise UserError(f"controller {self.name!r} intervenes with {self.router.intervention!r}, which this "
+                            f"episode cannot carry out (it allows {', '.join(self.available)}): `stronger` needs the "
+                            "episode's stronger agent (`for_episode`; `gauntlet oversight deploy` hands it over), "
+                            "`hint` and `confirm` an LLM benchmark's agent")
 
     def _choose(self, features: dict[str, float]) -> tuple[str, dict[str, float]]:
         X, _ = design_matrix([{"features": features}], self.router.feature_names)
@@ -256,17 +331,18 @@ def overseer_choices(episode: Episode, source: str = "oversight") -> list[tuple[
 def online_utility(episode: Episode, config: UtilityConfig, source: str = "oversight") -> float:
     """The utility of a whole overseen episode, priced as a branch from ``t = 0`` is.
 
-    ``U = w * success - c_continue - c_intervene * interventions - s * steps``, with ``interventions``
-    the number of ``expert``/``expert_k`` choices of the controller ``source`` and ``steps`` the steps
+    ``U = w * success - c_continue - sum of c_a over interventions - s * steps``, with the interventions
+    the controller ``source``'s choices other than ``continue`` and ``quit`` (each priced as its branch
+    is: ``c_intervene``, ``c_hint`` for a hint, ``c_confirm`` for a confirmation) and ``steps`` the steps
     run; an episode halted before its first step is worth ``u_quit``. An episode without any
     intervention is priced exactly as the ``continue`` branch at ``t = 0``.
     """
     choices = overseer_choices(episode, source)
     if choices and choices[0] == (0, "quit"):
         return config.u_quit
-    interventions = sum(action in INTERVENTIONS for _, action in choices)
+    prices = sum(config.cost(action) for _, action in choices if action in INTERVENTIONS)
     if episode.outcome is None:
         raise ValueError(f"episode {episode.episode_id} has no outcome (it did not finish)")
     success = bool(episode.outcome.success)
     steps = int(episode.outcome.metrics["length"])
-    return config.w * success - config.c_continue - config.c_intervene * interventions - config.s * steps
+    return config.w * success - config.c_continue - prices - config.s * steps

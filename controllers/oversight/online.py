@@ -85,6 +85,8 @@ def compare_online(benchmark: str, model: str | os.PathLike[str], episodes: Iter
         for episode in indices:
             env = bench.make_env(episode)
             agent = cast(Agent, bench.make_agent(episode))  # every base agent is an Agent (LapsingAgent)
+            if controller is not None:
+                controller.for_episode(episode)  # the episode's stronger agent, for ``stronger``
             try:
                 target = record / f"{name}-{episode:06d}.jsonl" if record is not None else "memory"
                 played = rollout(env, agent, seed=bench.episode_seed(episode), max_steps=bench.max_steps,

@@ -28,12 +28,14 @@ from gauntlet.controllers.oversight.models import (
     utility_data,
 )
 from gauntlet.controllers.oversight.protocol import collect_episode
-from gauntlet.controllers.oversight.utility import UtilityConfig
+from gauntlet.controllers.oversight.utility import LADDER, UtilityConfig
 from gauntlet.episode import Episode, load_episodes
 from gauntlet.hooks import Controller
 from gauntlet.runner import rollout
 
 CONFIG = UtilityConfig()
+ONLINE = tuple(action for action in ONLINE_ACTIONS if action in LADDER)
+"""The corridor's online actions: all but the revisions (its agent writes no reply to revise)."""
 TRAIN_EPISODES = range(200)
 HELD_OUT = range(1000, 1030)
 
@@ -47,7 +49,7 @@ def corridor() -> CorridorBenchmark:
 
 @pytest.fixture(scope="module")
 def training_rows(corridor: CorridorBenchmark) -> list[dict[str, Any]]:
-    return [row for episode in TRAIN_EPISODES for row in collect_episode(corridor, episode, actions=ONLINE_ACTIONS)]
+    return [row for episode in TRAIN_EPISODES for row in collect_episode(corridor, episode, actions=ONLINE)]
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +67,7 @@ def closed_form(corridor: CorridorBenchmark, *, position: int, t: int, lapse_rat
     """The exact expected utility of each online action (rollback is not among them, so its cell is unused)."""
     utilities = corridor_expected_utilities(position=position, back_position=position, t=t, lapse_rate=lapse_rate,
                                             length=corridor.length, max_steps=corridor.max_steps, config=CONFIG)
-    return {action: utilities[action] for action in ONLINE_ACTIONS}
+    return {action: utilities[action] for action in ONLINE}
 
 
 def position_before(episode: Episode, t: int) -> int:
@@ -75,6 +77,7 @@ def position_before(episode: Episode, t: int) -> int:
 def overseen(corridor: CorridorBenchmark, controller: Controller, episode: int, folder: Path) -> Episode:
     """Episode ``episode`` under ``controller``, recorded to a file and read back from it."""
     path = folder / f"episode-{episode}.jsonl"
+    getattr(controller, "for_episode", lambda episode: None)(episode)  # the episode's stronger agent
     rollout(corridor.make_env(episode), corridor.make_agent(episode), seed=corridor.episode_seed(episode),
             hooks=[controller], record=path)
     (loaded,) = load_episodes(path)
@@ -93,7 +96,7 @@ def test_the_trained_controller_recovers_the_closed_form_optimal_action_on_held_
     assert np.mean([a == b for a, b in zip(chosen, best)]) >= 0.8
     # In expected utility its choices lose less than any fixed policy's, the best one chosen in hindsight.
     regret = np.mean([max(u.values()) - u[a] for u, a in zip(exact, chosen)])
-    fixed = min(np.mean([max(u.values()) - u[action] for u in exact]) for action in ONLINE_ACTIONS)
+    fixed = min(np.mean([max(u.values()) - u[action] for u in exact]) for action in ONLINE)
     assert regret < fixed
 
 
@@ -114,7 +117,7 @@ def test_deployed_through_the_runner_it_changes_actions_and_the_file_records_why
         for t, action in overseer_choices(episode):
             decision_scores = next(e.data["scores"] for s in episode.steps for e in s.events
                                    if e.kind == "decision" and e.data["scores"]["t"] == t)
-            assert {f"utility:{a}" for a in ONLINE_ACTIONS} <= set(decision_scores)
+            assert {f"utility:{a}" for a in ONLINE} <= set(decision_scores)
             exact = closed_form(corridor, position=position_before(episode, t), t=t,
                                 lapse_rate=corridor.lapse_rate(episode_index))
             agree.append(action == max(exact, key=exact.__getitem__))
@@ -181,3 +184,30 @@ def test_each_controller_refuses_the_other_kind_of_model_and_offline_only_interv
         ScalarRoutingController(save_router(rollback, tmp_path))
     with pytest.raises(FileNotFoundError):
         OversightController(tmp_path / "missing.joblib")
+
+
+def test_a_router_that_hands_over_to_the_stronger_agent_does_so_for_good_and_needs_the_episodes_agent(
+        corridor: CorridorBenchmark, training_rows: list[dict[str, Any]], tmp_path: Path) -> None:
+    from gauntlet.errors import UserError
+
+    always = ScalarRouter(RiskScore("logistic").fit(*failure_data(training_rows)), threshold=-np.inf,
+                          intervention="stronger")
+    path = save_router(always, tmp_path)
+    strong, base = [], []
+    for index in HELD_OUT:
+        episode = overseen(corridor, ScalarRoutingController(path, name="scalar"), index, tmp_path)
+        assert overseer_choices(episode, "scalar") == [(0, "stronger")]  # one choice: it lasts to the end
+        reasons = [e.data["reason"] for step in episode.steps[1:] for e in step.events if e.kind == "decision"]
+        assert reasons == ["handover (stronger)"] * (len(episode.steps) - 1)
+        assert episode.outcome is not None
+        expected = CONFIG.w * episode.outcome.success - CONFIG.c_intervene - CONFIG.s * len(episode.steps)
+        assert online_utility(episode, CONFIG, "scalar") == pytest.approx(expected)
+        strong.append(episode.outcome.success)
+        alone = rollout(corridor.make_env(index), corridor.make_agent(index), seed=corridor.episode_seed(index))
+        base.append(alone.outcome.success)
+    # The stronger agent lapses at a quarter of the base agent's rate, so it reaches the end more often.
+    assert np.mean(strong) > np.mean(base)
+    # Without the episode's stronger agent (handed over by for_episode) the router cannot act: refused at once.
+    with pytest.raises(UserError, match="'stronger', which this episode cannot carry out"):
+        rollout(corridor.make_env(0), corridor.make_agent(0), seed=corridor.episode_seed(0),
+                hooks=[ScalarRoutingController(path)])

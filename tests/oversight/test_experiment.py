@@ -112,6 +112,12 @@ def test_the_llm_smoke_plan_branches_every_intervention_and_resumes(tmp_path: Pa
     assert offline["config"]["intervention"] == "stronger"  # the scalar routers escalate to the stronger model
     assert result["branch_cost"]["episode"] is None and "model calls" in result["branch_cost"]["reason"]
     assert "wall s by part" in (out / "oversight.md").read_text()
+    # Online, on a held-out game: the deployed controllers never had the privileged expert to choose.
+    online = result["online"]["methods"]
+    assert set(online) == {"no_oversight", "action_conditioned", "scalar"}
+    assert all(method["episodes"] == 1 for method in online.values())
+    chosen = {action for method in ("action_conditioned", "scalar") for action in online[method]["decisions"]}
+    assert chosen and chosen <= {"continue", "quit", "stronger", "hint", "confirm"}, chosen
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     rerun = json.loads((out / "oversight.json").read_text())["benchmarks"]["llm-textworld"]

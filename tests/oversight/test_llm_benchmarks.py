@@ -241,3 +241,79 @@ def test_the_latent_monitors_score_of_the_last_reply_is_a_feature_of_the_prefix(
         llm_disaster(**small_disaster, split="T1", model="offline", strong_model=None, latent="shipped")
     with pytest.raises(UserError, match="nowhere.npz"):
         llm_disaster(**small_disaster, split="T1", model=model, strong_model=None, latent="nowhere.npz")
+
+
+def _deployed(benchmark, episode: int, intervention: str, choices: list[str], tmp_path: Path):
+    """Episode ``episode`` of ``benchmark`` through the runner under a scalar-routing controller whose choices are
+    ``choices`` at the first decisions (then ``continue``): what is under test is how each is carried out, not
+    how it is chosen. The episode as recorded on disk, read back."""
+    import numpy as np
+
+    from gauntlet.controllers.oversight.controller import ScalarRoutingController
+    from gauntlet.controllers.oversight.models import RiskScore, ScalarRouter, failure_data, save_model
+    from gauntlet.episode import load_episodes
+    from gauntlet.runner import rollout
+
+    rows = [{"t": t, "features": {"t": float(t)}, "branches": {"continue": {"success": t % 2 == 0}}, "episode": t}
+            for t in range(8)]
+    router = ScalarRouter(RiskScore("logistic").fit(*failure_data(rows)), threshold=np.inf, intervention=intervention)
+    model = save_model(tmp_path / "router.joblib", router, utility=UtilityConfig(), benchmark=benchmark.name)
+    # The benchmark object itself: options cannot carry an in-process chat model.
+    controller = ScalarRoutingController(model, benchmark=benchmark)
+    planned = iter(choices)
+    controller._choose = lambda features: (next(planned, "continue"), {})  # type: ignore[method-assign]
+    controller.for_episode(episode)
+    path = tmp_path / "episode.jsonl"
+    rollout(benchmark.make_env(episode), benchmark.make_agent(episode), seed=benchmark.episode_seed(episode),
+            max_steps=benchmark.max_steps, hooks=[controller], record=path)
+    (loaded,) = load_episodes(path)
+    return loaded
+
+
+@tool_servers
+def test_online_a_hint_has_the_running_agent_write_its_reply_again_and_the_step_records_the_revision(
+        small_disaster, one_call_task, tmp_path):
+    from gauntlet.controllers.oversight.controller import online_utility, overseer_choices
+
+    episode, task = one_call_task
+    gold = task.gold_trajectory[0]
+    # The base answers wrong at once; after a notice it makes the gold call, and its next turn is the right answer.
+    model = Heeding(turns=_turn_list([_call("submit_answer", {"answer": WRONG}),
+                                      _call("submit_answer", {"answer": task.answer})]),
+                    heeded=_call(gold.call, gold.args), notices=[])
+    benchmark = llm_disaster(**small_disaster, split="T1", model=model, strong_model=None, agent_config=HARNESS)
+    played = _deployed(benchmark, episode, "hint", ["hint"], tmp_path)
+    assert overseer_choices(played, "oversight-scalar") == [(0, "hint"), (1, "continue")]
+    first = played.steps[0]
+    assert json.loads(first.action) == {"name": gold.call, "arguments": gold.args}  # the revision ran, not the proposal
+    (intervention,) = [event for event in first.events if event.kind == "intervention"]
+    assert json.loads(intervention.data["original_action"]) == {"name": "submit_answer", "arguments": {"answer": WRONG}}
+    # The step records the revision's messages: the overseer's notice, then the reply written again.
+    assert [m.role for m in first.messages][-2:] == ["user", "assistant"]
+    assert first.messages[-2].content.startswith(NOTICE_OPENING) and gold.call in first.messages[-2].content
+    assert len(model.notices) == 1 and played.outcome.success
+    # Priced as its branch is: a hint costs c_hint.
+    assert online_utility(played, UtilityConfig(), "oversight-scalar") == pytest.approx(1 - 0.02 - 0.02)
+
+
+@tool_servers
+def test_online_the_stronger_model_takes_over_the_running_agents_conversation(small_disaster, one_call_task,
+                                                                              tmp_path):
+    from gauntlet.controllers.oversight.controller import online_utility, overseer_choices
+
+    episode, task = one_call_task
+    gold = task.gold_trajectory[0]
+    # As in the branching test above: the stronger script answers right only at its second turn, so only a
+    # takeover of the base's conversation (which holds the gold call) answers right.
+    weak = _script(tmp_path / "weak.json", [_call(gold.call, gold.args), _call("submit_answer", {"answer": WRONG})])
+    strong = _script(tmp_path / "strong.json", [_call("submit_answer", {"answer": WRONG}),
+                                                 _call("submit_answer", {"answer": task.answer})])
+    benchmark = llm_disaster(**small_disaster, split="T1", model=weak, strong_model=strong, agent_config=HARNESS)
+    played = _deployed(benchmark, episode, "stronger", ["continue", "stronger"], tmp_path)
+    assert overseer_choices(played, "oversight-scalar") == [(0, "continue"), (1, "stronger")]
+    assert played.outcome.success and len(played.steps) == 2
+    second = played.steps[1]
+    assert json.loads(second.action) == {"name": "submit_answer", "arguments": {"answer": task.answer}}
+    (intervention,) = [event for event in second.events if event.kind == "intervention"]
+    assert json.loads(intervention.data["original_action"])["arguments"] == {"answer": WRONG}  # the base's proposal
+    assert online_utility(played, UtilityConfig(), "oversight-scalar") == pytest.approx(1 - 0.05 - 0.02)

@@ -172,6 +172,11 @@ class _LLMBase:
     def revise(self, action: str, agent: Any, proposed: Any, observation: Any, info: dict[str, Any]) -> Any:
         """The action to run after ``hint`` or ``confirm`` (see the module docstring): ``agent`` has proposed
         ``proposed`` and writes that reply again after the notice."""
+        return plain_action(self.revised_output(action, agent, proposed, info))
+
+    def revised_output(self, action: str, agent: Any, proposed: Any, info: dict[str, Any]) -> Any:
+        """``revise``'s rewritten reply as the agent's whole output (its messages and events, for the runner to
+        record in place of the proposal), or the proposal's action where there is no reply to write again."""
         from langchain_core.messages import HumanMessage
 
         if agent.reply() is None:  # no reply to write again (a budget ended the episode): it runs as it was
@@ -182,7 +187,7 @@ class _LLMBase:
             notice = CONFIRM.format(call=plain_action(proposed))
         else:
             raise ValueError(f"{action!r} is not a revision; expected hint or confirm")
-        return agent.revise(HumanMessage(notice)).action
+        return agent.revise(HumanMessage(notice))
 
     def _llm_meta(self) -> dict[str, Any]:
         return {"model": _name(self.model), "strong_model": _name(self.strong_model), "mode": self.mode,
