@@ -365,6 +365,11 @@ def main(argv: list[str] | None = None) -> int:
         results = {}  # figures of another size are not mixed with these
     if results.get("model", loaded[1]) != loaded[1]:
         results = {}  # nor are another model's
+    from gauntlet.controllers.latent.hidden import on_llama
+
+    backend = "llama.cpp" if on_llama(loaded[0]) else "transformers"
+    if {results.get("backend", backend), results.get("corpora", {}).get("backend", backend)} != {backend}:
+        results = {}  # nor the same model's on the other backend (its states differ in the last bits)
     if args.only in (None, "hierarchy"):
         results.update(run_hierarchy(args.size, loaded, args.out, args.threads))
     if args.only in (None, "corpora"):

@@ -48,6 +48,14 @@ def test_the_smoke_size_writes_detection_correction_corpora_and_the_monitor_file
                             "--out", str(out)]) == 0
     assert (out / "run" / "answers.json").stat().st_mtime_ns == before
     assert "corpora" in json.loads((out / "latent_monitor.json").read_text())  # the other part's figures are kept
+    # Figures of the same model on the other backend are not mixed with these: they are dropped.
+    stored = json.loads((out / "latent_monitor.json").read_text())
+    assert stored["backend"] == stored["corpora"]["backend"] == "transformers"
+    stored["corpora"]["backend"] = "llama.cpp"
+    (out / "latent_monitor.json").write_text(json.dumps(stored))
+    assert experiment.main(["--size", "smoke", "--only", "hierarchy", "--model-path", str(tiny_model_folder),
+                            "--out", str(out)]) == 0
+    assert "corpora" not in json.loads((out / "latent_monitor.json").read_text())
 
 
 def test_the_layers_are_the_quarter_points_of_the_model_s_depth_and_the_gate_the_middle_one():
