@@ -207,7 +207,9 @@ def run_benchmark(name: str, plan: dict[str, Any], out: Path, work: Path, *, see
         "plan": plan, "rows": len(rows),
         "collection": {"rows_per_s_wall": collected.rows_per_s, "wall_s": collected.wall_s,
                        "jobs_run": collected.jobs_run, "jobs_resumed": collected.jobs_resumed,
-                       "workers": workers, **stats.as_dict()},
+                       "workers": workers, **stats.as_dict(),
+                       # Every job's counts and seconds, the earlier runs' of a resumed collection too.
+                       "all_jobs": collected.all_stats.as_dict(), "jobs_unmeasured": collected.jobs_unmeasured},
         "replay_match_rate": float(np.mean([row["prefix_match"] for row in rows])),
     }
     # The smoke size fits only the forest controller: the bagged boosted one is most of its time.
@@ -258,9 +260,14 @@ def summary_markdown(results: dict[str, Any]) -> str:
                   f"{result['collection']['rows_per_s_wall']:.3g} rows/s on {result['collection']['workers']} "
                   f"worker(s); {offline['n_test_prefixes']} test prefixes in {offline['n_test_episodes']} episodes.",
                   "", markdown_table(offline), ""]
-        by_part = result["collection"].get("action_s") or {}
+        collection = result["collection"]
+        every = collection.get("all_jobs") or {}
+        by_part = every.get("action_s") or collection.get("action_s") or {}
         if by_part:
-            lines.append("- wall s by part: " + ", ".join(f"{part} {seconds:.0f}" for part, seconds in by_part.items()))
+            unmeasured = collection.get("jobs_unmeasured", 0)
+            lines.append("- wall s by part (every job in the folder"
+                         + (f"; {unmeasured} earlier jobs not timed" if unmeasured else "") + "): "
+                         + ", ".join(f"{part} {seconds:.0f}" for part, seconds in by_part.items()))
         for score, values in offline["calibration"].items():
             lines.append(f"- risk {score}: ECE {values['ece']:.3f}, AUROC {values['auroc']:.3f}")
         identical = offline["identical_risk_different_action"]

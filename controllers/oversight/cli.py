@@ -153,6 +153,13 @@ def collect(
     table.add_row("replay match rate", f"{stats.match_rate:.4f} ({stats.replays_matched}/{stats.replays})")
     if stats.action_s:
         table.add_row("wall s by part", ", ".join(f"{name} {seconds:.1f}" for name, seconds in stats.action_s.items()))
+    if result.jobs_resumed:
+        every = result.all_stats
+        table.add_row("every job in the folder: busy s", f"{every.seconds:.1f}"
+                      + (f" ({result.jobs_unmeasured} jobs not timed)" if result.jobs_unmeasured else ""))
+        if every.action_s:
+            table.add_row("every job: s by part", ", ".join(f"{name} {seconds:.1f}"
+                                                             for name, seconds in every.action_s.items()))
     table.add_row("wall s", f"{result.wall_s:.1f}")
     console.print(table)
     console.print(f"rows in [bold]{result.out_dir}[/bold]; next: gauntlet oversight evaluate {result.out_dir}")

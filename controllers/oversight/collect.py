@@ -5,6 +5,9 @@ A collection lives in a folder::
     meta.json    what is collected (benchmark, options, utility config, actions, draws, prefixes,
                  expert strengths): written once, atomically; a folder holding another collection is refused
     rows.jsonl   the rows, append-only: each job's rows, then a line ``{"done": {...}}`` closing that job
+    job_stats.jsonl  append-only, a line per job after its rows: its counts and seconds, so a resumed
+                 collection still knows what the jobs of earlier runs cost (``recorded_stats``); kept apart
+                 so the rows file is the same bytes whoever ran the jobs and however long they took
 
 A job is one (episode, expert strength): ``collect_episode`` over it is the unit of work, and its rows
 and its ``done`` line go to the file in one ``write`` on a descriptor opened for appending, by the
@@ -33,7 +36,7 @@ from gauntlet.controllers.oversight.protocol import CollectStats, Prefixes, Row,
 from gauntlet.controllers.oversight.utility import ACTIONS, UtilityConfig
 from gauntlet.fileio import exclusive_folder, write_atomically
 
-META, ROWS = "meta.json", "rows.jsonl"
+META, ROWS, STATS = "meta.json", "rows.jsonl", "job_stats.jsonl"
 FORMAT = 1
 
 
@@ -86,7 +89,12 @@ class CollectResult:
     jobs_run: int
     jobs_resumed: int
     stats: CollectStats
+    """This run's jobs."""
     wall_s: float
+    all_stats: CollectStats = field(default_factory=CollectStats)
+    """Every whole job in the folder, this run's and earlier runs' (``recorded_stats``)."""
+    jobs_unmeasured: int = 0
+    """Whole jobs ``job_stats.jsonl`` has no line for (an older folder's, or a kill between the two writes)."""
 
     @property
     def rows_per_s(self) -> float:
@@ -185,6 +193,40 @@ def load_rows(out_dir: str | os.PathLike[str]) -> list[Row]:
     return rows
 
 
+def recorded_stats(out_dir: str | os.PathLike[str]) -> tuple[CollectStats, int]:
+    """The summed stats of every whole job in a collection folder (``job_stats.jsonl``), and the number of
+    whole jobs it has no line for (an older folder's, or a kill between a job's rows and its line)."""
+    done = _whole_jobs(Path(out_dir) / ROWS)
+    parts: dict[tuple[int, float], dict[str, Any]] = {}
+    path = Path(out_dir) / STATS
+    if path.exists():
+        with path.open("rb") as handle:
+            for line in handle:
+                try:  # a line torn by a kill (and whatever was appended onto it) is skipped
+                    record = json.loads(line)
+                    parts[(int(record["episode"]), float(record["expert_strength"]))] = record["stats"]
+                except (ValueError, KeyError, TypeError):
+                    continue
+    total = CollectStats()
+    for job in done & set(parts):
+        _merge(total, parts[job])
+    return total, len(done - set(parts))
+
+
+def _whole_jobs(rows_file: Path) -> set[tuple[int, float]]:
+    """The jobs ``rows_file`` holds whole (read only; ``_done_jobs`` also cuts a torn tail)."""
+    done: set[tuple[int, float]] = set()
+    if rows_file.exists():
+        with rows_file.open("rb") as handle:
+            for line in handle:
+                if not line.endswith(b"\n"):
+                    break
+                if line.startswith(b'{"done"'):
+                    marker = json.loads(line)["done"]
+                    done.add((int(marker["episode"]), float(marker["expert_strength"])))
+    return done
+
+
 def load_meta(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(out_dir) / META
     if not path.exists():
@@ -222,8 +264,23 @@ def run_job(spec_json: dict[str, Any], episode: int, strength: float
 def _append(rows_file: Path, rows: list[Row], episode: int, strength: float) -> None:
     lines = [json.dumps(row, separators=(",", ":")) for row in rows]
     lines.append(json.dumps({"done": {"episode": episode, "expert_strength": strength, "rows": len(rows)}}))
+    _append_lines(rows_file, lines)
+
+
+def _end_line(path: Path) -> None:
+    """End a line torn by a kill, so the next appended line stands on its own (the torn one is skipped)."""
+    if path.exists() and path.stat().st_size:
+        with path.open("rb") as handle:
+            handle.seek(-1, os.SEEK_END)
+            whole = handle.read(1) == b"\n"
+        if not whole:
+            _append_lines(path, [""])
+
+
+def _append_lines(path: Path, lines: list[str]) -> None:
+    """``lines`` at the end of ``path`` in one ``write`` on a descriptor opened for appending, synced."""
     payload = ("\n".join(lines) + "\n").encode()
-    fd = os.open(rows_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         written = 0
         while written < len(payload):
@@ -237,6 +294,7 @@ def _merge(total: CollectStats, part: dict[str, Any]) -> None:
     for name in ("episodes", "rows", "branches", "env_steps", "restores", "replays_matched", "replays"):
         setattr(total, name, getattr(total, name) + int(part.get(name, 0)))
     total.seconds += float(part.get("seconds", 0.0))
+    total.restore_s += float(part.get("restore_s", 0.0))
     for name, seconds in (part.get("action_s") or {}).items():
         total.add_time(name, float(seconds))
 
@@ -268,6 +326,7 @@ def _collect(spec: CollectSpec, out: Path, workers: int, backend: str, ray_addre
     _open_folder(out, spec)
     rows_file = out / ROWS
     done = _done_jobs(rows_file)
+    _end_line(out / STATS)
     jobs = [job for job in spec.jobs() if job not in done]
     spec_json = spec.as_json()
     stats = CollectStats()
@@ -283,10 +342,14 @@ def _collect(spec: CollectSpec, out: Path, workers: int, backend: str, ray_addre
                           ray_address=ray_address, context=multiprocessing.get_context("spawn"))
         for episode, strength, rows, part in results:
             _append(rows_file, rows, episode, strength)
+            _append_lines(out / STATS, [json.dumps({"episode": episode, "expert_strength": strength, "stats": part},
+                                                   separators=(",", ":"))])
             _merge(stats, part)
             finished += 1
             if progress is not None:
                 progress(finished, total, stats)
     wall = time.perf_counter() - started
+    everything, unmeasured = recorded_stats(out)
     return CollectResult(out_dir=str(out), rows=len(load_rows(out)), jobs_run=len(jobs),
-                         jobs_resumed=total - len(jobs), stats=stats, wall_s=wall)
+                         jobs_resumed=total - len(jobs), stats=stats, wall_s=wall, all_stats=everything,
+                         jobs_unmeasured=unmeasured)

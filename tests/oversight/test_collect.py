@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gauntlet.controllers.oversight.collect import (ROWS, CollectionError, CollectSpec, collect, load_meta,
+from gauntlet.controllers.oversight.collect import (ROWS, STATS, CollectionError, CollectSpec, collect, load_meta,
                                                     load_rows)
 from gauntlet.controllers.oversight.models import load_model
 from gauntlet.controllers.oversight.utility import LADDER, UtilityConfig
@@ -39,6 +39,16 @@ def test_collect_writes_every_job_once_and_resumes_without_redoing(tmp_path: Pat
         first.stats.seconds
     again = collect(SPEC, tmp_path)
     assert again.jobs_run == 0 and again.jobs_resumed == 12 and again.rows == first.rows
+    # A resumed run ran nothing, yet still reports what every job in the folder cost.
+    assert again.stats.rows == 0 and again.jobs_unmeasured == 0
+    assert (again.all_stats.rows, again.all_stats.branches, again.all_stats.env_steps) == \
+        (first.stats.rows, first.stats.branches, first.stats.env_steps)
+    assert again.all_stats.seconds == pytest.approx(first.stats.seconds)
+    assert again.all_stats.action_s == pytest.approx(first.stats.action_s)
+    # A folder written before jobs were timed: its jobs are counted as not timed, not as free.
+    (tmp_path / STATS).unlink()
+    older = collect(SPEC, tmp_path)
+    assert older.jobs_unmeasured == 12 and older.all_stats.rows == 0
     assert load_meta(tmp_path)["benchmark"] == "corridor"
 
 
@@ -55,6 +65,16 @@ def test_a_torn_tail_is_cut_back_to_the_last_whole_job_and_redone(tmp_path: Path
     resumed = collect(SPEC, tmp_path)
     assert resumed.jobs_run == 1
     assert (tmp_path / ROWS).read_bytes() == whole  # jobs are deterministic: the redone job is byte-identical
+    # The redone job's time is counted once, and a stats line torn by a kill is skipped, not fatal.
+    with (tmp_path / STATS).open("ab") as handle:
+        handle.write(b'{"episode": 3, "expert_st')
+    again = collect(SPEC, tmp_path)
+    assert again.all_stats.rows == len(load_rows(tmp_path)) and again.jobs_unmeasured == 0
+    # Jobs appended after the torn line are timed: the torn line was ended first.
+    more = CollectSpec(benchmark="corridor", episodes=(*SPEC.episodes, 6), options=SPEC.options,
+                       strengths=SPEC.strengths)
+    grown = collect(more, tmp_path)
+    assert grown.jobs_run == 2 and grown.jobs_unmeasured == 0 and grown.all_stats.rows == len(load_rows(tmp_path))
 
 
 def test_another_collection_in_the_folder_is_refused(tmp_path: Path) -> None:
