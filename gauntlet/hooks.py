@@ -54,7 +54,9 @@ class Prefix:
 
     ``env`` is Branchable (``snapshot``/``restore``; ``gauntlet.fork`` for an independent copy), so a
     controller can try candidate continuations before it decides. ``agent`` can be asked for
-    further candidates.
+    further candidates. The runner puts the agent's whole output for the step being decided (an
+    ``AgentOutput``: its messages and events, e.g. the model calls that wrote the proposal) in
+    ``extra["proposal"]``, where the agent returned one.
     """
 
     steps: list[Step]

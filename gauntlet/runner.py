@@ -199,7 +199,8 @@ def _run(env: gym.Env, agent: Agent, observation: Any, info: dict[str, Any], lim
             else:
                 action, extra, reported = output, None, None
             if deciding:
-                prefix = Prefix(steps=steps, observation=observation, info=info, env=env, agent=agent, seed=seed)
+                prefix = Prefix(steps=steps, observation=observation, info=info, env=env, agent=agent, seed=seed,
+                                extra={"proposal": output} if extra is not None else {})
                 action, revised, events, halt = _decide(controllers, prefix, action)
                 if halt and steps:
                     steps[-1].truncated = True

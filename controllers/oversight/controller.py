@@ -202,7 +202,8 @@ class _Overseer(ABC):
             strong.reseed(derive_seed(self._seed, t))
             (proposed,) = candidates
             output = strong.revise(None) if strong.reply() is not None else proposed
-            return Decision.intervene("replace_action", action=output, reason=action, scores=scores)
+            return Decision.intervene("replace_action", action=_with_proposal_events(output, prefix), reason=action,
+                                      scores=scores)
         self._handing_over.reseed(derive_seed(self._seed, t))
         decision = self._hand_over(prefix, t)
         return Decision.intervene("replace_action", action=decision.action, reason=action, scores=scores)
@@ -221,8 +222,9 @@ class _Overseer(ABC):
         """One step of the expert (or the stronger agent) in the running agent's place."""
         self._handover_left -= 1
         output = self._handing_over.act(prefix.observation, prefix.info)
-        # The stronger LLM agent's whole output is recorded in place of the proposal (its messages, its events).
-        action = output if self._handing_over is self.strong and type(output) is AgentOutput else plain_action(output)
+        # The stronger LLM agent's output is recorded in place of the proposal: its messages, and the events of
+        # both (the running agent's proposal cost its model calls too).
+        action = _with_proposal_events(output, prefix) if self._handing_over is self.strong else plain_action(output)
         return Decision.intervene("replace_action", action=action, reason=f"{HANDOVER} ({self._handover_action})",
                                   scores={"t": float(t)})
 
@@ -306,6 +308,17 @@ class ScalarRoutingController(_Overseer):
         X, _ = design_matrix([{"features": features}], self.router.feature_names)
         risk = self.router.risk.predict_risk(X)
         return self.router.route(risk)[0], {"risk": float(risk[0]), **self.router.thresholds()}
+
+
+def _with_proposal_events(output: Any, prefix: Prefix) -> Any:
+    """``output`` (an ``AgentOutput`` that runs instead of the running agent's proposal) with the proposal's
+    events first (``prefix.extra["proposal"]``: the model calls that wrote it), so the step records what both
+    cost; anything else as it is."""
+    proposal = prefix.extra.get("proposal")
+    if type(output) is not AgentOutput or type(proposal) is not AgentOutput:
+        return output
+    return AgentOutput(action=output.action, tool_call=output.tool_call, messages=output.messages,
+                       events=[*proposal.events, *output.events])
 
 
 # ---------------------------------------------------------------------------------- reading episodes

@@ -316,4 +316,6 @@ def test_online_the_stronger_model_takes_over_the_running_agents_conversation(sm
     assert json.loads(second.action) == {"name": "submit_answer", "arguments": {"answer": task.answer}}
     (intervention,) = [event for event in second.events if event.kind == "intervention"]
     assert json.loads(intervention.data["original_action"])["arguments"] == {"answer": WRONG}  # the base's proposal
+    # The step records what both cost: the base's call that wrote the proposal and the stronger model's reply.
+    assert [event.kind for event in second.events].count("model_call") == 2
     assert online_utility(played, UtilityConfig(), "oversight-scalar") == pytest.approx(1 - 0.05 - 0.02)
