@@ -242,12 +242,12 @@ def run_corpora(size: str, loaded: tuple[Any, str, int], threads: int) -> dict[s
     datasets = np.array([row["dataset"] for row in rows])
     encoder = sentence_encoder()
     detection: dict[str, Any] = {}
-    for name in (*LATENT, "text"):
-        for layer in (settings["layers"] if name != "text" else [None]):
-            key = f"{name}@{layer}" if layer is not None else name
-            lodo = study.leave_one_group_out(examples, labels, datasets, name, layer, encoder.encode,
+    for detector in (*LATENT, "text"):  # not ``name``: that is the model's, recorded below
+        for layer in (settings["layers"] if detector != "text" else [None]):
+            key = f"{detector}@{layer}" if layer is not None else detector
+            lodo = study.leave_one_group_out(examples, labels, datasets, detector, layer, encoder.encode,
                                              settings["resamples"])
-            detection[key] = {"detector": name, "layer": layer, "per_dataset": lodo["per_group"],
+            detection[key] = {"detector": detector, "layer": layer, "per_dataset": lodo["per_group"],
                               "pooled": lodo["pooled"], "macro_auroc": lodo["macro_auroc"]}
             print(f"  corpora {key:16s} LODO macro AUROC {detection[key]['macro_auroc']}", flush=True)
     counts: dict[str, dict[str, int]] = {}
@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     results = json.loads(target.read_text()) if target.exists() else {}
     if results.get("size") not in (None, args.size):
         results = {}  # figures of another size are not mixed with these
-    if results.get("model", loaded[1]) != loaded[1]:
+    if {results.get("model", loaded[1]), results.get("corpora", {}).get("model", loaded[1])} != {loaded[1]}:
         results = {}  # nor are another model's
     from gauntlet.controllers.latent.hidden import on_llama
 

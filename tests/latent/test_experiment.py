@@ -38,6 +38,7 @@ def test_the_smoke_size_writes_detection_correction_corpora_and_the_monitor_file
     assert correction["gated_oracle"]["flagged"] == sum(violated)
     assert correction["as_answered"]["accuracy"] == pytest.approx(1 - np.mean(violated))
     assert set(results["corpora"]["detection"]) == expected | {"text"}
+    assert results["corpora"]["model"] == results["model"] == tiny_model_folder.name  # the model, not a detector
     score, threshold, model = load_chaos_score(out / results["monitor_file"])
     assert (score.layer, model) == (2, tiny_model_folder.name) and threshold == results["monitor_threshold"]
     page = (out / "latent_monitor.md").read_text()
