@@ -50,16 +50,22 @@ def one_call_task(small_disaster):
     return episode, benchmark.tasks[episode]
 
 
-@tool_servers
-def test_llm_rows_replay_and_the_stronger_model_takes_over_the_conversation(small_disaster, one_call_task, tmp_path):
-    episode, task = one_call_task
+def _takeover_benchmark(small_disaster, task, tmp_path: Path):
+    """``llm-disaster`` where the base makes the gold call, then answers wrong, and the stronger model's script
+    answers wrong at its first turn and right at its second: it answers right only where it continues a
+    conversation that has a turn already."""
     gold = task.gold_trajectory[0]
-    # The base makes the gold call, then answers wrong. The stronger model's script answers wrong at its first turn
-    # and right at its second: it answers right only where it continues a conversation that has a turn already.
     weak = _script(tmp_path / "weak.json", [_call(gold.call, gold.args), _call("submit_answer", {"answer": WRONG})])
     strong = _script(tmp_path / "strong.json", [_call("submit_answer", {"answer": WRONG}),
                                                  _call("submit_answer", {"answer": task.answer})])
-    benchmark = llm_disaster(**small_disaster, split="T1", model=weak, strong_model=strong, agent_config=HARNESS)
+    return llm_disaster(**small_disaster, split="T1", model=weak, strong_model=strong, agent_config=HARNESS)
+
+
+@tool_servers
+def test_llm_rows_replay_and_the_stronger_model_takes_over_the_conversation(small_disaster, one_call_task, tmp_path):
+    episode, task = one_call_task
+    benchmark = _takeover_benchmark(small_disaster, task, tmp_path)
+    weak = benchmark.model
     assert benchmark.has_stronger and benchmark.stronger_takes_over
     rows = collect_episode(benchmark, episode, config=UtilityConfig(k=1))
     assert [row["t"] for row in rows] == [0, 1]
@@ -302,13 +308,9 @@ def test_online_the_stronger_model_takes_over_the_running_agents_conversation(sm
     from gauntlet.controllers.oversight.controller import online_utility, overseer_choices
 
     episode, task = one_call_task
-    gold = task.gold_trajectory[0]
-    # As in the branching test above: the stronger script answers right only at its second turn, so only a
-    # takeover of the base's conversation (which holds the gold call) answers right.
-    weak = _script(tmp_path / "weak.json", [_call(gold.call, gold.args), _call("submit_answer", {"answer": WRONG})])
-    strong = _script(tmp_path / "strong.json", [_call("submit_answer", {"answer": WRONG}),
-                                                 _call("submit_answer", {"answer": task.answer})])
-    benchmark = llm_disaster(**small_disaster, split="T1", model=weak, strong_model=strong, agent_config=HARNESS)
+    # As in the branching test above: only a takeover of the base's conversation (which holds the gold call)
+    # answers right.
+    benchmark = _takeover_benchmark(small_disaster, task, tmp_path)
     played = _deployed(benchmark, episode, "stronger", ["continue", "stronger"], tmp_path)
     assert overseer_choices(played, "oversight-scalar") == [(0, "continue"), (1, "stronger")]
     assert played.outcome.success and len(played.steps) == 2
