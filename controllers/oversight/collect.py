@@ -148,12 +148,13 @@ def _extends(recorded: dict[str, Any], wanted: dict[str, Any], differing: list[s
     return all(isinstance(recorded.get(key), list) and set(recorded[key]) <= set(wanted[key]) for key in differing)
 
 
-def _done_jobs(rows_file: Path) -> set[tuple[int, float]]:
-    """The jobs the file holds whole; cuts a torn tail (a killed write) back to the last ``done`` line."""
-    if not rows_file.exists():
-        return set()
+def _read_jobs(rows_file: Path) -> tuple[set[tuple[int, float]], int]:
+    """The jobs ``rows_file`` holds whole, and the byte offset where the last whole job ends (what follows
+    is a torn tail, a killed write). Reads only."""
     done: set[tuple[int, float]] = set()
     good_end = 0
+    if not rows_file.exists():
+        return done, good_end
     with rows_file.open("rb") as handle:
         offset = 0
         for line in handle:
@@ -163,11 +164,18 @@ def _done_jobs(rows_file: Path) -> set[tuple[int, float]]:
             if line.startswith(b'{"done"'):
                 try:
                     marker = json.loads(line)["done"]
-                except (ValueError, KeyError):
+                    job = (int(marker["episode"]), float(marker["expert_strength"]))
+                except (ValueError, KeyError, TypeError):
                     break
-                done.add((int(marker["episode"]), float(marker["expert_strength"])))
+                done.add(job)
                 good_end = offset
-    if good_end != rows_file.stat().st_size:
+    return done, good_end
+
+
+def _done_jobs(rows_file: Path) -> set[tuple[int, float]]:
+    """The jobs the file holds whole; cuts a torn tail back to the last ``done`` line."""
+    done, good_end = _read_jobs(rows_file)
+    if rows_file.exists() and good_end != rows_file.stat().st_size:
         with rows_file.open("r+b") as handle:
             handle.truncate(good_end)
     return done
@@ -196,7 +204,7 @@ def load_rows(out_dir: str | os.PathLike[str]) -> list[Row]:
 def recorded_stats(out_dir: str | os.PathLike[str]) -> tuple[CollectStats, int]:
     """The summed stats of every whole job in a collection folder (``job_stats.jsonl``), and the number of
     whole jobs it has no line for (an older folder's, or a kill between a job's rows and its line)."""
-    done = _whole_jobs(Path(out_dir) / ROWS)
+    done, _ = _read_jobs(Path(out_dir) / ROWS)
     parts: dict[tuple[int, float], dict[str, Any]] = {}
     path = Path(out_dir) / STATS
     if path.exists():
@@ -211,20 +219,6 @@ def recorded_stats(out_dir: str | os.PathLike[str]) -> tuple[CollectStats, int]:
     for job in done & set(parts):
         _merge(total, parts[job])
     return total, len(done - set(parts))
-
-
-def _whole_jobs(rows_file: Path) -> set[tuple[int, float]]:
-    """The jobs ``rows_file`` holds whole (read only; ``_done_jobs`` also cuts a torn tail)."""
-    done: set[tuple[int, float]] = set()
-    if rows_file.exists():
-        with rows_file.open("rb") as handle:
-            for line in handle:
-                if not line.endswith(b"\n"):
-                    break
-                if line.startswith(b'{"done"'):
-                    marker = json.loads(line)["done"]
-                    done.add((int(marker["episode"]), float(marker["expert_strength"])))
-    return done
 
 
 def load_meta(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
