@@ -128,14 +128,17 @@ class _Overseer(ABC):
                             f"it with `gauntlet oversight deploy {benchmark or 'BENCHMARK'} --model {model}`")
         check_arguments(cls, what=f"controller {cls.name!r}", fix="fix --controller-config", **config)
         overseer = cls(**config)
-        if getattr(getattr(overseer, "router", None), "intervention", None) == "stronger":
-            raise UserError(f"controller {cls.name!r} escalates to the stronger agent, which only a run that knows "
-                            "each episode can hand it; deploy it with `gauntlet oversight deploy "
-                            f"{overseer.benchmark.name} --model {overseer.model_path}`")
+        overseer.check_runnable_without_episodes()
         info = target.reset_info()
         if info is not None:
             overseer.check_expert_input(info, f"{target.env}'s reset info")
         return config
+
+    def check_runnable_without_episodes(self) -> None:
+        """``UserError`` if the controller needs what only a run that knows each episode can hand it (``gauntlet
+        run`` cannot; ``gauntlet oversight deploy`` can). The action-conditioned controller offers each episode
+        only what it can carry out, so nothing stops it."""
+        return None
 
     def check_expert_input(self, info: dict[str, Any], where: str) -> None:
         """``UserError`` unless ``info`` (``where``: what it is, for the message) gives the expert what it acts
@@ -295,6 +298,13 @@ class ScalarRoutingController(_Overseer):
             raise ValueError(f"the router intervenes with {self.router.intervention!r}, which the runner cannot "
                              f"carry out online; online interventions are {online}")
         self.name = name
+
+    def check_runnable_without_episodes(self) -> None:
+        """A router escalating to ``stronger`` needs each episode's stronger agent (``for_episode``)."""
+        if self.router.intervention == "stronger":
+            raise UserError(f"controller {self.name!r} escalates to the stronger agent, which only a run that knows "
+                            "each episode can hand it; deploy it with `gauntlet oversight deploy "
+                            f"{self.benchmark.name} --model {self.model_path}`")
 
     def _start_episode(self, prefix: Prefix) -> None:
         super()._start_episode(prefix)
