@@ -93,9 +93,11 @@ PLANS: dict[str, dict[str, dict[str, Any]]] = {
 LLM_ACTIONS = ("continue", "quit", "expert", "rollback", "stronger", "hint", "confirm")
 """What the LLM plans branch: every intervention that is not an oracle, the privileged expert as a reference
 (``expert_k`` left out: with the expert already there it is one more oracle row per prefix)."""
-LLM_MODELS = {"model": "offline:small", "strong_model": "offline", "latent": "shipped"}
+LLM_MODELS = {"model": "offline:small", "strong_model": "offline", "latent": "shipped", "exact": True}
 """The 0.5B as base agent, the 1.5B as the stronger model, the latent score Gauntlet ships (fitted on the
-0.5B) as a baseline; greedy decoding (the benchmarks' default), so rows replay exactly."""
+0.5B) as a baseline; greedy decoding (the benchmarks' default) in the exact mode, so a branch's outcome
+does not depend on what its process ran before (``benchmarks/llm.py``: without it, 3 of 8 of the smoke
+plan's stronger branches went another way)."""
 _LLM = {"strengths": [1.0], "online": 8, "actions": LLM_ACTIONS, "intervention": "stronger", "branch_cost": False,
         "reference": ["expert"]}
 PLANS["llm-smoke"] = {
@@ -105,7 +107,8 @@ PLANS["llm-smoke"] = {
 }
 PLANS["llm"] = {
     # A row (a prefix, branched 7 ways) is 7 real model continuations: about 4 min of one core on these
-    # games, about 20 on a disaster task (docs/oversight.md), so the plan's ~400 rows are about two days of a
+    # games, about 20 on a disaster task, with the prefix cache on (docs/oversight.md); the exact mode the
+    # plans use took 3.9 times as long on the smoke plan, so the plan's ~400 rows are about eight days of a
     # 2-core machine. Every benchmark resumes where it stopped.
     "llm-textworld": {**_LLM, "episodes": 48, "stride": 4,
                       "options": {**LLM_MODELS, "nb_rooms": 3, "nb_objects": 6, "quest_length": 4, "max_steps": 12}},

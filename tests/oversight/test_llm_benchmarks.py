@@ -113,6 +113,11 @@ def test_the_base_model_decodes_greedily_unless_asked_to_sample_and_the_options_
     exact = get_benchmark("llm-disaster", **small_disaster, strong_model=None,
                           agent_config={"model_options": {"reuse_prefix": False}})._config("offline:small")
     assert exact["model_options"] == {"max_new_tokens": 256, "reuse_prefix": False}
+    # ``exact`` says the same for the base and the stronger model, and only to a local backend's options.
+    exact = get_benchmark("llm-disaster", **small_disaster, exact=True)
+    for model in ("offline:small", "offline"):
+        assert exact._config(model)["model_options"] == {"max_new_tokens": 256, "reuse_prefix": False}
+    assert "model_options" not in exact._config("scripted:none")
     with pytest.raises(ValueError, match="no lapse rates .*p_lapse"):
         get_benchmark("llm-disaster", **small_disaster, p_lapse=(0.0, 0.1))
     with pytest.raises(UserError):

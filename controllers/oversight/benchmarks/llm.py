@@ -15,7 +15,14 @@ changes is who acts:
   llama.cpp a restored agent then does not always replay: its logits depend in the last bits on what
   its prefix cache held (measured: identical reads, batch for batch, still drew another confidence
   answer), and a sample turns that into another reply. On ``llm-textworld`` 3 of 6 prefixes replayed
-  sampled, 6 of 6 greedy (``docs/oversight.md``).
+  sampled, 6 of 6 greedy (``docs/oversight.md``). Greedy is not enough either: by default a local model
+  reads each prompt from the longest prefix its cache holds, so a branch's numbers depend on what the
+  process ran before it, and a near-tie goes another way. Measured on the ``llm-smoke`` plan: the
+  stronger model's branch from the same prefix won in 1 of 8 rows collected that way and in 4 of 8 in
+  the exact mode, and each flipped branch, run alone in a new process, won. ``exact=True`` (local
+  models only) empties the cache before every call (``reuse_prefix=False``), so every branch is a
+  function of its episode, prefix and action alone (the same rows whatever ran before, on any number
+  of workers); it costs about 4 times the model time (whole prompts are read at every call).
 * **``stronger``** is the same agent with ``strong_model`` (default ``offline``, the 1.5B; None: no
   ``stronger`` action). It takes over the base agent's conversation at the prefix
   (``stronger_takes_over``): the task, every call and result so far, and acts on from there.
@@ -109,10 +116,11 @@ class _LLMBase:
     name: str
 
     def _set_models(self, model: Any, strong_model: Any, mode: str, sample: bool,
-                    agent_options: dict[str, Any], latent: str | None = None) -> None:
+                    agent_options: dict[str, Any], latent: str | None = None, exact: bool = False) -> None:
         self.model, self.strong_model = model, strong_model
         self.has_stronger = strong_model is not None
         self.mode, self.sample, self.agent_options = mode, sample, agent_options
+        self.exact = bool(exact)
         self.latent = latent
         self._detector: Any = None
         if latent is not None:
@@ -128,7 +136,8 @@ class _LLMBase:
 
         options = dict(self.agent_options)
         if isinstance(model, str) and parse_spec(model).backend in LOCAL_BACKENDS:
-            local = {"max_new_tokens": MAX_NEW_TOKENS, **(SAMPLING if self.sample else {})}
+            local = {"max_new_tokens": MAX_NEW_TOKENS, **(SAMPLING if self.sample else {}),
+                     **({"reuse_prefix": False} if self.exact else {})}
             options["model_options"] = {**local, **options.get("model_options", {})}
         return {"model": model, **options}
 
@@ -209,13 +218,13 @@ class LLMToolBenchmark(_LLMBase, ToolBenchmark):
     """A tool benchmark whose base agent is the LLM agent (see the module docstring). Options: those of
     ``ToolBenchmark`` but the lapse rates, and ``model``, ``strong_model`` (model specs; in one process also
     LangChain chat models), ``mode``, ``sample``, ``confidence``,
-    ``model_calls`` (the agent's ``max_steps``) and ``agent_config`` (more LLM agent options, e.g.
-    ``{"demonstrations": true}``)."""
+    ``model_calls`` (the agent's ``max_steps``), ``agent_config`` (more LLM agent options, e.g.
+    ``{"demonstrations": true}``) and ``exact`` (see the module docstring)."""
 
     def __init__(self, name: str, suite: str, *, family: str, model: Any = "offline:small",
                  strong_model: Any = "offline", mode: str | None = None, sample: bool = False,
                  model_calls: int | None = None, confidence: bool = True, agent_config: dict[str, Any] | None = None,
-                 latent: str | None = None, **options: Any):
+                 latent: str | None = None, exact: bool = False, **options: Any):
         _refuse_lapses(name, options)
         super().__init__(name, suite, p_lapse=(0.0, 0.0), p_loop=(0.0, 0.0), p_premature=(0.0, 0.0), **options)
         suite_file = options.get("tasks") or registry.get("suite", suite).load()
@@ -226,7 +235,7 @@ class LLMToolBenchmark(_LLMBase, ToolBenchmark):
         mode = mode or DEFAULT_MODES[family]
         self._set_models(model, strong_model, mode, sample, {
             "mode": mode, "max_steps": model_calls or MODEL_CALLS[family], "ask_confidence": confidence,
-            **({"suite": self.suite_file} if self.suite_file else {}), **(agent_config or {})}, latent)
+            **({"suite": self.suite_file} if self.suite_file else {}), **(agent_config or {})}, latent, exact)
 
     def make_agent(self, episode: int, strength: str = "base") -> Any:
         self.task(episode)  # an episode outside the benchmark is refused here, as the tool benchmarks do
@@ -247,19 +256,20 @@ class LLMTextWorldBenchmark(_LLMBase, TextWorldBenchmark):
     """TextWorld with the LLM agent as the base agent (``llm-textworld``; see the module docstring). Options:
     the TextWorld benchmark's game knobs, ``max_steps`` and ``seed``, and ``model``, ``strong_model``,
     ``mode`` (default ``textgame``), ``sample``, ``confidence``, ``model_calls`` (default
-    ``TEXT_MODEL_CALLS`` x the step budget) and ``agent_config``."""
+    ``TEXT_MODEL_CALLS`` x the step budget), ``agent_config`` and ``exact``."""
 
     name = "llm-textworld"
 
     def __init__(self, *, model: Any = "offline:small", strong_model: Any = "offline", mode: str = "textgame",
                  sample: bool = False, model_calls: int | None = None, confidence: bool = True,
-                 agent_config: dict[str, Any] | None = None, latent: str | None = None, **options: Any):
+                 agent_config: dict[str, Any] | None = None, latent: str | None = None, exact: bool = False,
+                 **options: Any):
         _refuse_lapses(self.name, options)
         super().__init__(p_lapse=(0.0, 0.0), p_loop=(0.0, 0.0), p_premature=(0.0, 0.0), **options)
         calls = model_calls or int(TEXT_MODEL_CALLS * self.max_steps)
         self._set_models(model, strong_model, mode, sample,
                          {"mode": mode, "max_steps": calls, "ask_confidence": confidence, **(agent_config or {})},
-                         latent)
+                         latent, exact)
 
     def make_env(self, episode: int) -> Any:
         return gym.make("gauntlet/TextWorldTools-v0", game=episode, **self.knobs, max_episode_steps=self.max_steps)
