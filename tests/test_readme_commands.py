@@ -236,6 +236,8 @@ NOT_RUN: dict[str, str] = {
     "python experiments/latent_monitor.py --size full --only corpora": LATENT_STUDY,
     "python experiments/latent_monitor.py --size scale --only corpora --model qwen2.5-coder-1.5b-instruct "
     "--out experiments/results/latent/llama-1.5b-scale": LATENT_STUDY,
+    "python experiments/latent_monitor.py --size scale --only hierarchy --model qwen2.5-coder-1.5b-instruct "
+    "--out experiments/results/latent/llama-1.5b-scale": LATENT_STUDY,
     "python experiments/latent_attacks.py --size full --gate clean-p95":
         "the attack-view study on the offline model (hours); tests/latent/test_attack_experiment.py runs it at its "
         "smoke size",
