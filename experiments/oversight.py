@@ -108,8 +108,8 @@ PLANS["llm-smoke"] = {
 PLANS["llm"] = {
     # A row (a prefix, branched 7 ways) is 7 real model continuations: about 4 min of one core on these
     # games, about 20 on a disaster task, with the prefix cache on (docs/oversight.md); the exact mode the
-    # plans use took 3.9 times as long on the smoke plan, so the plan's ~400 rows are about eight days of a
-    # 2-core machine. Every benchmark resumes where it stopped.
+    # plans use took 2.4 times as long on the smoke plan (3.9 when it read every prompt whole), so the plan's
+    # ~400 rows are about five days of a 2-core machine. Every benchmark resumes where it stopped.
     "llm-textworld": {**_LLM, "episodes": 48, "stride": 4,
                       "options": {**LLM_MODELS, "nb_rooms": 3, "nb_objects": 6, "quest_length": 4, "max_steps": 12}},
     "llm-disaster": {**_LLM, "episodes": 40, "stride": 3,

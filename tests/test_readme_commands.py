@@ -246,7 +246,7 @@ NOT_RUN: dict[str, str] = {
         "its quick size, and keeping a layer's states while decoding is tested in tests/latent/test_shared_scores.py",
     # docs/oversight.md
     "python experiments/oversight.py --size llm-smoke --out runs/oversight-llm-smoke":
-        "the real 0.5B and 1.5B branching text games (37 min on one core in the exact mode, docs/oversight.md); "
+        "the real 0.5B and 1.5B branching text games (24 min on one core in the exact mode, docs/oversight.md); "
         "tests/oversight/test_experiment.py runs the same plan with scripted models in their place",
     "python experiments/oversight.py --size full --out experiments/results/oversight --workers 2":
         "hours on 2 cores; tests/oversight/test_experiment.py runs the experiment at its smoke size",

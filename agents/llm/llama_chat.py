@@ -86,6 +86,9 @@ class LlamaChatModel(BaseChatModel):
             ``llama_runtime``); reused tokens are reported as ``input_token_details["cache_read"]``. False
             empties the cache before each call: the same prompt gives the same numbers whatever ran
             before (exact replays), at the price of reading every prompt whole.
+        exact: with ``reuse_prefix``, reuse only the whole prompt batches an empty cache would compute
+            the same way (``llama_runtime``, "Same prompt, same numbers"): the numbers of
+            ``reuse_prefix=False``, to the bit, rereading about half a batch and the last reply per call.
         constrain_calls: decode under the grammar of one call of the bound tools.
         keep_hidden_layers: layers whose states each reply carries, beside any a monitor asked the
             runtime to ``watch``.
@@ -113,6 +116,7 @@ class LlamaChatModel(BaseChatModel):
     max_new_tokens: int = Field(default=DEFAULT_MAX_NEW_TOKENS, ge=1)
     threads: int | None = Field(default=None, ge=1)
     reuse_prefix: bool = True
+    exact: bool = False
     constrain_calls: bool = True
     thought: bool = False
     keep_hidden_layers: tuple[int, ...] = ()
@@ -130,7 +134,7 @@ class LlamaChatModel(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_path": self.model_path, "max_new_tokens": self.max_new_tokens, "threads": self.threads,
-                "reuse_prefix": self.reuse_prefix, "constrain_calls": self.constrain_calls,
+                "reuse_prefix": self.reuse_prefix, "exact": self.exact, "constrain_calls": self.constrain_calls,
                 "thought": self.thought, "keep_hidden_layers": self.keep_hidden_layers, "temperature": self.temperature,
                 "top_p": self.top_p, "top_k": self.top_k, "min_p": self.min_p,
                 "resample_repeats": self.resample_repeats,
@@ -245,7 +249,7 @@ class LlamaChatModel(BaseChatModel):
         try:
             return runtime.generate(prompt, max_new_tokens=limit or self.max_new_tokens, sampling=sampling,
                                     grammar=grammar, layers=layers, reuse_prefix=self.reuse_prefix,
-                                    persist_prefix=shared)
+                                    persist_prefix=shared, exact=self.exact)
         except GrammarError as exc:
             raise UserError(f"{exc} for tools {', '.join(tool_names(tools or []))}; run the model with the option "
                             "constrain_calls=false") from None

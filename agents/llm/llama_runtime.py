@@ -40,6 +40,20 @@ Same prompt, same numbers
     So ``generate(..., reuse_prefix=False)`` empties the cache first and keeps nothing: a run made
     that way replays exactly, at the price of reading every prompt whole.
 
+    ``generate(..., exact=True)`` gives those same numbers, to the bit, without reading every prompt
+    whole. An empty cache reads a prompt in ``PROMPT_BATCH``-token batches from position 0, so the
+    keys and values of a whole batch depend only on the tokens up to its end: the cells before it are
+    the same, laid out the same (one sequence, from cell 0), and the batch has the same shape. An exact
+    call keeps only such batches: it reuses the working sequence up to the last whole batch it shares
+    with the new prompt (never a reply's tokens, which were decoded one at a time, nor a prompt's
+    last, partial batch) and reads the rest in batches from there; it keeps no other sequence (kept
+    sequences change where the cells sit), and any call that is not exact makes the next exact one
+    start from an empty cache. It rereads up to a batch per call (on average about half of one) and
+    what the previous reply wrote. Its shared prefix is persisted cut to whole batches, in a store of
+    its own (``PrefixStore.for_model(..., exact=True)``). Equal numbers are checked between runtimes of
+    one thread count (the tests and ``bench/llm_cache.py``); another count may split the arithmetic
+    otherwise.
+
 Grammar
     ``generate(..., grammar=...)`` constrains sampling with a GBNF grammar (llama.cpp's sampler),
     so a reply can be made to be exactly one well-formed call (``gauntlet.agents.llm.call_grammar``).
@@ -195,6 +209,9 @@ class LlamaRuntime(WatchedLayers):
         # Token ids held in each sequence's cache; 0 is the working sequence, the rest are kept ones.
         self._held: dict[int, list[int]] = {0: []}
         self._kept_order: list[int] = []
+        # How many of the working sequence's first tokens an empty cache's read would have computed just so
+        # (whole batches from position 0, nothing else in the cache): what an exact call may reuse.
+        self._exact_held = 0
         self.lock = threading.Lock()
         self.watched: set[int] = set()
         self.prefix_loads = 0  # shared prefixes loaded from the store, and tokens read for ones that were not
@@ -254,14 +271,15 @@ class LlamaRuntime(WatchedLayers):
     # Reading and writing ---------------------------------------------------------------------------
     def generate(self, prompt: Sequence[int], *, max_new_tokens: int, sampling: Sampling = Sampling(),
                  grammar: str | None = None, layers: Sequence[int] = (), reuse_prefix: bool = True,
-                 persist_prefix: int = 0) -> Generation:
+                 persist_prefix: int = 0, exact: bool = False) -> Generation:
         """Read ``prompt`` (from the longest cached prefix when ``reuse_prefix``) and write up to
         ``max_new_tokens`` tokens, stopping after an end token; ``grammar`` (GBNF, rule ``root``)
         constrains every token; ``layers``' states are kept at each position that wrote a token;
         ``persist_prefix`` tokens at the start are the shared prefix the store on disk keeps (see the
         module docstring; 0: none). Without ``reuse_prefix`` the cache is emptied first (every kept
         sequence too) and nothing is kept after: the reply is computed as a new runtime computes it,
-        whatever was read before (see "Same prompt, same numbers" in the module docstring)."""
+        whatever was read before (see "Same prompt, same numbers" in the module docstring). ``exact``
+        computes it so too, reusing only the whole batches such a read shares with the cache."""
         if not prompt:
             raise ValueError("the prompt is empty")
         if len(prompt) + max_new_tokens > self.context:
@@ -272,9 +290,13 @@ class LlamaRuntime(WatchedLayers):
             try:
                 numbers = sorted({self.layer_number(layer) for layer in layers})
                 start = time.perf_counter()
-                if reuse_prefix and persist_prefix:
-                    self._ensure_prefix(list(prompt[:min(persist_prefix, len(prompt) - 1)]))
-                reused = self._start_from_prefix(prompt) if reuse_prefix else self._clear_all()
+                if exact and reuse_prefix:
+                    reused = self._start_exactly(list(prompt), persist_prefix)
+                else:
+                    self._exact_held = 0
+                    if reuse_prefix and persist_prefix:
+                        self._ensure_prefix(list(prompt[:min(persist_prefix, len(prompt) - 1)]))
+                    reused = self._start_from_prefix(prompt) if reuse_prefix else self._clear_all()
                 with self._watching(numbers, all_rows=False):
                     self._read(list(prompt[reused:]), logits_last=True)
                     # Only the pass over the prompt's last piece wrote the first token.
@@ -297,7 +319,10 @@ class LlamaRuntime(WatchedLayers):
                                                                                              np.float32)]))
                               for number in numbers}
                 decode_s = time.perf_counter() - start - prompt_s
-                if reuse_prefix:
+                if exact and reuse_prefix:
+                    # The prompt's whole batches; its last, partial one and the reply are read again.
+                    self._exact_held = len(prompt) // PROMPT_BATCH * PROMPT_BATCH
+                elif reuse_prefix:
                     self._keep_working()
             finally:
                 import llama_cpp
@@ -315,6 +340,7 @@ class LlamaRuntime(WatchedLayers):
         lost to a monitor's read), so the states depend on them in the last digits (module docstring)."""
         numbers = sorted({self.layer_number(layer) for layer in layers})
         with self.lock:
+            self._exact_held = 0
             self._clear_working()
             with self._watching(numbers, all_rows=True):
                 self._read(list(token_ids), logits_last=False, all_outputs=True)
@@ -333,6 +359,7 @@ class LlamaRuntime(WatchedLayers):
         numbers = sorted({self.layer_number(layer) for layer in layers})
         tokens = list(token_ids)
         with self.lock:
+            self._exact_held = 0
             reused = self._start_from_prefix(tokens[:start + 1])
             if reused < start:
                 self._read(tokens[reused:start], logits_last=False)
@@ -416,6 +443,37 @@ class LlamaRuntime(WatchedLayers):
             llama_cpp.llama_memory_seq_cp(memory, best_seq, 0, 0, best)
         self._held[0] = list(prompt[:best])
         return best
+
+    def _start_exactly(self, prompt: list[int], persist_prefix: int) -> int:
+        """Make the working sequence hold the longest run of whole batches an empty cache's read of
+        ``prompt`` would compute just as the cache holds them (see "Same prompt, same numbers"),
+        loading the persisted prefix's whole batches from the store when that is longer; returns its
+        length, a multiple of ``PROMPT_BATCH``."""
+        import llama_cpp
+
+        shared = min(shared_length(self._held[0], prompt), self._exact_held, len(prompt) - 1)
+        reused = shared // PROMPT_BATCH * PROMPT_BATCH
+        if self._kept_order or not reused:
+            reused = self._clear_all()
+        else:
+            llama_cpp.llama_memory_seq_rm(self._memory(), 0, reused, -1)
+            self._held[0] = prompt[:reused]
+        persisted = min(persist_prefix, len(prompt) - 1) // PROMPT_BATCH * PROMPT_BATCH
+        if persisted > reused and persisted >= MIN_PERSISTED_PREFIX:
+            prefix = prompt[:persisted]
+            store = PrefixStore.for_model(self.path, exact=True)
+            state = store.load(prefix)
+            self._clear_all()
+            if state is not None and self._set_working_state(state, prefix):
+                self.prefix_loads += 1
+            else:
+                self._clear_all()
+                self._read(prefix, logits_last=False)
+                self.prefix_tokens_read += len(prefix)
+                store.save(prefix, self._working_state())
+            reused = persisted
+        self._exact_held = reused
+        return reused
 
     def _ensure_prefix(self, prefix: list[int]) -> None:
         """Make some sequence hold ``prefix``: it already does, or it is loaded from the prefix store,
@@ -568,7 +626,10 @@ class PrefixStore:
         self.kept = kept
 
     @classmethod
-    def for_model(cls, model_path: str) -> PrefixStore:
+    def for_model(cls, model_path: str, *, exact: bool = False) -> PrefixStore:
+        """The store of ``model_path``'s prefixes; ``exact``: of prefixes read in whole batches from an empty
+        cache (``LlamaRuntime.generate(..., exact=True)``), kept apart from the others, which were read
+        after whatever the cache held."""
         import llama_cpp
 
         from gauntlet.datacache import cache_root, params_key
@@ -576,7 +637,7 @@ class PrefixStore:
         status = os.stat(model_path)
         key = params_key({"model": str(Path(model_path).resolve()), "size": status.st_size,
                           "mtime_ns": status.st_mtime_ns, "llama_cpp": llama_cpp.__version__})
-        return cls(cache_root() / "llm-prefix" / f"{Path(model_path).stem}-{key}")
+        return cls(cache_root() / "llm-prefix" / f"{Path(model_path).stem}-{key}{'-exact' if exact else ''}")
 
     def path(self, tokens: Sequence[int]) -> Path:
         digest = hashlib.sha256(np.asarray(tokens, dtype="<i4").tobytes()).hexdigest()[:32]

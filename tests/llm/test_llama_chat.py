@@ -19,7 +19,7 @@ from gauntlet.agents.llm.chat_template import render_messages
 from gauntlet.agents.llm.graph import ConversationTooLong
 from gauntlet.agents.llm.kept_states import ReplyStates
 from gauntlet.agents.llm.llama_chat import LlamaChatModel
-from gauntlet.agents.llm.llama_runtime import ContextFullError, LlamaRuntime
+from gauntlet.agents.llm.llama_runtime import PROMPT_BATCH, ContextFullError, LlamaRuntime
 from gauntlet.agents.llm.models import make_chat_model
 from gauntlet.agents.llm.text_calls import openai_tool_schemas
 from gauntlet.errors import UserError
@@ -186,6 +186,46 @@ def test_a_reply_without_the_prefix_cache_has_a_new_runtime_s_numbers_whatever_t
     assert alone.reused == 0 and alone.tokens == fresh.tokens
     assert np.array_equal(alone.states[last], fresh.states[last])
     assert runtime._kept_order == []  # nothing read without the cache is kept for later prompts
+
+
+def test_an_exact_reply_has_a_new_runtime_s_numbers_and_reads_only_what_whole_batches_do_not_hold(
+        offline_gguf, llama_model):
+    # The exact mode keeps the bits of an empty cache's read (reuse_prefix=False) while reusing the whole
+    # prompt batches such a read shares with the cache, whatever other calls came between.
+    runtime = llama_model.weights
+    fresh_runtime = LlamaRuntime(offline_gguf, threads=runtime.threads, context=4096)
+    last = runtime.layer_number(-1)
+    system = "<|im_start|>system\nYou price chemicals. " + " ".join(
+        f"Tool {index}: the price of item {index} per gram." for index in range(70)) + "<|im_end|>\n"
+    first = runtime.tokenize(system + "<|im_start|>user\nWhat do 5 g of item 7 cost?<|im_end|>\n"
+                                      "<|im_start|>assistant\n")
+    assert len(first) > 2 * PROMPT_BATCH
+    opening = runtime.generate(first, max_new_tokens=12, exact=True)
+    follow = first + opening.tokens + runtime.tokenize("\n<|im_start|>user\nResult: 12.5 dollars.<|im_end|>\n"
+                                                       "<|im_start|>assistant\n")
+
+    def same_as_fresh(written):
+        alone = fresh_runtime.generate(follow, max_new_tokens=8, layers=(-1,), reuse_prefix=False)
+        return written.tokens == alone.tokens and np.array_equal(written.states[last], alone.states[last])
+
+    runtime.generate(runtime.tokenize(system + "<|im_start|>user\nName a colour.<|im_end|>\n<|im_start|>assistant\n"),
+                     max_new_tokens=4, exact=True)
+    reused = runtime.generate(follow, max_new_tokens=8, layers=(-1,), exact=True)
+    assert reused.reused == len(first) // PROMPT_BATCH * PROMPT_BATCH and same_as_fresh(reused)
+    # A call that reuses as the default does (another layout, a reply decoded a token at a time) leaves nothing an
+    # exact call may reuse: the next one reads from an empty cache.
+    cached = runtime.generate(follow, max_new_tokens=8, layers=(-1,))
+    assert cached.reused > len(first)
+    after = runtime.generate(follow, max_new_tokens=8, layers=(-1,), exact=True)
+    assert after.reused == 0 and same_as_fresh(after) and runtime._kept_order == []
+    # The persisted system prefix, cut to whole batches: a new process loads it (the second one here) and still
+    # has a new runtime's numbers.
+    shared = len(runtime.tokenize(system))
+    for _ in range(2):
+        process = LlamaRuntime(offline_gguf, threads=runtime.threads, context=4096)
+        loaded = process.generate(follow, max_new_tokens=8, layers=(-1,), exact=True, persist_prefix=shared)
+        assert loaded.reused == shared // PROMPT_BATCH * PROMPT_BATCH and same_as_fresh(loaded)
+    assert process.prefix_loads == 1
 
 
 def test_a_full_cache_drops_kept_sequences_and_changes_no_reply(offline_gguf):

@@ -83,6 +83,7 @@ def test_llm_rows_replay_and_the_stronger_model_takes_over_the_conversation(smal
     # (that the base reads the expert's call is the next test's).
     assert at[0]["expert_k"]["steps"] == 2 and not at[0]["expert_k"]["success"]
     assert rows[0]["benchmark_meta"]["model"] == weak and rows[0]["benchmark_meta"]["mode"] == "autonomous"
+    assert rows[0]["benchmark_meta"]["exact"] is False  # each row says how its models read their prompts
 
 
 @tool_servers
@@ -113,10 +114,12 @@ def test_the_base_model_decodes_greedily_unless_asked_to_sample_and_the_options_
     exact = get_benchmark("llm-disaster", **small_disaster, strong_model=None,
                           agent_config={"model_options": {"reuse_prefix": False}})._config("offline:small")
     assert exact["model_options"] == {"max_new_tokens": 256, "reuse_prefix": False}
-    # ``exact`` says the same for the base and the stronger model, and only to a local backend's options.
+    # ``exact`` says the same for the base and the stronger model, and only to a local backend's options: on
+    # llama.cpp the model's own exact reuse, on transformers no reuse at all.
     exact = get_benchmark("llm-disaster", **small_disaster, exact=True)
     for model in ("offline:small", "offline"):
-        assert exact._config(model)["model_options"] == {"max_new_tokens": 256, "reuse_prefix": False}
+        assert exact._config(model)["model_options"] == {"max_new_tokens": 256, "exact": True}
+    assert exact._config("hf:some/folder")["model_options"] == {"max_new_tokens": 256, "reuse_prefix": False}
     assert "model_options" not in exact._config("scripted:none")
     with pytest.raises(ValueError, match="no lapse rates .*p_lapse"):
         get_benchmark("llm-disaster", **small_disaster, p_lapse=(0.0, 0.1))

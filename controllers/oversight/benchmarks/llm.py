@@ -20,9 +20,11 @@ changes is who acts:
   process ran before it, and a near-tie goes another way. Measured on the ``llm-smoke`` plan: the
   stronger model's branch from the same prefix won in 1 of 8 rows collected that way and in 4 of 8 in
   the exact mode, and each flipped branch, run alone in a new process, won. ``exact=True`` (local
-  models only) empties the cache before every call (``reuse_prefix=False``), so every branch is a
-  function of its episode, prefix and action alone (the same rows whatever ran before, on any number
-  of workers); it costs about 4 times the model time (whole prompts are read at every call).
+  models only) gives every call the numbers an empty cache gives, so every branch is a function of its
+  episode, prefix and action alone (the same rows whatever ran before, on any number of workers). On
+  llama.cpp that is the model's ``exact`` option (it reuses only whole prompt batches an empty cache
+  computes the same way; ``llama_runtime``), on transformers ``reuse_prefix=False`` (every prompt read
+  whole, about 4 times the model time).
 * **``stronger``** is the same agent with ``strong_model`` (default ``offline``, the 1.5B; None: no
   ``stronger`` action). It takes over the base agent's conversation at the prefix
   (``stronger_takes_over``): the task, every call and result so far, and acts on from there.
@@ -77,7 +79,7 @@ from typing import Any
 import gymnasium as gym
 
 from gauntlet.agent import AgentOutput
-from gauntlet.agents.llm.models import LOCAL_BACKENDS, MAX_NEW_TOKENS, SAMPLING
+from gauntlet.agents.llm.models import LLAMA_BACKENDS, LOCAL_BACKENDS, MAX_NEW_TOKENS, SAMPLING
 from gauntlet.controllers.oversight.benchmarks.text import TEXTWORLD_IDLE, TextWorldBenchmark
 from gauntlet.controllers.oversight.benchmarks.tool import ToolBenchmark
 from gauntlet.controllers.oversight.benchmarks.tool_features import tool_features
@@ -136,8 +138,9 @@ class _LLMBase:
 
         options = dict(self.agent_options)
         if isinstance(model, str) and parse_spec(model).backend in LOCAL_BACKENDS:
+            exact = {"exact": True} if parse_spec(model).backend in LLAMA_BACKENDS else {"reuse_prefix": False}
             local = {"max_new_tokens": MAX_NEW_TOKENS, **(SAMPLING if self.sample else {}),
-                     **({"reuse_prefix": False} if self.exact else {})}
+                     **(exact if self.exact else {})}
             options["model_options"] = {**local, **options.get("model_options", {})}
         return {"model": model, **options}
 
@@ -200,7 +203,8 @@ class _LLMBase:
 
     def _llm_meta(self) -> dict[str, Any]:
         return {"model": _name(self.model), "strong_model": _name(self.strong_model), "mode": self.mode,
-                "sample": self.sample, **({"latent": self.latent} if self.latent is not None else {})}
+                "sample": self.sample, "exact": self.exact,
+                **({"latent": self.latent} if self.latent is not None else {})}
 
     def llm_features(self, history: History) -> dict[str, float]:
         """The base model's own signals: its verbalised confidence, and the latent score where it is on."""
