@@ -241,6 +241,11 @@ NOT_RUN: dict[str, str] = {
     "python experiments/latent_attacks.py --size full --gate clean-p95":
         "the attack-view study on the offline model (hours); tests/latent/test_attack_experiment.py runs it at its "
         "smoke size",
+    "python experiments/latent_attacks.py --size scale --model offline:qwen2.5-coder-1.5b-instruct --reader "
+    "qwen2.5-coder-1.5b-instruct --score experiments/results/latent/llama-1.5b-scale/chaos-layer14.npz --gate "
+    "clean-p95 --out experiments/results/latent/attacks-1.5b-scale --runs attack":
+        "one run of the attack-view study at scale, the 1.5B on 40 tasks (hours); "
+        "tests/latent/test_attack_experiment.py runs the study at its smoke size and one run of it again with --runs",
     "python bench/latent.py":
         "decodes every prompt twice with the offline model (minutes of CPU); tests/test_bench_latent.py runs it at "
         "its quick size, and keeping a layer's states while decoding is tested in tests/latent/test_shared_scores.py",

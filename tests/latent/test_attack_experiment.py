@@ -76,3 +76,24 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
     assert written["runs"]["attack"]["corrections"] == 0
     assert (written["detection"]["attacked_replies"], written["detection"]["clean_replies"]) == (1, 1)
     assert "| attack-corrected |" in (tmp_path / "out" / "latent_attacks.md").read_text()
+    # One run again (resumed: nothing new to run): the results keep the other runs' rows from the call above.
+    again = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--score", str(score),
+                             "--reader", str(tiny_model_folder), "--out", str(tmp_path / "out"),
+                             "--attack-suite", "small-attack", "--clean-suite", "small-clean",
+                             "--tools", "reset,step", "--runs", "attack"])
+    assert list(again["runs"]) == ["attack", "clean-corrected", "attack-corrected"]
+    assert again["runs"]["clean-corrected"] == runs["clean-corrected"]
+    assert again["runs"]["attack"]["episodes"] == 1
+
+
+def test_a_run_list_and_a_gate_without_its_clean_run_are_refused_in_one_line(tmp_path, small_suites, capsys):
+    experiment = load_experiment("latent_attacks")
+    common = ["--size", "smoke", "--model", "scripted:none", "--out", str(tmp_path / "out"),
+              "--attack-suite", "small-attack", "--clean-suite", "small-clean"]
+    with pytest.raises(SystemExit) as exited:
+        experiment.main([*common, "--runs", "attack,clean"])
+    assert exited.value.code == 2 and "--runs: clean; choose from attack, clean-corrected" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        experiment.main([*common, "--runs", "attack-corrected", "--gate", "clean-p95"])
+    assert exited.value.code == 2
+    assert "run it first (--runs clean-corrected)" in capsys.readouterr().err
