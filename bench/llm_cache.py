@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from _reporting import bench_parser, figures_table, save_report, show
-from llm_backends import FIRST_REACTION, FIRST_TASK, QUICK_TOOLS, SECOND_REACTION, SECOND_TASK, chem_tool_specs
+from llm_backends import FIRST_REACTION, SECOND_REACTION, agent_prompts
 
 MODES = ("whole", "exact", "reused")
 # The second and later tool results of each episode: a search's, written here (only its tokens matter to the cache;
@@ -48,34 +48,23 @@ SEARCH_RESULT = {"query": "EDC", "matches": [
 class Size:
     turns: int  # calls per episode
     reply_tokens: int
-    tools: tuple[str, ...] | None  # the chem tools shown (None: all)
+    quick: bool  # ``agent_prompts``' quick size: one chem tool shown, not all
 
 
-FULL = Size(turns=3, reply_tokens=64, tools=None)
-QUICK = Size(turns=1, reply_tokens=8, tools=QUICK_TOOLS)
+FULL = Size(turns=3, reply_tokens=64, quick=False)
+QUICK = Size(turns=1, reply_tokens=8, quick=True)
 
 
 def openings(runtime: Any, size: Size) -> tuple[list[list[int]], Any]:
-    """The two episodes' first prompts (token ids) and the call grammar of their tools."""
+    """The two episodes' first prompts (token ids: the backends bench's first and second chem task) and the
+    call grammar of their tools."""
     from gauntlet.agents.llm.call_grammar import call_grammar
     from gauntlet.agents.llm.chat_template import render_messages, render_prompt
-    from gauntlet.agents.llm.modes import AUTONOMOUS, user_prompt
-    from gauntlet.bridges.tool_task_env import task_text
-    from gauntlet.mcp_servers.chem.suite import question
-    from gauntlet.tasks import ToolTask
-    from langchain_core.messages import HumanMessage, SystemMessage
 
-    specs = chem_tool_specs(size.tools)
-    tools = [spec.as_openai() for spec in specs]
-    prompts = []
-    for reaction_id in (FIRST_TASK, SECOND_TASK):
-        task = ToolTask(id=reaction_id, question=question(reaction_id, "clean"), server="chem",
-                        inputs={"reaction_id": reaction_id, "view": "clean"}, answer=0.0,
-                        eval_spec={"kind": "numeric"})
-        messages = [SystemMessage(AUTONOMOUS.system_prompt), HumanMessage(user_prompt(AUTONOMOUS, task_text(task)))]
-        prompts.append(runtime.tokenize(render_prompt(runtime.template, render_messages(messages, tools,
-                                                                                        runtime.template), tools)))
-    return prompts, call_grammar(specs)
+    prompts = agent_prompts(size.quick)
+    return [runtime.tokenize(render_prompt(runtime.template, render_messages(messages, prompts.tools, runtime.template),
+                                           prompts.tools))
+            for messages in (prompts.first, prompts.second)], call_grammar(prompts.specs)
 
 
 def tool_turn(runtime: Any, result: dict[str, Any]) -> list[int]:
@@ -91,16 +80,16 @@ def new_runtime(path: Any) -> Any:
     return LlamaRuntime(path, threads=1, context=16384)
 
 
-def conversations(path: Any, size: Size) -> tuple[list[tuple[int, list[int]]], Any]:
-    """The calls in the order they are made, (episode, prompt): built by reading every prompt whole, each
-    reply the next prompt's assistant turn."""
+def conversations(path: Any, size: Size) -> tuple[list[list[int]], Any]:
+    """The calls' prompts in the order they are made: built by reading every prompt whole, each reply the
+    next prompt's assistant turn."""
     runtime = new_runtime(path)
     prompts, grammar = openings(runtime, size)
     results = [[FIRST_REACTION, SEARCH_RESULT], [SECOND_REACTION, SEARCH_RESULT]]
     calls = []
     for turn in range(size.turns):
         for episode in (0, 1):
-            calls.append((episode, list(prompts[episode])))
+            calls.append(list(prompts[episode]))
             written = runtime.generate(prompts[episode], max_new_tokens=size.reply_tokens, grammar=grammar,
                                        reuse_prefix=False)
             prompts[episode] = prompts[episode] + written.tokens + tool_turn(
@@ -108,13 +97,13 @@ def conversations(path: Any, size: Size) -> tuple[list[tuple[int, list[int]]], A
     return calls, grammar
 
 
-def play(path: Any, mode: str, calls: list[tuple[int, list[int]]], grammar: Any, size: Size) -> list[dict[str, Any]]:
+def play(path: Any, mode: str, calls: list[list[int]], grammar: Any, size: Size) -> list[dict[str, Any]]:
     """Every call on a runtime of its own in ``mode``: tokens written, last-layer states, tokens read, seconds."""
     runtime = new_runtime(path)
     last = runtime.layer_number(-1)
     options = {"whole": {"reuse_prefix": False}, "exact": {"exact": True}, "reused": {}}[mode]
     made = []
-    for _, prompt in calls:
+    for prompt in calls:
         written = runtime.generate(prompt, max_new_tokens=size.reply_tokens, grammar=grammar, layers=(-1,), **options)
         made.append({"tokens": written.tokens, "states": written.states[last], "read": len(prompt) - written.reused,
                      "seconds": written.prompt_s + written.decode_s})
@@ -147,7 +136,7 @@ def measure(model: str, quick: bool) -> dict[str, Any]:
         raise RuntimeError(f"the exact mode matched the whole read on {results['exact']['same_as_whole']} of "
                            f"{len(calls)} calls; it must match every one")
     return {"model": path.name, "size": "quick" if quick else "full", "turns": size.turns,
-            "reply_tokens": size.reply_tokens, "prompt_tokens": [len(prompt) for _, prompt in calls],
+            "reply_tokens": size.reply_tokens, "prompt_tokens": [len(prompt) for prompt in calls],
             "results": results}
 
 

@@ -204,8 +204,9 @@ def test_an_exact_reply_has_a_new_runtime_s_numbers_and_reads_only_what_whole_ba
     follow = first + opening.tokens + runtime.tokenize("\n<|im_start|>user\nResult: 12.5 dollars.<|im_end|>\n"
                                                        "<|im_start|>assistant\n")
 
+    alone = fresh_runtime.generate(follow, max_new_tokens=8, layers=(-1,), reuse_prefix=False)
+
     def same_as_fresh(written):
-        alone = fresh_runtime.generate(follow, max_new_tokens=8, layers=(-1,), reuse_prefix=False)
         return written.tokens == alone.tokens and np.array_equal(written.states[last], alone.states[last])
 
     runtime.generate(runtime.tokenize(system + "<|im_start|>user\nName a colour.<|im_end|>\n<|im_start|>assistant\n"),

@@ -137,8 +137,9 @@ class _LLMBase:
         from gauntlet.agents.llm.models import parse_spec
 
         options = dict(self.agent_options)
-        if isinstance(model, str) and parse_spec(model).backend in LOCAL_BACKENDS:
-            exact = {"exact": True} if parse_spec(model).backend in LLAMA_BACKENDS else {"reuse_prefix": False}
+        backend = parse_spec(model).backend if isinstance(model, str) else None
+        if backend in LOCAL_BACKENDS:
+            exact = {"exact": True} if backend in LLAMA_BACKENDS else {"reuse_prefix": False}
             local = {"max_new_tokens": MAX_NEW_TOKENS, **(SAMPLING if self.sample else {}),
                      **(exact if self.exact else {})}
             options["model_options"] = {**local, **options.get("model_options", {})}
