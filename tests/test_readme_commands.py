@@ -246,6 +246,11 @@ NOT_RUN: dict[str, str] = {
     "clean-p95 --out experiments/results/latent/attacks-1.5b-scale --runs attack":
         "one run of the attack-view study at scale, the 1.5B on 40 tasks (hours); "
         "tests/latent/test_attack_experiment.py runs the study at its smoke size and one run of it again with --runs",
+    "python experiments/latent_attacks.py --domain disaster --size scale --model offline:qwen2.5-coder-1.5b-instruct "
+    "--reader qwen2.5-coder-1.5b-instruct --score experiments/results/latent/llama-1.5b-scale/chaos-layer14.npz "
+    "--gate clean-p95 --out experiments/results/latent/attacks-disaster-1.5b-scale --runs attack":
+        "one run of the disaster attack view at scale, the 1.5B on 40 DORA tasks (hours); "
+        "tests/latent/test_attack_experiment.py checks the disaster domain's tasks and agent",
     "python bench/latent.py":
         "decodes every prompt twice with the offline model (minutes of CPU); tests/test_bench_latent.py runs it at "
         "its quick size, and keeping a layer's states while decoding is tested in tests/latent/test_shared_scores.py",
