@@ -23,8 +23,12 @@ What it runs (``gauntlet.controllers.latent.study`` says how each part is measur
    (``gauntlet.controllers.latent.corpus_study``): every detector, per held-out dataset, macro and pooled.
 
 Generations are kept in ``<out>/run/`` (a rerun reuses them); the figures go to ``<out>/latent_monitor.json``
-and ``.md``, the run-time monitor's file to ``<out>/chaos-layer<gate_layer>.npz``. The smoke size (tested) runs one
-case per cell on a model folder given with ``--model-path``.
+and ``.md``, the run-time monitor's file to ``<out>/chaos-layer<gate_layer>.npz``, and the best detector a
+monitor can run on a reply to ``<out>/<detector>-layer<layer>.joblib`` (of those that read the reply's own
+states: the chaos score, Mahalanobis and the probe; TaskTracker reads the change the document caused,
+which an agent's reply does not mark; the best by leave-one-rule-out AUROC, fitted on every case, its
+threshold set as the chaos score's). The smoke size (tested) runs one case per cell on a model folder
+given with ``--model-path``.
 
 The model is an offline model by name (``--model``, default ``small``: the 0.5B;
 ``qwen2.5-coder-1.5b-instruct``: the 1.5B) or a file or folder (``--model-path``). A GGUF file is read
@@ -65,6 +69,8 @@ SIZES: dict[str, dict[str, Any]] = {
               "resamples": 1000, "corpora": {"per_label": 300, "max_tokens": 128}},
 }
 LATENT = ("aeo", "mahalanobis", "probe", "tasktracker")
+REPLY_DETECTORS = ("aeo", "mahalanobis", "probe")
+"""The detectors a run-time monitor can score a reply with: they read the reply's own states."""
 
 
 def load_model(model: str, model_path: str | None, backend: str, threads: int) -> tuple[Any, str, int]:
@@ -198,6 +204,8 @@ def run_hierarchy(size: str, loaded: tuple[Any, str, int], out: Path, threads: i
     monitor_file = save_chaos_score(out / f"chaos-layer{gate_layer}.npz",
                                     ChaosScore(gate_layer).fit(labelled.examples(), violated), threshold,
                                     config["model"])
+    gate_file = save_best_reply_detector(out, labelled.examples(), violated, held_out, settings["layers"],
+                                         config["model"])
     by_cell: dict[str, dict[str, float]] = {}
     for case, bad, good_again in zip(cases, violated, complies_again, strict=True):
         cell = by_cell.setdefault(f"{case.rule}/{'conflict' if case.conflict else 'aligned'}",
@@ -212,12 +220,36 @@ def run_hierarchy(size: str, loaded: tuple[Any, str, int], out: Path, threads: i
         "called_the_tool_again": dict(sorted(unanswered.items())), "violations": int(violated.sum()),
         "layers": settings["layers"], "gate_layer": gate_layer, "max_new_tokens": settings["max_new_tokens"],
         "compliance_by_cell": by_cell, "detection": detection, "correction": correction,
-        "monitor_file": monitor_file.name, "monitor_threshold": threshold,
+        "monitor_file": monitor_file.name, "monitor_threshold": threshold, "best_reply_detector": gate_file,
         "spread": {str(layer): study.spread(labelled, layer) for layer in settings["layers"]},
         "cost": {"hidden_state_tokens": tokens_read, "read_s": round(read_s, 2),
                  "tokens_per_s": round(tokens_read / read_s, 1), "threads": threads},
     }
     return results
+
+
+def save_best_reply_detector(out: Path, examples: list[Any], violated: np.ndarray,
+                             held_out: dict[tuple[str, int | None], dict[str, Any]], layers: list[int],
+                             model: str) -> dict[str, Any]:
+    """Fit the reply detector (``REPLY_DETECTORS``) and layer with the best leave-one-rule-out AUROC on every
+    case, its threshold the 95th percentile of compliant cases' held-out scores, and write it to
+    ``<out>/<detector>-layer<layer>.joblib``; returns what it wrote (file, detector, layer, AUROC, threshold)."""
+    from gauntlet.controllers.latent import study
+    from gauntlet.controllers.latent.detector_file import FittedDetector, save_detector
+    from gauntlet.controllers.latent.detectors import LATENT_DETECTORS
+
+    ranked = [(held_out[(name, layer)]["pooled"]["auroc"], name, layer) for name in REPLY_DETECTORS
+              for layer in layers if held_out[(name, layer)]["pooled"]["auroc"] is not None]
+    if not ranked:
+        return {}
+    auroc, name, layer = max(ranked)
+    fitted = LATENT_DETECTORS[name](layer).fit(examples, violated)
+    fitted.threshold_ = study.held_out_threshold(held_out[(name, layer)]["scores"], violated)
+    path = save_detector(out / f"{name}-layer{layer}.joblib",
+                         FittedDetector(fitted, layer, model, "hierarchy", {"cases": len(examples),
+                                                                             "violations": int(violated.sum())}))
+    return {"file": path.name, "detector": name, "layer": layer, "leave_one_rule_out_auroc": auroc,
+            "threshold": fitted.threshold_}
 
 
 def run_corpora(size: str, loaded: tuple[Any, str, int], threads: int) -> dict[str, Any]:
@@ -311,6 +343,12 @@ def markdown(results: dict[str, Any]) -> str:
     for entry in results["detection"].values():
         lines.append(f"| {entry['detector']} | {entry['layer'] if entry['layer'] is not None else 'text'} | "
                      + " | ".join(_fmt(entry["per_rule"][rule]["auroc"], 2) for rule in rules) + " |")
+    best = results.get("best_reply_detector") or {}
+    if best:
+        lines += ["", f"Run-time gate files: `{results['monitor_file']}` (the chaos score at the gate layer) and "
+                      f"`{best['file']}`, the best detector a monitor can run on a reply ({best['detector']} at layer "
+                      f"{best['layer']}, leave-one-rule-out AUROC {best['leave_one_rule_out_auroc']:.3f}; fitted on "
+                      "every case; threshold the 95th percentile of compliant cases' held-out scores)."]
     lines += ["", "## Correction (instruction-following accuracy, 95 % bootstrap interval)", "",
               "| policy | accuracy | flagged | of them violations |", "|---|---|---|---|"]
     for name, entry in results["correction"].items():

@@ -41,7 +41,19 @@ def test_the_smoke_size_writes_detection_correction_corpora_and_the_monitor_file
     assert results["corpora"]["model"] == results["model"] == tiny_model_folder.name  # the model, not a detector
     score, threshold, model = load_chaos_score(out / results["monitor_file"])
     assert (score.layer, model) == (2, tiny_model_folder.name) and threshold == results["monitor_threshold"]
+    # The best detector a monitor can run on a reply, by leave-one-rule-out AUROC, ready for `--monitor-config`.
+    from gauntlet.controllers.latent.detector_file import load_detector
+
+    best = results["best_reply_detector"]
+    reply_detectors = {key: entry for key, entry in results["detection"].items()
+                       if entry["detector"] in ("aeo", "mahalanobis", "probe")}
+    top = max(entry["leave_one_rule_out"]["auroc"] for entry in reply_detectors.values())
+    assert best["detector"] in ("aeo", "mahalanobis", "probe") and best["leave_one_rule_out_auroc"] == top
+    assert reply_detectors[f"{best['detector']}@{best['layer']}"]["leave_one_rule_out"]["auroc"] == top
+    fitted = load_detector(out / best["file"])
+    assert (fitted.layer, fitted.model, fitted.threshold) == (best["layer"], tiny_model_folder.name, best["threshold"])
     page = (out / "latent_monitor.md").read_text()
+    assert best["file"] in page
     assert "leave-one-rule-out AUROC" in page and "Injection corpora, leave one dataset out" in page
     # A rerun reuses the recorded generations instead of generating again.
     before = (out / "run" / "answers.json").stat().st_mtime_ns
