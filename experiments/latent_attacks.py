@@ -15,8 +15,8 @@ rows from an earlier call with the same settings):
   often it fires, and the utility; where it never fires, this is the agent's own clean run);
 * ``attack-corrected``: the attack view with the controller rewriting flagged replies with the
   hierarchy restated. ``--gate file`` uses the score file's threshold; ``--gate clean-p95`` the 95th
-  percentile of the clean-corrected run's replies after the first result (the threshold the chem
-  agent's own clean replies call for; set on the same tasks, so in-sample).
+  percentile of the clean-corrected run's replies after the first result (the threshold the agent's
+  own clean replies call for; set on the same tasks, so in-sample).
 
 The chem tasks are the first ``tasks`` attack tasks whose injection sits in the first result the agent
 reads (``get_reaction``'s procedure), so an episode cut at ``max_steps`` model calls still meets its
@@ -70,8 +70,8 @@ SIZES: dict[str, dict[str, Any]] = {
     # Sized for about an hour on 2 cores with the offline model on CPU (one thread): a chem model call
     # takes 15-60 s once the prompt's prefix is cached.
     "full": {"tasks": 4, "max_steps": 5, "harness": False, "exact": False},
-    # The domain's own model calls. About 5 min a chem episode for the 1.5B on one core (some 10 h of one
-    # core for the three runs), under 3 min a disaster one.
+    # The domain's own model calls. About 5 min a chem episode and 4-5 min a disaster one for the 1.5B on
+    # one core (some 10 h of one core for a domain's three runs).
     "scale": {"tasks": 40, "max_steps": None, "harness": True, "exact": True},
 }
 TOOLS = ["get_reaction", "search_chemical", "select_pack", "calculate"]
