@@ -5,6 +5,7 @@ the episodes, and a correction shows in the corrected runs only."""
 from __future__ import annotations
 
 import json
+import shutil
 import uuid
 
 import numpy as np
@@ -92,11 +93,23 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
     assert written["runs"]["attack"]["corrections"] == 0
     # Detection compares the replies after the carrier's call: the second of each run's two.
     assert (written["detection"]["attacked_replies"], written["detection"]["clean_replies"]) == (1, 1)
+    assert written["detection"]["tasks"] == 1
     carrier = {"attack-c-0": {"tool": "reset", "key": {"seed": 0}}}
     assert [row["after"] for row in experiment.replies(tmp_path / "out" / "attack", "chaos", carrier)] == [False, True]
     other = {"attack-c-0": {"tool": "reset", "key": {"seed": 1}}}  # a call the episode never made
     assert [row["after"] for row in experiment.replies(tmp_path / "out" / "attack", "chaos", other)] == [False, False]
-    assert "| attack-corrected |" in (tmp_path / "out" / "latent_attacks.md").read_text()
+    # An episode cut short (its run stopped mid-episode) is not a sample: no rows, so no unpaired twin.
+    cut = tmp_path / "cut"
+    shutil.copytree(tmp_path / "out" / "attack", cut)
+    (episode_file,) = (cut / "episodes").glob("*.jsonl")
+    episode_file.write_text("".join(episode_file.read_text().splitlines(keepends=True)[:-1]))
+    assert experiment.replies(cut, "chaos", carrier) == []
+    clean_rows = experiment.replies(tmp_path / "out" / "clean-corrected", "chaos",
+                                    experiment.carriers(results["tasks"]))
+    assert experiment.paired([], clean_rows, results["tasks"]) == ([], [], 0)
+    table = (tmp_path / "out" / "latent_attacks.md").read_text()
+    assert "| attack-corrected |" in table
+    assert "on the 1 tasks both runs finished" in table and "chaos AUROC" in table  # the detector, not a run
     # One run again (resumed: nothing new to run): the results keep the other runs' rows from the call above.
     again = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--score", str(score),
                              "--reader", str(tiny_model_folder), "--out", str(tmp_path / "out"),
