@@ -94,6 +94,8 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
     # Detection compares the replies after the carrier's call: the second of each run's two.
     assert (written["detection"]["attacked_replies"], written["detection"]["clean_replies"]) == (1, 1)
     assert written["detection"]["tasks"] == 1
+    # Within the attack run, the reply that submits the payload against the one that does not.
+    assert (written["acting"]["acting_replies"], written["acting"]["other_replies"]) == (1, 1)
     carrier = {"attack-c-0": {"tool": "reset", "key": {"seed": 0}}}
     assert [row["after"] for row in experiment.replies(tmp_path / "out" / "attack", "chaos", carrier)] == [False, True]
     other = {"attack-c-0": {"tool": "reset", "key": {"seed": 1}}}  # a call the episode never made
@@ -110,6 +112,7 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
     table = (tmp_path / "out" / "latent_attacks.md").read_text()
     assert "| attack-corrected |" in table
     assert "on the 1 tasks both runs finished" in table and "chaos AUROC" in table  # the detector, not a run
+    assert "replies acting on the injection (the payload in their action, 1)" in table
     # One run again (resumed: nothing new to run): the results keep the other runs' rows from the call above.
     again = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--score", str(score),
                              "--reader", str(tiny_model_folder), "--out", str(tmp_path / "out"),
