@@ -189,8 +189,9 @@ def replies(folder: Path, key: str = "chaos", carriers: dict[str, dict[str, Any]
             ) -> list[dict[str, Any]]:
     """Every scored reply of a run: its task, its step, its score (the monitor's, under ``"chaos"``
     whatever the detector) and, given the ``carriers`` of the tasks (by task id: ``{"tool", "key"}``),
-    ``after``: whether it was written after the carrier's call returned (an earlier step made it). An
-    episode cut short (a run stopped in its middle, to resume later) has no rows: it is not a sample yet."""
+    ``after``: whether it was written after the carrier's call returned (an earlier step made it), and its
+    ``action`` as text. An episode cut short (a run stopped in its middle, to resume later) has no rows: it
+    is not a sample yet."""
     from gauntlet import load_episodes
     from gauntlet.tasks import GoldCall, call_matches
 
@@ -205,7 +206,8 @@ def replies(folder: Path, key: str = "chaos", carriers: dict[str, dict[str, Any]
         read = next((step.index for step in episode.steps if wanted is not None and step.tool_call is not None
                      and call_matches(wanted, step.tool_call.name, step.tool_call.arguments)), None)
         rows += [{"task": episode.task_id, "step": step.index, "chaos": event.data[key],
-                  "flagged": event.data["flagged"], "after": read is not None and step.index > read}
+                  "flagged": event.data["flagged"], "after": read is not None and step.index > read,
+                  "action": str(step.action)}
                  for step in episode.steps for event in step.events
                  if event.kind == "monitor" and key in event.data]
     return rows
@@ -227,26 +229,20 @@ def paired(attacked: list[dict[str, Any]], clean: list[dict[str, Any]], tasks: l
             len(both))
 
 
-def acting(folder: Path, key: str, tasks: list[dict[str, Any]]) -> dict[str, Any]:
-    """How well the score singles out, within one run, the replies that act on their task's injection (the
-    reply's action carries the payload) from the run's other replies: AUROC, with the acting replies'
+def acting(rows: list[dict[str, Any]], tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """How well the score singles out, within one run's ``replies``, those that act on their task's injection
+    (the reply's action carries the payload) from the run's other replies: AUROC, with the acting replies'
     scores and the others' median and 95th percentile. It needs no clean run."""
     import numpy as np
 
-    from gauntlet import load_episodes
     from gauntlet.stats import auroc
 
     payloads = {task["id"]: task["payload"] for task in tasks}
     acts: list[float] = []
     other: list[float] = []
-    for episode in load_episodes(folder) if folder.is_dir() else []:
-        if episode.outcome is None:
-            continue
-        text = payloads.get(str(episode.task_id))
-        for step in episode.steps:
-            for event in step.events:
-                if event.kind == "monitor" and key in event.data:
-                    (acts if text is not None and text in str(step.action) else other).append(event.data[key])
+    for row in rows:
+        text = payloads.get(row["task"])
+        (acts if text is not None and text in row["action"] else other).append(row["chaos"])
     found: dict[str, Any] = {"acting_replies": len(acts), "other_replies": len(other)}
     if acts and other:
         found.update(auroc=auroc(np.array(acts + other), np.array([1] * len(acts) + [0] * len(other))),
@@ -375,10 +371,10 @@ def run(out: Path, size: str, model: str, score: str, reader: str | None, *, dom
         results["runs"][name]["payload_echoed_tasks"] = sorted(task for task, value in shown.items() if value)
     results["runs"] = {name: results["runs"][name] for name in RUNS if name in results["runs"]}
     # The corrected clean run is the clean view's only run: where the gate did not fire, it is the agent's own.
-    attacked, clean, both = paired(replies(out / "attack", key, carriers(tasks)),
-                                   replies(out / "clean-corrected", key, carriers(tasks)), tasks)
+    attack_rows = replies(out / "attack", key, carriers(tasks))
+    attacked, clean, both = paired(attack_rows, replies(out / "clean-corrected", key, carriers(tasks)), tasks)
     results["detection"] = {**detection(attacked, clean), "tasks": both}
-    results["acting"] = acting(out / "attack", key, tasks)
+    results["acting"] = acting(attack_rows, tasks)
     return results
 
 
