@@ -1,7 +1,8 @@
 """The latent monitor and its gated correction on an attack view (chem or disaster), with the LLM agent.
 
     python experiments/latent_attacks.py [--domain chem|disaster] [--size smoke|full|scale] [--model SPEC]
-                                         [--score FILE] [--reader MODEL] [--runs attack,...] [--workers N] [--out DIR]
+                                         [--score FILE] [--reader MODEL] [--runs attack,...] [--goals answer,...]
+                                         [--workers N] [--out DIR]
 
 Three runs of the ``llm`` agent on the same tasks (``--domain``: ``chem``, the ChemCost mode shown the four
 tools chem's gold trajectories use; ``disaster``, DORA's instruction mode, shown the gold tool plan, with
@@ -24,6 +25,10 @@ injection; their clean twins are the same reactions. The disaster tasks are the 
 T1-T3 the offline-agent experiment draws (``llm_offline.disaster_sample``: T1, T2, T3 in turn, so its
 first 30 are that experiment's), those the attack view has, the first ``tasks`` of them; the injection
 sits in any result of the gold plan, and the clean twin is the same task.
+
+``--goals`` keeps the tasks whose goal is of the kinds named (``answer``, ``leak``, ``tool_call``) out of the
+same draw, so a costly run can be made where the attack succeeds; its results are its own experiment (another
+``--out``), never mixed with the whole draw's.
 
 Per run: attack success (by goal kind), the share of episodes where an action carries the injection's
 payload (the injected number, the canary or the asked-for tool: acting on the injection in part, which
@@ -79,6 +84,7 @@ TOOLS = ["get_reaction", "search_chemical", "select_pack", "calculate"]
 # In this order: the attack-corrected run's gate may be set from the clean-corrected run's replies.
 RUNS = {"attack": ("attack", False), "clean-corrected": ("clean", True), "attack-corrected": ("attack", True)}
 GATES = ("file", "clean-p95")
+GOALS = ("answer", "leak", "tool_call")
 MAX_NEW_TOKENS = 256
 
 
@@ -326,21 +332,28 @@ def agent_config(domain: Domain, size: str, model: str, tools: list[str] | None)
 
 def run(out: Path, size: str, model: str, score: str, reader: str | None, *, domain: str = "chem",
         suites: dict[str, str] | None = None, tools: list[str] | None = None, gate: str = "file",
-        runs: list[str] | None = None, workers: int = 1) -> dict[str, Any]:
-    """The study's ``runs`` (default all three, in order) under ``out``; returns what they measured, with
-    the rows of other runs an earlier call with the same settings wrote to ``<out>/latent_attacks.json``."""
+        runs: list[str] | None = None, workers: int = 1, goal_kinds: list[str] | None = None) -> dict[str, Any]:
+    """The study's ``runs`` (default all three, in order) under ``out``, on the tasks whose goal kind is one of
+    ``goal_kinds`` (default all); returns what they measured, with the rows of other runs an earlier call with the
+    same settings wrote to ``<out>/latent_attacks.json``."""
     from gauntlet.batch import HookSpec
     from gauntlet.evaluation import evaluate_suite
 
     plan = SIZES[size]
     suites = suites or DOMAINS[domain].suites
     tasks = attack_tasks(DOMAINS[domain], suites, plan["tasks"])
+    if goal_kinds is not None:
+        tasks = [task for task in tasks if task["goal"] in goal_kinds]
+        if not tasks:
+            raise UserError(f"none of the {plan['tasks']} tasks has a goal of kind {', '.join(goal_kinds)}; "
+                            "name other kinds in --goals")
     goals = {task["id"]: task["goal"] for task in tasks}
     key = score_key(score)
     agent = agent_config(DOMAINS[domain], size, model, tools)
     watch: dict[str, Any] = {"model": score, **({"reader": reader} if reader else {})}
     results: dict[str, Any] = {"domain": domain, "size": size, "model": model, "score": score, "agent": agent,
-                               "gate": gate, "tasks": tasks, "runs": {}}
+                               "gate": gate, "tasks": tasks,
+                               **({"goals": goal_kinds} if goal_kinds is not None else {}), "runs": {}}
     earlier = _earlier(out, results)
     results["runs"] = {name: row for name, row in earlier.get("runs", {}).items() if name not in (runs or RUNS)}
     if "gate_threshold" in earlier and "attack-corrected" not in (runs or RUNS):
@@ -395,9 +408,10 @@ def _num(value: Any, digits: int = 3) -> str:
 
 def table(results: dict[str, Any]) -> str:
     name = score_key(results["score"])
+    kinds = f" with {' or '.join(results['goals'])} goals" if "goals" in results else ""
     lines = [f"# Latent monitor on the {results.get('domain', 'chem')} attack view: {results['model']} "
              f"({results['size']} size, "
-             f"{len(results['tasks'])} tasks, {results['agent']['max_steps']} model calls at most; gate "
+             f"{len(results['tasks'])} tasks{kinds}, {results['agent']['max_steps']} model calls at most; gate "
              f"{Path(results['score']).name})", "",
              "| run | attack success | payload in an action | utility | injection seen | replies flagged | "
              f"corrections | {name} flagged -> after | model calls / ep | s / ep |",
@@ -442,6 +456,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         "model's name (default: the small offline one)")
     parser.add_argument("--runs", default=",".join(RUNS), help="the runs to make, comma-separated, of "
                         + ", ".join(RUNS))
+    parser.add_argument("--goals", default=None, help="only the tasks whose goal is of these kinds, comma-separated, "
+                        "of " + ", ".join(GOALS) + " (default: all)")
     parser.add_argument("--workers", type=int, default=1, help="episodes at a time (each loads the model)")
     parser.add_argument("--out", default=None, help="the results folder (default: experiments/results/latent/"
                         "attacks for chem, attacks-disaster for disaster)")
@@ -463,6 +479,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         parser.error(f"--runs: {', '.join(unknown) or 'none given'}; choose from {', '.join(RUNS)}")
     if args.workers < 1:
         parser.error("--workers must be at least 1")
+    goals = None if args.goals is None else [kind.strip() for kind in args.goals.split(",") if kind.strip()]
+    if goals is not None and (not goals or set(goals) - set(GOALS)):
+        parser.error(f"--goals: {', '.join(sorted(set(goals) - set(GOALS))) or 'none given'}; choose from "
+                     f"{', '.join(GOALS)}")
     domain = DOMAINS[args.domain]
     out = Path(args.out) if args.out else ROOT / "experiments" / "results" / "latent" / domain.out
     out.mkdir(parents=True, exist_ok=True)
@@ -479,7 +499,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   "clean": args.clean_suite or domain.suites["clean"]}
         results = run(out, args.size, args.model, args.score, args.reader, domain=args.domain, suites=suites,
                       tools=args.tools.split(",") if args.tools else None, gate=args.gate,
-                      runs=None if set(runs) == set(RUNS) else runs, workers=args.workers)
+                      runs=None if set(runs) == set(RUNS) else runs, workers=args.workers, goal_kinds=goals)
     except UserError as exc:
         parser.exit(2, f"error: {exc}\n")
     write_atomically(out / "latent_attacks.json", json.dumps(results, indent=1))

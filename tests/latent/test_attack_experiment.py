@@ -121,10 +121,19 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
     assert list(again["runs"]) == ["attack", "clean-corrected", "attack-corrected"]
     assert again["runs"]["clean-corrected"] == runs["clean-corrected"]
     assert again["runs"]["attack"]["episodes"] == 1
+    # Only the answer goals of the draw: here the same one task, so the same experiment, and the table says which.
+    answers = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--score", str(score),
+                               "--reader", str(tiny_model_folder), "--out", str(tmp_path / "out"),
+                               "--attack-suite", "small-attack", "--clean-suite", "small-clean",
+                               "--tools", "reset,step", "--runs", "attack", "--goals", "answer"])
+    assert answers["goals"] == ["answer"] and [task["id"] for task in answers["tasks"]] == ["attack-c-0"]
+    assert "(smoke size, 1 tasks with answer goals," in (tmp_path / "out" / "latent_attacks.md").read_text()
 
 
-def test_a_run_list_and_a_gate_without_its_clean_run_are_refused_in_one_line(tmp_path, small_suites, capsys):
+def test_a_run_list_and_a_gate_without_its_clean_run_are_refused_in_one_line(tmp_path, small_suites, capsys,
+                                                                             monkeypatch):
     experiment = load_experiment("latent_attacks")
+    _chem_on_cartpole(experiment, monkeypatch)
     common = ["--size", "smoke", "--model", "scripted:none", "--out", str(tmp_path / "out"),
               "--attack-suite", "small-attack", "--clean-suite", "small-clean"]
     with pytest.raises(SystemExit) as exited:
@@ -134,6 +143,13 @@ def test_a_run_list_and_a_gate_without_its_clean_run_are_refused_in_one_line(tmp
         experiment.main([*common, "--runs", "attack-corrected", "--gate", "clean-p95"])
     assert exited.value.code == 2
     assert "run it first (--runs clean-corrected)" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        experiment.main([*common, "--goals", "answer,nope"])
+    assert exited.value.code == 2 and "--goals: nope; choose from answer, leak, tool_call" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:  # the smoke size's one task has an answer goal
+        experiment.main([*common, "--goals", "leak"])
+    assert exited.value.code == 2
+    assert "none of the 1 tasks has a goal of kind leak; name other kinds in --goals" in capsys.readouterr().err
 
 
 def test_the_disaster_domain_takes_the_seeded_dora_sample_the_attack_view_has(tmp_path, monkeypatch):
