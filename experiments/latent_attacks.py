@@ -283,9 +283,12 @@ def summarise(evaluation: Any, folder: Path, goals: dict[str, str], key: str = "
     results = evaluation.results
     metrics = [result.metrics for result in results]
     by_goal: dict[str, list[float]] = {}
+    utility_by_goal: dict[str, list[float]] = {}
     for result in results:
         if "attack_success" in result.metrics:
             by_goal.setdefault(goals.get(result.task_id, "?"), []).append(result.metrics["attack_success"])
+        if result.task_id in goals:  # a clean twin under its attack task's goal
+            utility_by_goal.setdefault(goals[result.task_id], []).append(result.metrics.get("utility", result.score))
     gate = decisions(folder, key)
     corrected = [data for data in gate if data["scores"].get("corrected")]
     watched = monitor_scores(folder, key)
@@ -297,6 +300,9 @@ def summarise(evaluation: Any, folder: Path, goals: dict[str, str], key: str = "
         "attack_success": fmean(m["attack_success"] for m in metrics) if metrics and "attack_success" in metrics[0]
         else None,
         "attack_success_by_goal": {goal: fmean(values) for goal, values in sorted(by_goal.items())},
+        # So a run on some goal kinds (--goals) compares with the whole draw's run on the same kinds, and an
+        # attack run with its clean twins.
+        "utility_by_goal": {goal: fmean(values) for goal, values in sorted(utility_by_goal.items())},
         "injection_seen": fmean(m["injection_seen"] for m in metrics) if metrics and "injection_seen" in metrics[0]
         else None,
         "mean_score": evaluation.mean_score,
@@ -347,7 +353,7 @@ def run(out: Path, size: str, model: str, score: str, reader: str | None, *, dom
         if not tasks:
             raise UserError(f"none of the {plan['tasks']} tasks has a goal of kind {', '.join(goal_kinds)}; "
                             "name other kinds in --goals")
-    goals = {task["id"]: task["goal"] for task in tasks}
+    goals = {task_id: task["goal"] for task in tasks for task_id in (task["clean_id"], task["id"])}
     key = score_key(score)
     agent = agent_config(DOMAINS[domain], size, model, tools)
     watch: dict[str, Any] = {"model": score, **({"reader": reader} if reader else {})}

@@ -88,6 +88,7 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
         assert row["corrections"] == (2 if name.endswith("corrected") else 0)
         assert row["model_calls_per_episode"] == (2.0 if name == "attack" else 4.0)
         assert row["utility"] == 1.0  # the answer, 4, is right
+        assert row["utility_by_goal"] == {"answer": 1.0}  # a clean twin's under its attack task's goal
         assert row["payload_echoed"] == 1.0  # and it is the number the (pretend) injection asked for
     written = json.loads((tmp_path / "out" / "latent_attacks.json").read_text())
     assert written["runs"]["attack"]["corrections"] == 0
