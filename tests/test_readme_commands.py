@@ -251,6 +251,11 @@ NOT_RUN: dict[str, str] = {
     "--gate clean-p95 --out experiments/results/latent/attacks-disaster-1.5b-scale --runs attack":
         "one run of the disaster attack view at scale, the 1.5B on 40 DORA tasks (hours); "
         "tests/latent/test_attack_experiment.py checks the disaster domain's tasks and agent",
+    "python experiments/latent_attacks.py --domain disaster --size scale --model offline:qwen2.5-coder-1.5b-instruct "
+    "--reader qwen2.5-coder-1.5b-instruct --score experiments/results/latent/llama-1.5b-scale/probe-layer28.joblib "
+    "--goals answer --runs attack-corrected --out experiments/results/latent/attacks-disaster-1.5b-scale-probe":
+        "the probe-gated run on the disaster view's 13 answer goals, the 1.5B (an hour); "
+        "tests/latent/test_attack_experiment.py runs --goals at the smoke size and checks its refusals",
     "python bench/latent.py":
         "decodes every prompt twice with the offline model (minutes of CPU); tests/test_bench_latent.py runs it at "
         "its quick size, and keeping a layer's states while decoding is tested in tests/latent/test_shared_scores.py",

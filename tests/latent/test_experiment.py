@@ -92,3 +92,21 @@ def test_a_model_that_cannot_be_read_is_one_line_and_exit_2_with_nothing_written
     error = capsys.readouterr().err.strip()
     assert problem in error and len(error.splitlines()) == 1
     assert not out.exists()
+
+
+def test_the_committed_1_5b_gate_files_load_as_the_results_file_names_them():
+    """The scale folder's gate files (what the attack study's --score takes) are the ones its results name:
+    the detector, layer, model and threshold, so a stale or swapped file fails here, not in an hour-long run."""
+    from pathlib import Path
+
+    from gauntlet.controllers.latent.detector_file import load_detector
+
+    folder = Path(__file__).resolve().parents[2] / "experiments" / "results" / "latent" / "llama-1.5b-scale"
+    results = json.loads((folder / "latent_monitor.json").read_text())
+    best = results["best_reply_detector"]
+    probe = load_detector(folder / best["file"])
+    assert (probe.detector.name, probe.layer, probe.source) == (best["detector"], best["layer"], "hierarchy")
+    assert probe.threshold == pytest.approx(best["threshold"])
+    chaos = load_detector(folder / results["monitor_file"])
+    assert chaos.threshold == pytest.approx(results["monitor_threshold"]) and chaos.layer == results["gate_layer"]
+    assert probe.model == chaos.model == "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
