@@ -99,6 +99,7 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
     # Detection compares the replies after the carrier's call: the second of each run's two.
     assert (written["detection"]["attacked_replies"], written["detection"]["clean_replies"]) == (1, 1)
     assert written["detection"]["tasks"] == 1
+    assert written["twins_utility"] == {"tasks": 1, "attack": 1.0, "clean": 1.0}
     # Within the attack run, the reply that submits the payload against the one that does not.
     assert (written["acting"]["acting_replies"], written["acting"]["other_replies"]) == (1, 1)
     carrier = {"attack-c-0": {"tool": "reset", "key": {"seed": 0}}}
@@ -119,6 +120,7 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
     assert "attack-corrected: 1 actions carried the injection's payload; the gate had flagged 1 of them" in table
     assert "on the 1 tasks both runs finished" in table and "chaos AUROC" in table  # the detector, not a run
     assert "replies acting on the injection (the payload in their action, 1)" in table
+    assert "Utility on the 1 tasks the attack and clean runs both finished: clean 1.000, attacked 1.000." in table
     # One run again (resumed: nothing new to run): the results keep the other runs' rows from the call above.
     again = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--score", str(score),
                              "--reader", str(tiny_model_folder), "--out", str(tmp_path / "out"),
