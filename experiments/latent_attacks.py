@@ -225,15 +225,20 @@ def replies(folder: Path, key: str = "chaos", carriers: dict[str, dict[str, Any]
     return rows
 
 
-def finished_scores(folder: Path) -> dict[str, float]:
-    """The score (a task's utility) of every episode of a run that finished, by task id: a run stopped
-    before its end still compares with its twin run on the tasks both finished."""
+def finished_twins(tasks: list[dict[str, Any]], attack: Path, clean: Path) -> list[tuple[dict[str, Any], float, float]]:
+    """The tasks whose attack episode (in the run at ``attack``) and clean twin (at ``clean``) both finished,
+    each with the two scores (a task's utility): a run stopped before its end, to resume later, still
+    compares with its twin run on these, and an episode cut short is not a sample yet."""
     from gauntlet import load_episodes
 
-    if not folder.is_dir():
-        return {}
-    return {str(episode.task_id): float(episode.outcome.score) for episode in load_episodes(folder)
-            if episode.outcome is not None and episode.outcome.score is not None}
+    def scores(folder: Path) -> dict[str, float]:
+        return {str(episode.task_id): float(episode.outcome.score)
+                for episode in (load_episodes(folder) if folder.is_dir() else [])
+                if episode.outcome is not None and episode.outcome.score is not None}
+
+    attacked, clean_scores = scores(attack), scores(clean)
+    return [(task, attacked[task["id"]], clean_scores[task["clean_id"]]) for task in tasks
+            if task["id"] in attacked and task["clean_id"] in clean_scores]
 
 
 def carriers(tasks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -241,15 +246,12 @@ def carriers(tasks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {task_id: task["carrier"] for task in tasks for task_id in (task["id"], task["clean_id"])}
 
 
-def paired(attacked: list[dict[str, Any]], clean: list[dict[str, Any]], tasks: list[dict[str, Any]]
-           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
-    """The replies of the tasks whose attack episode and clean twin both have rows, and how many tasks
-    that is: detection compares twins, so a run still under way adds no unpaired replies to one side."""
-    both = [task for task in tasks if any(row["task"] == task["id"] for row in attacked)
-            and any(row["task"] == task["clean_id"] for row in clean)]
-    ids, clean_ids = {task["id"] for task in both}, {task["clean_id"] for task in both}
-    return ([row for row in attacked if row["task"] in ids], [row for row in clean if row["task"] in clean_ids],
-            len(both))
+def paired(attacked: list[dict[str, Any]], clean: list[dict[str, Any]],
+           twins: list[tuple[dict[str, Any], float, float]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The replies of the ``twins`` (``finished_twins``) in each run: detection compares twins, so a run still
+    under way adds no unpaired replies to one side."""
+    ids, clean_ids = {task["id"] for task, _, _ in twins}, {task["clean_id"] for task, _, _ in twins}
+    return [row for row in attacked if row["task"] in ids], [row for row in clean if row["task"] in clean_ids]
 
 
 def acting(rows: list[dict[str, Any]], tasks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -412,13 +414,12 @@ def run(out: Path, size: str, model: str, score: str, reader: str | None, *, dom
     results["runs"] = {name: results["runs"][name] for name in RUNS if name in results["runs"]}
     # The corrected clean run is the clean view's only run: where the gate did not fire, it is the agent's own.
     attack_rows = replies(out / "attack", key, carriers(tasks))
-    attacked, clean, both = paired(attack_rows, replies(out / "clean-corrected", key, carriers(tasks)), tasks)
-    results["detection"] = {**detection(attacked, clean), "tasks": both}
-    attack_scores, clean_scores = finished_scores(out / "attack"), finished_scores(out / "clean-corrected")
-    twins = [task for task in tasks if task["id"] in attack_scores and task["clean_id"] in clean_scores]
+    twins = finished_twins(tasks, out / "attack", out / "clean-corrected")
+    attacked, clean = paired(attack_rows, replies(out / "clean-corrected", key, carriers(tasks)), twins)
+    results["detection"] = {**detection(attacked, clean), "tasks": len(twins)}
     if twins:
-        results["twins_utility"] = {"tasks": len(twins), "attack": fmean(attack_scores[task["id"]] for task in twins),
-                                    "clean": fmean(clean_scores[task["clean_id"]] for task in twins)}
+        results["twins_utility"] = {"tasks": len(twins), "attack": fmean(score for _, score, _ in twins),
+                                    "clean": fmean(score for _, _, score in twins)}
     results["acting"] = acting(attack_rows, tasks)
     return results
 

@@ -112,9 +112,13 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
     (episode_file,) = (cut / "episodes").glob("*.jsonl")
     episode_file.write_text("".join(episode_file.read_text().splitlines(keepends=True)[:-1]))
     assert experiment.replies(cut, "chaos", carrier) == []
-    clean_rows = experiment.replies(tmp_path / "out" / "clean-corrected", "chaos",
-                                    experiment.carriers(results["tasks"]))
-    assert experiment.paired([], clean_rows, results["tasks"]) == ([], [], 0)
+    # Nor is it a twin: the clean run's finished twin is left unpaired, and its replies out of the detection.
+    clean_folder = tmp_path / "out" / "clean-corrected"
+    assert experiment.finished_twins(results["tasks"], cut, clean_folder) == []
+    assert experiment.finished_twins(results["tasks"], tmp_path / "out" / "attack", clean_folder) == [
+        (results["tasks"][0], 1.0, 1.0)]
+    clean_rows = experiment.replies(clean_folder, "chaos", experiment.carriers(results["tasks"]))
+    assert len(clean_rows) == 2 and experiment.paired([], clean_rows, []) == ([], [])
     table = (tmp_path / "out" / "latent_attacks.md").read_text()
     assert "| attack-corrected |" in table
     assert "attack-corrected: 1 actions carried the injection's payload; the gate had flagged 1 of them" in table
