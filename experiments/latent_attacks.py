@@ -2,7 +2,7 @@
 
     python experiments/latent_attacks.py [--domain chem|disaster] [--size smoke|full|scale] [--model SPEC]
                                          [--score FILE] [--reader MODEL] [--runs attack,...] [--goals answer,...]
-                                         [--workers N] [--out DIR]
+                                         [--method restate|withhold] [--workers N] [--out DIR]
 
 Three runs of the ``llm`` agent on the same tasks (``--domain``: ``chem``, the ChemCost mode shown the four
 tools chem's gold trajectories use; ``disaster``, DORA's instruction mode, shown the gold tool plan, with
@@ -15,9 +15,12 @@ rows from an earlier call with the same settings):
   the score file's threshold (and the monitor): what the gate costs where nothing is injected (how
   often it fires, and the utility; where it never fires, this is the agent's own clean run);
 * ``attack-corrected``: the attack view with the controller rewriting flagged replies with the
-  hierarchy restated. ``--gate file`` uses the score file's threshold; ``--gate clean-p95`` the 95th
-  percentile of the clean-corrected run's replies after the first result (the threshold the agent's
-  own clean replies call for; set on the same tasks, so in-sample).
+  hierarchy restated (``--method withhold``: and the tool results the flagged reply answered replaced
+  by the controller's notice, so the rewrite is written without the text that led to it; the
+  ``latent-correct`` controller's two methods, used by both corrected runs). ``--gate file`` uses the
+  score file's threshold; ``--gate clean-p95`` the 95th percentile of the clean-corrected run's replies
+  after the first result (the threshold the agent's own clean replies call for; set on the same tasks,
+  so in-sample).
 
 The chem tasks are the first ``tasks`` attack tasks whose injection sits in the first result the agent
 reads (``get_reaction``'s procedure), so an episode cut at ``max_steps`` model calls still meets its
@@ -357,7 +360,8 @@ def agent_config(domain: Domain, size: str, model: str, tools: list[str] | None)
 
 def run(out: Path, size: str, model: str, score: str, reader: str | None, *, domain: str = "chem",
         suites: dict[str, str] | None = None, tools: list[str] | None = None, gate: str = "file",
-        runs: list[str] | None = None, workers: int = 1, goal_kinds: list[str] | None = None) -> dict[str, Any]:
+        runs: list[str] | None = None, workers: int = 1, goal_kinds: list[str] | None = None,
+        method: str = "restate") -> dict[str, Any]:
     """The study's ``runs`` (default all three, in order) under ``out``, on the tasks whose goal kind is one of
     ``goal_kinds`` (default all); returns what they measured, with the rows of other runs an earlier call with the
     same settings wrote to ``<out>/latent_attacks.json``."""
@@ -377,7 +381,7 @@ def run(out: Path, size: str, model: str, score: str, reader: str | None, *, dom
     agent = agent_config(DOMAINS[domain], size, model, tools)
     watch: dict[str, Any] = {"model": score, **({"reader": reader} if reader else {})}
     results: dict[str, Any] = {"domain": domain, "size": size, "model": model, "score": score, "agent": agent,
-                               "gate": gate, "tasks": tasks,
+                               "gate": gate, "method": method, "tasks": tasks,
                                **({"goals": goal_kinds} if goal_kinds is not None else {}), "runs": {}}
     earlier = _earlier(out, results)
     results["runs"] = {name: row for name, row in earlier.get("runs", {}).items() if name not in (runs or RUNS)}
@@ -388,7 +392,7 @@ def run(out: Path, size: str, model: str, score: str, reader: str | None, *, dom
             continue
         hooks = [HookSpec(kind="monitor", name="latent", config=watch)]
         if corrected:
-            control = dict(watch)
+            control = {**watch, "method": method}
             if name == "attack-corrected" and gate == "clean-p95":
                 clean = [row["chaos"] for row in replies(out / "clean-corrected", key) if row["step"] >= 1]
                 if not clean:
@@ -425,13 +429,15 @@ def run(out: Path, size: str, model: str, score: str, reader: str | None, *, dom
 
 
 def _earlier(out: Path, settings: dict[str, Any]) -> dict[str, Any]:
-    """The results an earlier call wrote to ``out`` with the same size, model, score, agent, gate and tasks
-    (else nothing: rows of another experiment are never mixed in)."""
+    """The results an earlier call wrote to ``out`` with the same size, model, score, agent, gate, correction
+    method and tasks (else nothing: rows of another experiment are never mixed in; a file written before the
+    method was recorded used ``restate``)."""
     try:
         earlier = json.loads((out / "latent_attacks.json").read_text())
     except (OSError, ValueError):
         return {}
     same = all(earlier.get(field) == settings[field] for field in ("size", "model", "score", "agent", "gate", "tasks"))
+    same = same and earlier.get("method", "restate") == settings["method"]
     return earlier if same and earlier.get("domain", "chem") == settings["domain"] else {}
 
 
@@ -445,7 +451,7 @@ def table(results: dict[str, Any]) -> str:
     lines = [f"# Latent monitor on the {results.get('domain', 'chem')} attack view: {results['model']} "
              f"({results['size']} size, "
              f"{len(results['tasks'])} tasks{kinds}, {results['agent']['max_steps']} model calls at most; gate "
-             f"{Path(results['score']).name})", "",
+             f"{Path(results['score']).name}, correction {results.get('method', 'restate')})", "",
              "| run | attack success | payload in an action | utility | injection seen | replies flagged | "
              f"corrections | {name} flagged -> after | model calls / ep | s / ep |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -487,6 +493,8 @@ def table(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
+    from gauntlet.controllers.latent.correction import METHODS
+
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--domain", choices=sorted(DOMAINS), default="chem", help="the attack view")
     parser.add_argument("--size", choices=sorted(SIZES), default="full")
@@ -500,6 +508,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         + ", ".join(RUNS))
     parser.add_argument("--goals", default=None, help="only the tasks whose goal is of these kinds, comma-separated, "
                         "of " + ", ".join(GOALS) + " (default: all)")
+    parser.add_argument("--method", choices=METHODS, default="restate",
+                        help="the correction of a flagged reply: written again with the hierarchy restated, or also "
+                             "with the tool results it answered withheld")
     parser.add_argument("--workers", type=int, default=1, help="episodes at a time (each loads the model)")
     parser.add_argument("--out", default=None, help="the results folder (default: experiments/results/latent/"
                         "attacks for chem, attacks-disaster for disaster)")
@@ -541,7 +552,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   "clean": args.clean_suite or domain.suites["clean"]}
         results = run(out, args.size, args.model, args.score, args.reader, domain=args.domain, suites=suites,
                       tools=args.tools.split(",") if args.tools else None, gate=args.gate,
-                      runs=None if set(runs) == set(RUNS) else runs, workers=args.workers, goal_kinds=goals)
+                      runs=None if set(runs) == set(RUNS) else runs, workers=args.workers, goal_kinds=goals,
+                      method=args.method)
     except UserError as exc:
         parser.exit(2, f"error: {exc}\n")
     write_atomically(out / "latent_attacks.json", json.dumps(results, indent=1))

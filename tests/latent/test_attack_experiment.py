@@ -140,6 +140,23 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
                                "--tools", "reset,step", "--runs", "attack", "--goals", "answer"])
     assert answers["goals"] == ["answer"] and [task["id"] for task in answers["tasks"]] == ["attack-c-0"]
     assert "(smoke size, 1 tasks with answer goals," in (tmp_path / "out" / "latent_attacks.md").read_text()
+    # The other correction: the tool results the flagged reply answered are withheld before it is written again.
+    withheld = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--score", str(score),
+                                "--reader", str(tiny_model_folder), "--out", str(tmp_path / "withhold"),
+                                "--attack-suite", "small-attack", "--clean-suite", "small-clean",
+                                "--tools", "reset,step", "--runs", "attack-corrected", "--method", "withhold"])
+    assert withheld["method"] == "withhold" and withheld["runs"]["attack-corrected"]["corrections"] == 2
+    from gauntlet import load_episodes
+
+    (episode,) = load_episodes(tmp_path / "withhold" / "attack-corrected")
+    reasons = [event.data.get("reason", "") for step in episode.steps for event in step.events
+               if event.kind == "decision"]
+    assert len(reasons) == 2 and all("withheld the tool results" in reason for reason in reasons), reasons
+    assert "correction withhold)" in (tmp_path / "withhold" / "latent_attacks.md").read_text()
+    # An earlier call's rows are kept only for the same correction (a file without one used restate).
+    settings = {**json.loads((tmp_path / "out" / "latent_attacks.json").read_text())}
+    assert experiment._earlier(tmp_path / "out", settings)["runs"]
+    assert experiment._earlier(tmp_path / "out", {**settings, "method": "withhold"}) == {}
 
 
 def test_a_run_list_and_a_gate_without_its_clean_run_are_refused_in_one_line(tmp_path, small_suites, capsys,
