@@ -256,6 +256,12 @@ NOT_RUN: dict[str, str] = {
     "--goals answer --runs attack-corrected --out experiments/results/latent/attacks-disaster-1.5b-scale-probe":
         "the probe-gated run on the disaster view's 13 answer goals, the 1.5B (an hour); "
         "tests/latent/test_attack_experiment.py runs --goals at the smoke size and checks its refusals",
+    "python experiments/latent_attacks.py --domain disaster --size scale --model offline:qwen2.5-coder-1.5b-instruct "
+    "--reader qwen2.5-coder-1.5b-instruct --score experiments/results/latent/llama-1.5b-scale/probe-layer28.joblib "
+    "--goals answer --runs attack-corrected --method withhold "
+    "--out experiments/results/latent/attacks-disaster-1.5b-scale-withhold":
+        "the probe-gated run with the tool results withheld, the 1.5B on the 13 answer goals (an hour); "
+        "tests/latent/test_attack_experiment.py runs --method withhold at the smoke size",
     "python bench/latent.py":
         "decodes every prompt twice with the offline model (minutes of CPU); tests/test_bench_latent.py runs it at "
         "its quick size, and keeping a layer's states while decoding is tested in tests/latent/test_shared_scores.py",

@@ -154,7 +154,7 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
     assert len(reasons) == 2 and all("withheld the tool results" in reason for reason in reasons), reasons
     assert "correction withhold)" in (tmp_path / "withhold" / "latent_attacks.md").read_text()
     # An earlier call's rows are kept only for the same correction (a file without one used restate).
-    settings = {**json.loads((tmp_path / "out" / "latent_attacks.json").read_text())}
+    settings = json.loads((tmp_path / "out" / "latent_attacks.json").read_text())
     assert experiment._earlier(tmp_path / "out", settings)["runs"]
     assert experiment._earlier(tmp_path / "out", {**settings, "method": "withhold"}) == {}
 
