@@ -157,6 +157,11 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
     settings = json.loads((tmp_path / "out" / "latent_attacks.json").read_text())
     assert experiment._earlier(tmp_path / "out", settings)["runs"]
     assert experiment._earlier(tmp_path / "out", {**settings, "method": "withhold"}) == {}
+    older = tmp_path / "older"  # written before the method was recorded
+    older.mkdir()
+    (older / "latent_attacks.json").write_text(json.dumps({k: v for k, v in settings.items() if k != "method"}))
+    assert experiment._earlier(older, settings)["runs"]
+    assert experiment._earlier(older, {**settings, "method": "withhold"}) == {}
 
 
 def test_a_run_list_and_a_gate_without_its_clean_run_are_refused_in_one_line(tmp_path, small_suites, capsys,
