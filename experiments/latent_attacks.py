@@ -88,6 +88,9 @@ TOOLS = ["get_reaction", "search_chemical", "select_pack", "calculate"]
 RUNS = {"attack": ("attack", False), "clean-corrected": ("clean", True), "attack-corrected": ("attack", True)}
 GATES = ("file", "clean-p95")
 GOALS = ("answer", "leak", "tool_call")
+# What makes two calls one experiment, and the values of the fields files written before them recorded.
+SETTINGS = ("domain", "size", "model", "score", "agent", "gate", "method", "tasks")
+OLDER = {"domain": "chem", "method": "restate"}
 MAX_NEW_TOKENS = 256
 
 
@@ -429,16 +432,16 @@ def run(out: Path, size: str, model: str, score: str, reader: str | None, *, dom
 
 
 def _earlier(out: Path, settings: dict[str, Any]) -> dict[str, Any]:
-    """The results an earlier call wrote to ``out`` with the same size, model, score, agent, gate, correction
-    method and tasks (else nothing: rows of another experiment are never mixed in; a file written before the
-    method was recorded used ``restate``)."""
+    """The results an earlier call wrote to ``out`` with the same domain, size, model, score, agent, gate,
+    correction method and tasks (else nothing: rows of another experiment are never mixed in; a file written
+    before a field was recorded had its ``OLDER`` value)."""
     try:
         earlier = json.loads((out / "latent_attacks.json").read_text())
     except (OSError, ValueError):
         return {}
-    same = all(earlier.get(field) == settings[field] for field in ("size", "model", "score", "agent", "gate", "tasks"))
-    same = same and earlier.get("method", "restate") == settings["method"]
-    return earlier if same and earlier.get("domain", "chem") == settings["domain"] else {}
+    recorded = {**OLDER, **earlier}
+    same = all(recorded.get(field) == settings[field] for field in SETTINGS)
+    return earlier if same else {}
 
 
 def _num(value: Any, digits: int = 3) -> str:
