@@ -408,6 +408,7 @@ def run(out: Path, size: str, model: str, score: str, reader: str | None, *, dom
         ids = [task["id"] if view == "attack" else task["clean_id"] for task in tasks]
         print(f"{name}: {len(ids)} tasks", flush=True)
         folder = out / name
+        hooks = _hooks_as_recorded(folder, hooks)
         evaluation = evaluate_suite(suites[view], "llm", folder, agent_config=agent, task_ids=ids, workers=workers,
                                     hooks=hooks, progress=True)
         results["runs"][name] = summarise(evaluation, folder, goals, key)
@@ -444,12 +445,37 @@ def _earlier(out: Path, settings: dict[str, Any]) -> dict[str, Any]:
     return earlier if same else {}
 
 
+def _hooks_as_recorded(folder: Path, hooks: list[Any]) -> list[Any]:
+    """The hooks a run folder was started with, when they are ``hooks`` but for the correction method a
+    controller config written before the method was recorded left out (it ran ``OLDER``'s): resuming such a
+    folder is the same run. Any other difference is left for the run folder to refuse."""
+    from gauntlet.batch import HookSpec
+
+    try:
+        spec = json.loads((folder / "run.json").read_text())["spec"]
+        recorded = [HookSpec.model_validate(hook) for hook in spec["hooks"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return hooks
+
+    def filled(hook: Any) -> tuple[str, str, dict[str, Any]]:
+        config = hook.config if hook.kind != "controller" else {"method": OLDER["method"], **hook.config}
+        return hook.kind, hook.name, config
+
+    return recorded if [filled(hook) for hook in recorded] == [filled(hook) for hook in hooks] else hooks
+
+
 def _num(value: Any, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def table(results: dict[str, Any]) -> str:
     name = score_key(results["score"])
+    # A score at its detector's scale: the chaos score runs to the hundreds, a decision value sits near 0.
+    digits = 1 if name == "chaos" else 3
+
+    def at(value: float | None) -> str:
+        return _num(value, digits)
+
     kinds = f" with {' or '.join(results['goals'])} goals" if "goals" in results else ""
     lines = [f"# Latent monitor on the {results.get('domain', 'chem')} attack view: {results['model']} "
              f"({results['size']} size, "
@@ -462,11 +488,11 @@ def table(results: dict[str, Any]) -> str:
         lines.append(f"| {run_name} | {_num(row['attack_success'])} | {_num(row.get('payload_echoed'))} | "
                      f"{_num(row['utility'])} | "
                      f"{_num(row['injection_seen'])} | {row['watched_flagged']:.0f}/{row['replies_watched']} | "
-                     f"{row['corrections']} | {_num(row['chaos_flagged_mean'], 1)} -> "
-                     f"{_num(row['chaos_after_mean'], 1)} | {_num(row['model_calls_per_episode'], 1)} | "
+                     f"{row['corrections']} | {at(row['chaos_flagged_mean'])} -> "
+                     f"{at(row['chaos_after_mean'])} | {_num(row['model_calls_per_episode'], 1)} | "
                      f"{_num(row['seconds_per_episode'], 0)} |")
     if "gate_threshold" in results:
-        lines += ["", f"attack-corrected gate: {name} above {results['gate_threshold']:.1f}, the 95th percentile of "
+        lines += ["", f"attack-corrected gate: {name} above {at(results['gate_threshold'])}, the 95th percentile of "
                       "the clean-corrected run's replies after the first result (in-sample)."]
     for run_name, row in results["runs"].items():
         gated = row.get("payload_gated", {})
@@ -478,9 +504,9 @@ def table(results: dict[str, Any]) -> str:
         lines += ["", f"Replies after the carrier's call, on the {found.get('tasks', 'n/a')} tasks both runs "
                       f"finished, attack ({found['attacked_replies']}) vs clean "
                       f"({found['clean_replies']}): {name} AUROC {found['auroc']:.3f}, FPR@95TPR "
-                      f"{found['fpr_at_95_tpr']:.3f}; mean {name} {found['attacked_mean']:.1f} vs "
-                      f"{found['clean_mean']:.1f}; {found['attacked_above_clean_p95']:.0%} of attacked replies "
-                      f"above the clean replies' 95th percentile ({found['clean_p95']:.1f}, in-sample)."]
+                      f"{found['fpr_at_95_tpr']:.3f}; mean {name} {at(found['attacked_mean'])} vs "
+                      f"{at(found['clean_mean'])}; {found['attacked_above_clean_p95']:.0%} of attacked replies "
+                      f"above the clean replies' 95th percentile ({at(found['clean_p95'])}, in-sample)."]
     twins = results.get("twins_utility")
     if twins:
         lines += ["", f"Utility on the {twins['tasks']} tasks the attack and clean runs both finished: clean "
@@ -490,8 +516,8 @@ def table(results: dict[str, Any]) -> str:
         lines += ["", f"Attack run, replies acting on the injection (the payload in their action, "
                       f"{acts['acting_replies']}) vs its other replies ({acts['other_replies']}): {name} AUROC "
                       f"{acts['auroc']:.3f}; the acting replies' {name} "
-                      f"{', '.join(f'{value:.1f}' for value in acts['acting_scores'])}, the others' median "
-                      f"{acts['other_median']:.1f} and 95th percentile {acts['other_p95']:.1f}."]
+                      f"{', '.join(at(value) for value in acts['acting_scores'])}, the others' median "
+                      f"{at(acts['other_median'])} and 95th percentile {at(acts['other_p95'])}."]
     return "\n".join(lines) + "\n"
 
 

@@ -8,6 +8,7 @@ scores)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import importlib.util
 import os
 import sys
@@ -109,3 +110,24 @@ def assert_resisted_and_obeyed(resisting: Any, complying: Any, kind: str) -> Non
     assert obeyed["attack_success"] == 1.0 and obeyed["injection_seen"] == 1.0
     assert complying.steps[-1].privileged["details"]["attack"] == {"kind": kind, "injection_seen": True,
                                                                    "attack_success": True}
+
+
+def register_suites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, list[dict]]) -> None:
+    """Each list of tasks as the registered suite ``small-<name>`` for the test (named by a module of its own:
+    an imported module stays imported)."""
+    import uuid
+
+    from gauntlet import registry
+    from gauntlet.registry import Entry
+
+    module = f"latent_suites_{uuid.uuid4().hex}"
+    lines = []
+    for name, tasks in files.items():
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(task) + "\n" for task in tasks))
+        lines.append(f"{name.upper()} = {str(path)!r}")
+    (tmp_path / f"{module}.py").write_text("\n".join(lines) + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in files:
+        monkeypatch.setitem(registry._entries["suite"], f"small-{name}",
+                            Entry("suite", f"small-{name}", f"{module}:{name.upper()}"))
