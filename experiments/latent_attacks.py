@@ -2,7 +2,7 @@
 
     python experiments/latent_attacks.py [--domain chem|disaster] [--size smoke|full|scale] [--model SPEC]
                                          [--score FILE] [--reader MODEL] [--runs attack,...] [--goals answer,...]
-                                         [--method restate|withhold] [--workers N] [--out DIR]
+                                         [--method restate|withhold|strip] [--workers N] [--out DIR]
 
 Three runs of the ``llm`` agent on the same tasks (``--domain``: ``chem``, the ChemCost mode shown the four
 tools chem's gold trajectories use; ``disaster``, DORA's instruction mode, shown the gold tool plan, with
@@ -16,8 +16,9 @@ rows from an earlier call with the same settings):
   often it fires, and the utility; where it never fires, this is the agent's own clean run);
 * ``attack-corrected``: the attack view with the controller rewriting flagged replies with the
   hierarchy restated (``--method withhold``: and the tool results the flagged reply answered replaced
-  by the controller's notice, so the rewrite is written without the text that led to it; the
-  ``latent-correct`` controller's two methods, used by both corrected runs). ``--gate file`` uses the
+  by the controller's notice, so the rewrite is written without the text that led to it; ``--method
+  strip``: and every tool result of the task shown without the pieces the span filter reads as an
+  injection; the ``latent-correct`` controller's methods, used by both corrected runs). ``--gate file`` uses the
   score file's threshold; ``--gate clean-p95`` the 95th percentile of the clean-corrected run's replies
   after the first result (the threshold the agent's own clean replies call for; set on the same tasks,
   so in-sample).
@@ -538,8 +539,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--goals", default=None, help="only the tasks whose goal is of these kinds, comma-separated, "
                         "of " + ", ".join(GOALS) + " (default: all)")
     parser.add_argument("--method", choices=METHODS, default="restate",
-                        help="the correction of a flagged reply: written again with the hierarchy restated, or also "
-                             "with the tool results it answered withheld")
+                        help="the correction of a flagged reply: written again with the hierarchy restated, also "
+                             "with the tool results it answered withheld, or also with every tool result stripped of "
+                             "the pieces the span filter flags")
     parser.add_argument("--workers", type=int, default=1, help="episodes at a time (each loads the model)")
     parser.add_argument("--out", default=None, help="the results folder (default: experiments/results/latent/"
                         "attacks for chem, attacks-disaster for disaster)")

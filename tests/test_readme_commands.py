@@ -262,6 +262,16 @@ NOT_RUN: dict[str, str] = {
     "--out experiments/results/latent/attacks-disaster-1.5b-scale-withhold":
         "the probe-gated run with the tool results withheld, the 1.5B on the 13 answer goals (an hour); "
         "tests/latent/test_attack_experiment.py runs --method withhold at the smoke size",
+    "python experiments/latent_attacks.py --domain disaster --size scale --model offline:qwen2.5-coder-1.5b-instruct "
+    "--reader qwen2.5-coder-1.5b-instruct --score experiments/results/latent/llama-1.5b-scale/probe-layer28.joblib "
+    "--goals answer --runs attack-corrected --method strip "
+    "--out experiments/results/latent/attacks-disaster-1.5b-scale-strip":
+        "the probe-gated run with the injected pieces stripped, the 1.5B on the 13 answer goals (an hour); "
+        "tests/latent/test_correction.py runs the strip method in a live episode, tests/latent/test_spans.py its "
+        "filter",
+    "python experiments/latent_spans.py --size full":
+        "fits the span filter on the 17,629 corpus texts on first use (about 15 min) and strips every attack "
+        "task's gold results; tests/latent/test_spans_experiment.py runs it at the smoke size on a stand-in filter",
     "python bench/latent.py":
         "decodes every prompt twice with the offline model (minutes of CPU); tests/test_bench_latent.py runs it at "
         "its quick size, and keeping a layer's states while decoding is tested in tests/latent/test_shared_scores.py",

@@ -77,8 +77,9 @@ mode, effective system prompt, budgets and harness options.
 
 Revising: a controller that judges the current reply (``reply()``, before any of its calls ran) can
 have it written again (``revise``): the reply leaves the conversation, the controller's notice joins
-it (and, on request, the tool results the reply answered are withheld: replaced by a notice), the
-model replies again, and ``revise`` returns the step's new ``AgentOutput``, for the controller to
+it (and, on request, the task's tool results are edited first: ``edit(result, answered)`` gives each
+one's new text, ``answered`` saying whether the reply answered it, e.g. to withhold those or strip a
+piece of any), the model replies again, and ``revise`` returns the step's new ``AgentOutput``, for the controller to
 ``replace_action`` with: the new reply's first action, and as messages the first reply, then the notice
 and the new reply, as events both model calls, so the record keeps both replies. The output ``act``
 returned (which the runner holds) is left as it was. The rewritten reply stands in for the first in
@@ -105,7 +106,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -679,11 +680,13 @@ class LLMAgent(Agent):
             return None
         return messages[:reply_at], cast(AIMessage, messages[reply_at])
 
-    def revise(self, notice: AnyMessage | None, *, withhold: str | None = None) -> AgentOutput:
+    def revise(self, notice: AnyMessage | None, *,
+               edit: Callable[[ToolMessage, bool], str] | None = None) -> AgentOutput:
         """Write the current reply again after ``notice`` (None: none; see Revising in the module doc); with
-        ``withhold``, the tool results just before the reply are replaced by that text first. Returns
-        the step's new output: the last ``act``'s, then the revision's turns and events, and the new
-        reply's action; the output ``act`` returned is left as it was."""
+        ``edit``, every tool result of the task's turns (not a worked example's) is first replaced by
+        ``edit(result, answered)`` where that differs from its text (``answered``: one of the results just
+        before the reply). Returns the step's new output: the last ``act``'s, then the revision's turns and
+        events, and the new reply's action; the output ``act`` returned is left as it was."""
         found = self.reply()
         if found is None:
             raise RuntimeError("there is no reply to revise: a call of it already ran, or the episode ended")
@@ -691,11 +694,15 @@ class LLMAgent(Agent):
         state = self._state()
         # The reply leaves, with the rejections of its malformed calls already written after it.
         edits: list[Any] = [RemoveMessage(id=str(message.id)) for message in state["messages"][len(before):]]
-        if withhold is not None:
-            for message in reversed(before):
-                if not isinstance(message, ToolMessage):
-                    break
-                edits.append(message.model_copy(update={"content": withhold}))
+        if edit is not None:
+            latest = len(before)
+            while latest and isinstance(before[latest - 1], ToolMessage):
+                latest -= 1
+            for at, message in enumerate(before):
+                if isinstance(message, ToolMessage) and not str(message.tool_call_id).startswith(DEMO_CALL_PREFIX):
+                    text = edit(message, at >= latest)
+                    if text != message.content:
+                        edits.append(message.model_copy(update={"content": text}))
         if notice is not None:
             edits.append(notice)
         # The rewritten reply stands in for the first one: one reply of the agent's budget of model calls.

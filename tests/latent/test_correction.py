@@ -114,8 +114,26 @@ def test_withholding_replaces_the_tool_results_the_model_sees(tmp_path, tiny_mod
     assert episode.steps[1].messages[0].content != WITHHELD  # the record keeps what the tool returned
 
 
+def test_stripping_shows_the_model_every_result_as_the_span_filter_left_it(tmp_path, tiny_model_folder, write_script,
+                                                                           monkeypatch):
+    from gauntlet.controllers.latent import spans
+
+    class Marks(spans.SpanFilter):
+        def strip(self, content: str) -> tuple[str, list[str]]:
+            return f"{content} [stripped]", ["a piece"]
+
+    monkeypatch.setattr(spans, "span_filter", lambda: Marks(model=None, threshold=0.0))
+    episode, agent = run(tmp_path, tiny_model_folder, write_script, threshold=-1e9, method="strip")
+    reset, *_ = [message.text for message in agent._state()["messages"] if isinstance(message, ToolMessage)]
+    assert reset == f"{episode.steps[1].messages[0].content} [stripped]"  # the record keeps what the tool returned
+    # The first reply had no result before it; the second had the reset's.
+    first, second = [data for data in decisions(episode) if data["scores"].get("corrected")]
+    assert first["scores"]["stripped"] == 0.0 and second["scores"]["stripped"] == 1.0
+    assert 'removed 1 pieces of the tool results ["a piece"]' in second["reason"]
+
+
 def test_a_bad_method_or_a_scripted_agent_is_one_clear_line(tmp_path, tiny_model_folder):
-    with pytest.raises(UserError, match="method 'redact' is not one of restate, withhold"):
+    with pytest.raises(UserError, match="method 'redact' is not one of restate, withhold, strip"):
         LatentCorrection(score_file(tmp_path, tiny_model_folder), reader=str(tiny_model_folder), method="redact")
     controller = LatentCorrection(score_file(tmp_path, tiny_model_folder), reader=str(tiny_model_folder))
     with pytest.raises(UserError, match="run it with --agent llm"):
