@@ -82,7 +82,7 @@ class LatentCorrection:
         name = self.monitor.score_name
         scores = self.monitor.reply_scores(conversation, reply)
         if not scores["flagged"]:
-            return Decision(reason=f"{name} {scores[name]:.1f} at or below {self.monitor.threshold:.1f}",
+            return Decision(reason=f"{name} {scores[name]:.4g} at or below {self.monitor.threshold:.4g}",
                             scores=scores)
         from langchain_core.messages import SystemMessage
 
@@ -102,7 +102,7 @@ class LatentCorrection:
             scores["stripped"] = float(len(removed))
             what += f" and removed {len(removed)} pieces of the tool results {json.dumps(removed)}"
         return Decision.intervene("replace_action", action=action, scores=scores,
-                                  reason=f"{name} {scores[name]:.1f} above {self.monitor.threshold:.1f}: {what} "
+                                  reason=f"{name} {scores[name]:.4g} above {self.monitor.threshold:.4g}: {what} "
                                          "and had the reply written again")
 
     def _edit(self, removed: list[str]) -> Callable[[Any, bool], str] | None:

@@ -104,6 +104,9 @@ def test_below_the_threshold_the_episode_is_the_agents_own(tmp_path, tiny_model_
     assert not any(event.kind == "intervention" for step in episode.steps for event in step.events)
     assert all(data["kind"] == "continue" and data["scores"]["flagged"] == 0.0 and data["scores"]["reused"] == 0.0
                for data in decisions(episode))
+    # The score and threshold in four significant figures: a probe's decision values sit near 0.
+    assert all(data["reason"] == f"chaos {data['scores']['chaos']:.4g} at or below 1e+09"
+               for data in decisions(episode))
 
 
 def test_withholding_replaces_the_tool_results_the_model_sees(tmp_path, tiny_model_folder, write_script):
