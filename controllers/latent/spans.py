@@ -16,8 +16,9 @@ out-of-fold AUROC and the threshold.
 ``checklist.SEPARATOR``) is walked, and every string value is cut into paragraphs (at blank lines: an attack
 view appends an injection to a free-text field after one); other text is cut into paragraphs directly.
 A paragraph of fewer than ``MIN_WORDS`` words (a path, an id, a place name) is kept unscored; each other
-is scored, and one above the threshold is removed. A string left empty reads ``REMOVED``. Keys,
-numbers and the appended note are never touched.
+is scored, and one above the threshold is removed. A string left empty reads ``REMOVED`` (never scored
+itself: a stripped result stays stripped in the conversation, and the next correction reads it again).
+Keys, numbers and the appended note are never touched.
 """
 
 from __future__ import annotations
@@ -89,8 +90,9 @@ def pieces(content: str) -> list[str]:
         strings.append(result)
     else:
         _walk(parsed, strings.append)
+    # A result stripped before (the edit stays in the conversation) shows the notice, which is not scored again.
     return sorted({piece.strip() for text in strings for piece in text.split(PARAGRAPH)
-                   if len(piece.split()) >= MIN_WORDS})
+                   if len(piece.split()) >= MIN_WORDS and piece.strip() != REMOVED})
 
 
 def _structured(text: str) -> dict[str, Any] | list[Any] | None:
