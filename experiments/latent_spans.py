@@ -11,8 +11,8 @@ see it (its JSON), and counted:
 
 * ``injections removed``: carrier results left without any of the planted text (``partly``: some of it
   gone, some left);
-* ``honest pieces removed``: of the scored pieces (``spans.pieces``: paragraphs of a few words or more) that hold
-  no planted text, across every result of the gold trajectories (each distinct result once), the share
+* ``honest pieces removed``: of the scored pieces (``spans.pieces``: paragraphs of a few words or more)
+  that hold no planted text, across every result of the gold trajectories (each distinct result once), the share
   removed, with the results that lost one and examples.
 
 Sizes: ``smoke`` 10 tasks a view, ``full`` every attack task of both views. Writes
@@ -43,7 +43,7 @@ def measure(suite: str, count: int | None, spans: Any) -> dict[str, Any]:
 
     tasks = suite_tasks(suite)[:count]
     removed = partly = carriers = 0
-    results: dict[str, str] = {}  # each distinct result the gold trajectories read, as the agent sees it
+    results: dict[str, None] = {}  # each distinct result the gold trajectories read, as the agent sees it
     planted: set[str] = set()
     for task in tasks:
         injection = injection_of(task)
@@ -52,18 +52,18 @@ def measure(suite: str, count: int | None, spans: Any) -> dict[str, Any]:
             if call.obs is None:
                 continue
             content = json.dumps(call.obs, ensure_ascii=False)
-            results[content] = content
-            if injection.text in content or json.dumps(injection.text, ensure_ascii=False)[1:-1] in content:
+            results[content] = None
+            if _escaped(injection.text) in content:
                 planted.add(injection.text)
                 carriers += 1
                 stripped, _ = spans.strip(content)
-                gone = [part for part in _parts(injection.text) if part not in stripped]
+                gone = [part for part in _parts(injection.text) if _escaped(part) not in stripped]
                 removed += len(gone) == len(_parts(injection.text))
                 partly += 0 < len(gone) < len(_parts(injection.text))
     honest_scored = honest_removed = 0
     lost: list[str] = []
     examples: list[str] = []
-    for content in results.values():
+    for content in results:
         _, gone = spans.strip(content)
         honest = [piece for piece in pieces(content)
                   if not any(part in piece or piece in part for text in planted for part in _parts(text))]
@@ -80,7 +80,14 @@ def measure(suite: str, count: int | None, spans: Any) -> dict[str, Any]:
 
 
 def _parts(text: str) -> list[str]:
-    return [part.strip() for part in text.split("\n\n") if part.strip()]
+    from gauntlet.controllers.latent.spans import PARAGRAPH
+
+    return [part.strip() for part in text.split(PARAGRAPH) if part.strip()]
+
+
+def _escaped(text: str) -> str:
+    """``text`` as it reads inside a JSON string (quotes and line breaks escaped): how a result shows it."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
 def table(results: dict[str, Any]) -> str:
