@@ -37,7 +37,7 @@ EXAMPLES = 5
 
 def measure(suite: str, count: int | None, spans: Any) -> dict[str, Any]:
     """The filter's removals on the gold results of the first ``count`` attack tasks of ``suite`` (None: all)."""
-    from gauntlet.attacks import injection_of
+    from gauntlet.attacks import carries, injection_of
     from gauntlet.controllers.latent.spans import pieces
     from gauntlet.evaluation import suite_tasks
 
@@ -53,11 +53,12 @@ def measure(suite: str, count: int | None, spans: Any) -> dict[str, Any]:
                 continue
             content = json.dumps(call.obs, ensure_ascii=False)
             results[content] = None
-            if _escaped(injection.text) in content:
+            if carries(call.obs, injection.text):
                 planted.add(injection.text)
                 carriers += 1
                 stripped, _ = spans.strip(content)
-                gone = [part for part in _parts(injection.text) if _escaped(part) not in stripped]
+                left = json.loads(stripped)
+                gone = [part for part in _parts(injection.text) if not carries(left, part)]
                 removed += len(gone) == len(_parts(injection.text))
                 partly += 0 < len(gone) < len(_parts(injection.text))
     honest_scored = honest_removed = 0
@@ -83,11 +84,6 @@ def _parts(text: str) -> list[str]:
     from gauntlet.controllers.latent.spans import PARAGRAPH
 
     return [part.strip() for part in text.split(PARAGRAPH) if part.strip()]
-
-
-def _escaped(text: str) -> str:
-    """``text`` as it reads inside a JSON string (quotes and line breaks escaped): how a result shows it."""
-    return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
 def table(results: dict[str, Any]) -> str:

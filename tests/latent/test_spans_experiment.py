@@ -35,8 +35,8 @@ def test_the_smoke_size_counts_removed_injections_and_honest_losses(tmp_path, mo
         _task("a-0", [{"note": INJECTIONS[0], "n": 1}, {"description": BENIGN[0]}], INJECTIONS[0]),
         _task("a-1", [{"note": f"{BENIGN[1]}\n\n{INJECTIONS[1]}\n\n{BENIGN[2]}"}], f"{INJECTIONS[1]}\n\n{BENIGN[2]}"),
         _task("a-2", [{"note": INJECTIONS[2]}, {"description": honest_order}], INJECTIONS[2]),
-        # Missed: a plant that reads as benign, with quotes (escaped in the result's JSON, so it must be looked
-        # for as the result shows it, else it counts as gone).
+        # Missed: a plant that reads as benign, with quotes (escaped in the result's JSON text, so it is looked
+        # for in the parsed result, else it counts as gone).
         _task("a-3", [{"note": quoted}], quoted)]})
     experiment = load_experiment("latent_spans")
     monkeypatch.setattr(experiment, "VIEWS", {"small": "small-a"})
