@@ -409,7 +409,6 @@ def run(out: Path, size: str, model: str, score: str, reader: str | None, *, dom
         ids = [task["id"] if view == "attack" else task["clean_id"] for task in tasks]
         print(f"{name}: {len(ids)} tasks", flush=True)
         folder = out / name
-        hooks = _hooks_as_recorded(folder, hooks)
         evaluation = evaluate_suite(suites[view], "llm", folder, agent_config=agent, task_ids=ids, workers=workers,
                                     hooks=hooks, progress=True)
         results["runs"][name] = summarise(evaluation, folder, goals, key)
@@ -444,25 +443,6 @@ def _earlier(out: Path, settings: dict[str, Any]) -> dict[str, Any]:
     recorded = {**OLDER, **earlier}
     same = all(recorded.get(field) == settings[field] for field in SETTINGS)
     return earlier if same else {}
-
-
-def _hooks_as_recorded(folder: Path, hooks: list[Any]) -> list[Any]:
-    """The hooks a run folder was started with, when they are ``hooks`` but for the correction method a
-    controller config written before the method was recorded left out (it ran ``OLDER``'s): resuming such a
-    folder is the same run. Any other difference is left for the run folder to refuse."""
-    from gauntlet.batch import HookSpec
-
-    try:
-        spec = json.loads((folder / "run.json").read_text())["spec"]
-        recorded = [HookSpec.model_validate(hook) for hook in spec["hooks"]]
-    except (OSError, ValueError, KeyError, TypeError):
-        return hooks
-
-    def filled(hook: Any) -> tuple[str, str, dict[str, Any]]:
-        config = hook.config if hook.kind != "controller" else {"method": OLDER["method"], **hook.config}
-        return hook.kind, hook.name, config
-
-    return recorded if [filled(hook) for hook in recorded] == [filled(hook) for hook in hooks] else hooks
 
 
 def _num(value: Any, digits: int = 3) -> str:

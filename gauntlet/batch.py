@@ -20,6 +20,7 @@ that name files (a suite path) must name them on every machine.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import multiprocessing
 import os
@@ -40,7 +41,7 @@ from gauntlet.episode import AgentSpec
 from gauntlet.fileio import exclusive_folder, write_atomically
 from gauntlet.hooks import Controller, Monitor
 from gauntlet.info_keys import metrics_of
-from gauntlet.registry import env_spec, make_agent, make_hook
+from gauntlet.registry import env_spec, make_agent, make_hook, registry
 from gauntlet.runner import episode_seed, new_run_id, rollout
 from gauntlet.versions import versions
 from gauntlet.worker_pool import worker_pool
@@ -187,6 +188,8 @@ def _differences(old: Any, new: Any, where: str = "") -> list[str]:
     if isinstance(old, dict) and isinstance(new, dict):
         return [name for key in sorted(set(old) | set(new), key=str)
                 for name in _differences(old.get(key), new.get(key), f"{where}.{key}" if where else str(key))]
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [name for i, (a, b) in enumerate(zip(old, new)) for name in _differences(a, b, f"{where}.{i}")]
     return [] if old == new else [where]
 
 
@@ -208,12 +211,30 @@ def _same_run_other_length(recorded: RunSpec, spec: RunSpec) -> bool:
     return recorded.model_copy(update={"tasks": recorded.tasks.model_copy(update={"task_indices": new})}) == spec
 
 
+def _with_defaults(spec: RunSpec) -> RunSpec:
+    """``spec`` with the agent's and each hook's config filled in with its constructor's defaults, as JSON: a
+    config that leaves a default out (one written before that option existed, say) is the run that spells it out."""
+    agent = spec.agent.model_copy(update={"config": _filled("agent", spec.agent.name, spec.agent.config)})
+    hooks = [hook.model_copy(update={"config": _filled(hook.kind, hook.name, hook.config)}) for hook in spec.hooks]
+    return spec.model_copy(update={"agent": agent, "hooks": hooks})
+
+
+def _filled(kind: str, name: str, config: dict[str, Any]) -> dict[str, Any]:
+    try:
+        parameters = inspect.signature(registry.get(kind, name).load()).parameters.values()
+    except (LookupError, ImportError, AttributeError, TypeError, ValueError):
+        return config  # an entry this process cannot load or inspect is compared as written
+    defaults = {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty
+                and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+    return json.loads(json.dumps({**defaults, **config}, default=str))
+
+
 def prepare_run_folder(out_dir: Path, spec: RunSpec) -> str:
     """Create or reopen a run folder for ``spec``; return its run id.
 
     A spec may reopen a folder whose recorded task list starts with its own, or is the start of its own:
-    the run grows (``run.json`` then records the longer list) or is read in part. Any other difference
-    is refused.
+    the run grows (``run.json`` then records the longer list) or is read in part. A config that leaves out
+    a default the other spells out is no difference; any other difference is refused.
     """
     run_file = out_dir / "run.json"
     try:
@@ -230,8 +251,9 @@ def prepare_run_folder(out_dir: Path, spec: RunSpec) -> str:
         except (ValueError, KeyError):
             raise RunFolderError(f"{run_file} is not a Gauntlet run file; choose an empty --out folder") from None
         if recorded != spec:
-            if not _same_run_other_length(recorded, spec):
-                differing = _differences(recorded.model_dump(mode="json"), spec.model_dump(mode="json"))
+            recorded, filled = _with_defaults(recorded), _with_defaults(spec)
+            if recorded != filled and not _same_run_other_length(recorded, filled):
+                differing = _differences(recorded.model_dump(mode="json"), filled.model_dump(mode="json"))
                 raise RunFolderError(f"{out_dir} holds another run (it differs in {', '.join(differing[:4])}); "
                                      "resume it with the options it was started with, or choose another --out folder")
             if _listed_tasks(spec) > _listed_tasks(recorded):

@@ -289,6 +289,22 @@ def test_run_many_refuses_a_folder_that_holds_another_run(tmp_path):
         run_many(RunSpec(env_id="Pendulum-v1"), 1, tmp_path, workers=1, progress=False)
 
 
+def test_a_folder_resumes_when_a_hooks_config_spells_out_or_leaves_out_a_default(tmp_path):
+    """A config written before an option existed leaves its default out; resuming with the default spelled out
+    (or the other way round) is the same run. A value other than the default is another run."""
+    from gauntlet.batch import HookSpec
+
+    def spec(**config):
+        return RunSpec(env_id="CartPole-v1", hooks=[HookSpec(kind="controller", name="budget", config=config)])
+
+    first = run_many(spec(max_steps=5), 1, tmp_path, workers=1, progress=False)
+    again = run_many(spec(max_steps=5, max_cost=None), 2, tmp_path, workers=1, progress=False)
+    assert again.run_id == first.run_id and again.skipped == 1 and again.ran == 1
+    assert run_many(spec(max_steps=5), 2, tmp_path, workers=1, progress=False).skipped == 2
+    with pytest.raises(RunFolderError, match=r"differs in hooks\.0\.config\.max_cost"):
+        run_many(spec(max_steps=5, max_cost=2.5), 2, tmp_path, workers=1, progress=False)
+
+
 def test_two_runs_into_one_folder_at_once_refuse_in_one_line(tmp_path):
     """A second run while the first still writes (here: while the first reports its first episode) is
     refused with a RunFolderError naming the folder; the first finishes whole."""

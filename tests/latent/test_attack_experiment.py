@@ -211,15 +211,18 @@ def test_the_table_shows_each_detectors_scores_at_its_own_scale():
 
 
 def test_a_folder_started_before_the_method_was_recorded_resumes_as_restate_only(tmp_path):
-    from gauntlet.batch import HookSpec
+    """The first corrected runs recorded the controller's config without ``method`` (it ran the default,
+    restate): the run folder takes them as the run the study now spells out, and no other method."""
+    from gauntlet.batch import AgentSpec, HookSpec, RunFolderError, RunSpec, prepare_run_folder
 
-    experiment = load_experiment("latent_attacks")
     watch = {"model": "chaos.npz"}
-    started = [HookSpec(kind="monitor", name="latent", config=watch),
-               HookSpec(kind="controller", name="latent-correct", config=watch)]
-    (tmp_path / "run.json").write_text(json.dumps({"spec": {"hooks": [hook.model_dump() for hook in started]}}))
-    now = [started[0], HookSpec(kind="controller", name="latent-correct", config={**watch, "method": "restate"})]
-    assert experiment._hooks_as_recorded(tmp_path, now) == started
-    other = [started[0], HookSpec(kind="controller", name="latent-correct", config={**watch, "method": "withhold"})]
-    assert experiment._hooks_as_recorded(tmp_path, other) == other
-    assert experiment._hooks_as_recorded(tmp_path / "new", now) == now  # a new folder records the method
+
+    def spec(control):
+        return RunSpec(env_id="ToolTask-v0", agent=AgentSpec(name="llm"),
+                       hooks=[HookSpec(kind="monitor", name="latent", config=watch),
+                              HookSpec(kind="controller", name="latent-correct", config=control)])
+
+    started = prepare_run_folder(tmp_path, spec(watch))
+    assert prepare_run_folder(tmp_path, spec({**watch, "method": "restate"})) == started
+    with pytest.raises(RunFolderError, match="method"):
+        prepare_run_folder(tmp_path, spec({**watch, "method": "strip"}))
