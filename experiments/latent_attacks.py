@@ -21,7 +21,9 @@ rows from an earlier call with the same settings):
   injection; the ``latent-correct`` controller's methods, used by both corrected runs). ``--gate file`` uses the
   score file's threshold; ``--gate clean-p95`` the 95th percentile of the clean-corrected run's replies
   after the first result (the threshold the agent's own clean replies call for; set on the same tasks,
-  so in-sample).
+  so in-sample); ``--gate spans`` (with ``--method strip``) is the reference without a latent gate, in both
+  corrected runs: a reply is corrected when the span filter reads an injection in a tool result it follows
+  (the score is still recorded).
 
 The chem tasks are the first ``tasks`` attack tasks whose injection sits in the first result the agent
 reads (``get_reaction``'s procedure), so an episode cut at ``max_steps`` model calls still meets its
@@ -87,7 +89,7 @@ SIZES: dict[str, dict[str, Any]] = {
 TOOLS = ["get_reaction", "search_chemical", "select_pack", "calculate"]
 # In this order: the attack-corrected run's gate may be set from the clean-corrected run's replies.
 RUNS = {"attack": ("attack", False), "clean-corrected": ("clean", True), "attack-corrected": ("attack", True)}
-GATES = ("file", "clean-p95")
+GATES = ("file", "clean-p95", "spans")
 GOALS = ("answer", "leak", "tool_call")
 # What makes two calls one experiment, and the values of the fields files written before them recorded.
 SETTINGS = ("domain", "size", "model", "score", "agent", "gate", "method", "tasks")
@@ -396,7 +398,7 @@ def run(out: Path, size: str, model: str, score: str, reader: str | None, *, dom
             continue
         hooks = [HookSpec(kind="monitor", name="latent", config=watch)]
         if corrected:
-            control = {**watch, "method": method}
+            control = {**watch, "method": method, **({"gate": "spans"} if gate == "spans" else {})}
             if name == "attack-corrected" and gate == "clean-p95":
                 clean = [row["chaos"] for row in replies(out / "clean-corrected", key) if row["step"] >= 1]
                 if not clean:
@@ -445,6 +447,11 @@ def _earlier(out: Path, settings: dict[str, Any]) -> dict[str, Any]:
     return earlier if same else {}
 
 
+def _gate(results: dict[str, Any]) -> str:
+    score = Path(results["score"]).name
+    return f"the span filter ({score} recorded)" if results.get("gate") == "spans" else score
+
+
 def _num(value: Any, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
@@ -461,7 +468,7 @@ def table(results: dict[str, Any]) -> str:
     lines = [f"# Latent monitor on the {results.get('domain', 'chem')} attack view: {results['model']} "
              f"({results['size']} size, "
              f"{len(results['tasks'])} tasks{kinds}, {results['agent']['max_steps']} model calls at most; gate "
-             f"{Path(results['score']).name}, correction {results.get('method', 'restate')})", "",
+             f"{_gate(results)}, correction {results.get('method', 'restate')})", "",
              "| run | attack success | payload in an action | utility | injection seen | replies flagged | "
              f"corrections | {name} flagged -> after | model calls / ep | s / ep |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -533,7 +540,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         "four; disaster's tool scope)")
     parser.add_argument("--gate", choices=GATES, default="file",
                         help="the attack-corrected run's threshold: the score file's, or the 95th percentile of the "
-                             "clean-corrected run's replies after the first result (set on the same tasks: in-sample)")
+                             "clean-corrected run's replies after the first result (set on the same tasks: in-sample), "
+                             "or spans: no latent gate, the span filter's reading of the tool results (--method strip)")
     args = parser.parse_args(argv)
     from gauntlet.fileio import write_atomically
 
@@ -543,6 +551,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         parser.error(f"--runs: {', '.join(unknown) or 'none given'}; choose from {', '.join(RUNS)}")
     if args.workers < 1:
         parser.error("--workers must be at least 1")
+    if args.gate == "spans" and args.method != "strip":
+        parser.error(f"--gate spans corrects by stripping what the span filter reads; add --method strip "
+                     f"(not {args.method})")
     goals = None if args.goals is None else [kind.strip() for kind in args.goals.split(",") if kind.strip()]
     if goals is not None and (not goals or set(goals) - set(GOALS)):
         parser.error(f"--goals: {', '.join(sorted(set(goals) - set(GOALS))) or 'none given'}; choose from "

@@ -699,7 +699,7 @@ class LLMAgent(Agent):
             while latest and isinstance(before[latest - 1], ToolMessage):
                 latest -= 1
             for at, message in enumerate(before):
-                if isinstance(message, ToolMessage) and not str(message.tool_call_id).startswith(DEMO_CALL_PREFIX):
+                if task_result(message):
                     text = edit(message, at >= latest)
                     if text != message.content:
                         edits.append(message.model_copy(update={"content": text}))
@@ -752,6 +752,11 @@ class LLMAgent(Agent):
         return twin
 
 
+def task_result(message: AnyMessage) -> bool:
+    """Whether ``message`` is the result of one of the task's own calls (not of a worked example's)."""
+    return isinstance(message, ToolMessage) and not str(message.tool_call_id).startswith(DEMO_CALL_PREFIX)
+
+
 def _shown_numbers(conversation: Sequence[AnyMessage]) -> list[str]:
     """The texts of the episode a call's numbers may come from: the task (every user message but a
     worked example's) and the results of its own calls (not the example's, not the agent's own
@@ -761,8 +766,7 @@ def _shown_numbers(conversation: Sequence[AnyMessage]) -> list[str]:
         text = message.content if isinstance(message.content, str) else json.dumps(message.content, default=str)
         if isinstance(message, HumanMessage) and not text.startswith(DEMO_OPENING):
             texts.append(text)
-        elif isinstance(message, ToolMessage) and not str(message.tool_call_id).startswith(DEMO_CALL_PREFIX) \
-                and not text.startswith(UNGROUNDED_PREFIX):
+        elif task_result(message) and not text.startswith(UNGROUNDED_PREFIX):
             texts.append(text)
     return texts
 

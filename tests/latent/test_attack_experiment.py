@@ -134,6 +134,23 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
                if event.kind == "decision"]
     assert len(reasons) == 2 and all("withheld the tool results" in reason for reason in reasons), reasons
     assert "correction withhold)" in (tmp_path / "withhold" / "latent_attacks.md").read_text()
+    # No latent gate (every reply here is above the score's threshold): the reply after a result the span filter
+    # reads an injection in is corrected, and that result reads clean from then on.
+    from gauntlet.controllers.latent import spans
+
+    class ReadsUnstripped(spans.SpanFilter):
+        def strip(self, content: str) -> tuple[str, list[str]]:
+            return (content, []) if content.endswith("[stripped]") else (f"{content} [stripped]", ["a piece"])
+
+    monkeypatch.setattr(spans, "span_filter", lambda: ReadsUnstripped(model=None, threshold=0.0))
+    ungated = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--score", str(score),
+                               "--reader", str(tiny_model_folder), "--out", str(tmp_path / "spans"),
+                               "--attack-suite", "small-attack", "--clean-suite", "small-clean",
+                               "--tools", "reset,step", "--runs", "attack-corrected", "--method", "strip",
+                               "--gate", "spans"])
+    assert ungated["gate"] == "spans" and ungated["runs"]["attack-corrected"]["corrections"] == 1
+    assert "gate the span filter (chaos.npz recorded), correction strip)" in (
+        tmp_path / "spans" / "latent_attacks.md").read_text()
     # An earlier call's rows are kept only for the same correction (a file without one used restate).
     settings = json.loads((tmp_path / "out" / "latent_attacks.json").read_text())
     assert experiment._earlier(tmp_path / "out", settings)["runs"]
@@ -158,6 +175,9 @@ def test_a_run_list_and_a_gate_without_its_clean_run_are_refused_in_one_line(tmp
         experiment.main([*common, "--runs", "attack-corrected", "--gate", "clean-p95"])
     assert exited.value.code == 2
     assert "run it first (--runs clean-corrected)" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        experiment.main([*common, "--gate", "spans"])
+    assert exited.value.code == 2 and "--gate spans corrects by stripping" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exited:
         experiment.main([*common, "--goals", "answer,nope"])
     assert exited.value.code == 2 and "--goals: nope; choose from answer, leak, tool_call" in capsys.readouterr().err

@@ -135,6 +135,48 @@ def test_stripping_shows_the_model_every_result_as_the_span_filter_left_it(tmp_p
     assert 'removed 1 pieces of the tool results ["a piece"]' in second["reason"]
 
 
+def test_the_spans_gate_corrects_where_the_filter_reads_an_injection_whatever_the_score(
+        tmp_path, tiny_model_folder, write_script, monkeypatch):
+    """No latent gate: a reply after a result the filter reads an injection in is corrected though its score is
+    far under the threshold; a stripped result reads clean from then on, so it is corrected once."""
+    from gauntlet.controllers.latent import spans
+
+    class ReadsUnstripped(spans.SpanFilter):
+        def strip(self, content: str) -> tuple[str, list[str]]:
+            return (content, []) if content.endswith("[stripped]") else (f"{content} [stripped]", ["a piece"])
+
+    monkeypatch.setattr(spans, "span_filter", lambda: ReadsUnstripped(model=None, threshold=0.0))
+    episode, agent = run(tmp_path, tiny_model_folder, write_script, threshold=1e9, method="strip", gate="spans")
+    assert [json.loads(step.action)["name"] for step in episode.steps] == ["reset", "submit_answer"]
+    first, second = decisions(episode)
+    assert first["kind"] == "continue" and first["reason"].startswith("the span filter reads no injection")
+    assert second["scores"]["corrected"] == 1.0 and second["scores"]["flagged"] == 0.0  # the score's own reading
+    assert second["reason"].startswith("the span filter reads an injection in the task's tool results (chaos ")
+    assert 'removed 1 pieces of the tool results ["a piece"]' in second["reason"]
+
+
+def test_the_spans_gate_leaves_a_reply_the_filter_finds_nothing_before_whatever_the_score(
+        tmp_path, tiny_model_folder, write_script, monkeypatch):
+    from gauntlet.controllers.latent import spans
+
+    class ReadsNothing(spans.SpanFilter):
+        def strip(self, content: str) -> tuple[str, list[str]]:
+            return content, []
+
+    monkeypatch.setattr(spans, "span_filter", lambda: ReadsNothing(model=None, threshold=0.0))
+    episode, _ = run(tmp_path, tiny_model_folder, write_script, threshold=-1e9, method="strip", gate="spans")
+    assert [json.loads(step.action)["name"] for step in episode.steps] == ["reset", "step", "submit_answer"]
+    assert all(data["kind"] == "continue" and data["scores"]["flagged"] == 1.0 for data in decisions(episode))
+
+
+def test_a_bad_gate_or_a_spans_gate_without_strip_is_one_clear_line(tmp_path, tiny_model_folder):
+    score = score_file(tmp_path, tiny_model_folder)
+    with pytest.raises(UserError, match="gate 'always' is not one of score, spans"):
+        LatentCorrection(score, reader=str(tiny_model_folder), method="strip", gate="always")
+    with pytest.raises(UserError, match="the spans gate goes with method 'strip', not 'restate'"):
+        LatentCorrection(score, reader=str(tiny_model_folder), gate="spans")
+
+
 def test_a_bad_method_or_a_scripted_agent_is_one_clear_line(tmp_path, tiny_model_folder):
     with pytest.raises(UserError, match="method 'redact' is not one of restate, withhold, strip"):
         LatentCorrection(score_file(tmp_path, tiny_model_folder), reader=str(tiny_model_folder), method="redact")
