@@ -269,6 +269,13 @@ NOT_RUN: dict[str, str] = {
         "the probe-gated run with the injected pieces stripped, the 1.5B on the 13 answer goals (an hour); "
         "tests/latent/test_correction.py runs the strip method in a live episode, tests/latent/test_spans.py its "
         "filter",
+    "python experiments/latent_attacks.py --domain disaster --size scale --model offline:qwen2.5-coder-1.5b-instruct "
+    "--reader qwen2.5-coder-1.5b-instruct --score experiments/results/latent/llama-1.5b-scale/probe-layer28.joblib "
+    "--goals answer --runs attack-corrected --method strip --gate spans "
+    "--out experiments/results/latent/attacks-disaster-1.5b-scale-spans":
+        "the strip correction with no latent gate, the 1.5B on the 13 answer goals (an hour); "
+        "tests/latent/test_attack_experiment.py runs --gate spans at the smoke size, tests/latent/test_correction.py "
+        "the spans gate in a live episode",
     "python experiments/latent_spans.py --size full":
         "fits the span filter on the 17,629 corpus texts on first use (about 15 min) and strips every attack "
         "task's gold results; tests/latent/test_spans_experiment.py runs it at the smoke size on a stand-in filter",
