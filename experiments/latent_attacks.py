@@ -336,6 +336,9 @@ def summarise(evaluation: Any, folder: Path, goals: dict[str, str], key: str = "
         "mean_score": evaluation.mean_score,
         "replies_gated": len(gate), "replies_flagged": sum(data["scores"]["flagged"] for data in gate),
         "corrections": len(corrected),
+        # A strip's: how many corrections removed a piece of the tool results, and how many pieces in all.
+        "corrections_stripping": sum(data["scores"].get("stripped", 0.0) > 0 for data in corrected),
+        "pieces_stripped": int(sum(data["scores"].get("stripped", 0.0) for data in corrected)),
         "chaos_flagged_mean": fmean(d["scores"][key] for d in corrected) if corrected else None,
         "chaos_after_mean": fmean(d["scores"][f"{key}_after"] for d in corrected if f"{key}_after" in d["scores"])
         if any(f"{key}_after" in d["scores"] for d in corrected) else None,
@@ -482,6 +485,11 @@ def table(results: dict[str, Any]) -> str:
     if "gate_threshold" in results:
         lines += ["", f"attack-corrected gate: {name} above {at(results['gate_threshold'])}, the 95th percentile of "
                       "the clean-corrected run's replies after the first result (in-sample)."]
+    if results.get("method") == "strip":
+        lines += ["", "Strip: " + "; ".join(
+            f"{run_name}, {row.get('corrections_stripping', 0)} of {row['corrections']} corrections removed a piece "
+            f"({row.get('pieces_stripped', 0)} pieces)" for run_name, row in results["runs"].items()
+            if run_name.endswith("corrected")) + "."]
     for run_name, row in results["runs"].items():
         gated = row.get("payload_gated", {})
         if run_name.endswith("corrected") and gated.get("payload_actions"):

@@ -149,6 +149,10 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
                                "--tools", "reset,step", "--runs", "attack-corrected", "--method", "strip",
                                "--gate", "spans"])
     assert ungated["gate"] == "spans" and ungated["runs"]["attack-corrected"]["corrections"] == 1
+    assert ungated["runs"]["attack-corrected"]["corrections_stripping"] == 1
+    assert ungated["runs"]["attack-corrected"]["pieces_stripped"] == 1
+    assert "Strip: attack-corrected, 1 of 1 corrections removed a piece (1 pieces)." in (
+        tmp_path / "spans" / "latent_attacks.md").read_text()
     assert "gate the span filter (chaos.npz recorded), correction strip)" in (
         tmp_path / "spans" / "latent_attacks.md").read_text()
     # An earlier call's rows are kept only for the same correction (a file without one used restate).
