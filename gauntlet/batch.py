@@ -213,7 +213,8 @@ def _same_run_other_length(recorded: RunSpec, spec: RunSpec) -> bool:
 
 def _with_defaults(spec: RunSpec) -> RunSpec:
     """``spec`` with the agent's and each hook's config filled in with its constructor's defaults, as JSON: a
-    config that leaves a default out (one written before that option existed, say) is the run that spells it out."""
+    config that leaves a default out (one written before that option existed, say) is the run that spells it out.
+    The defaults are the code's now, so a default must keep its meaning (docs/architecture.md, Run folders)."""
     agent = spec.agent.model_copy(update={"config": _filled("agent", spec.agent.name, spec.agent.config)})
     hooks = [hook.model_copy(update={"config": _filled(hook.kind, hook.name, hook.config)}) for hook in spec.hooks]
     return spec.model_copy(update={"agent": agent, "hooks": hooks})
