@@ -495,7 +495,7 @@ def table(results: dict[str, Any]) -> str:
         gated = row.get("payload_gated", {})
         if run_name.endswith("corrected") and gated.get("payload_actions"):
             lines += ["", f"{run_name}: {gated['payload_actions']} actions carried the injection's payload; the gate "
-                          f"had fired on {gated['flagged']} of them, and the rewrite left the payload in."]
+                          f"had fired on {gated['flagged']} of them (each a rewrite that left the payload in)."]
     found = results.get("detection", {})
     if "auroc" in found:
         lines += ["", f"Replies after the carrier's call, on the {found.get('tasks', 'n/a')} tasks both runs "
