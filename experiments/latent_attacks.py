@@ -486,11 +486,11 @@ def table(results: dict[str, Any]) -> str:
     if "gate_threshold" in results:
         lines += ["", f"attack-corrected gate: {name} above {at(results['gate_threshold'])}, the 95th percentile of "
                       "the clean-corrected run's replies after the first result (in-sample)."]
-    if results.get("method") == "strip":
-        lines += ["", "Strip: " + "; ".join(
-            f"{run_name}, {row.get('corrections_stripping', 0)} of {row['corrections']} corrections removed a piece "
-            f"({row.get('pieces_stripped', 0)} pieces)" for run_name, row in results["runs"].items()
-            if run_name.endswith("corrected")) + "."]
+    stripping = [f"{run_name}, {row['corrections_stripping']} of {row['corrections']} corrections removed a piece "
+                 f"({row['pieces_stripped']} pieces)" for run_name, row in results["runs"].items()
+                 if "corrections_stripping" in row and results.get("method") == "strip"]  # (rows summarised since)
+    if stripping:
+        lines += ["", "Strip: " + "; ".join(stripping) + "."]
     for run_name, row in results["runs"].items():
         gated = row.get("payload_gated", {})
         if run_name.endswith("corrected") and gated.get("payload_actions"):
