@@ -108,7 +108,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeGuard, cast
 
 from gymnasium import spaces
 from langchain_core.language_models import BaseChatModel
@@ -752,7 +752,7 @@ class LLMAgent(Agent):
         return twin
 
 
-def task_result(message: AnyMessage) -> bool:
+def task_result(message: AnyMessage) -> TypeGuard[ToolMessage]:
     """Whether ``message`` is the result of one of the task's own calls (not of a worked example's)."""
     return isinstance(message, ToolMessage) and not str(message.tool_call_id).startswith(DEMO_CALL_PREFIX)
 
