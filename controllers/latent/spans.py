@@ -40,6 +40,7 @@ FOLDS = 5
 MIN_WORDS = 4
 PARAGRAPH = "\n\n"
 REMOVED = "[removed by the monitor: this text read as an instruction to the assistant]"
+SCORED_MAX = 4096
 
 _lock = threading.Lock()
 _loaded: dict[str, SpanFilter] = {}
@@ -53,16 +54,24 @@ class SpanFilter:
     model: Any
     threshold: float
     embed: Any = field(default=None, repr=False)  # texts -> (n, 384) unit vectors; None: the shared encoder
+    # Each text's score, once: an episode's tool results are read again at every reply (the spans gate, then
+    # the strip), and one paragraph recurs across results. Emptied when it reaches SCORED_MAX texts.
+    _scored: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
     def scores(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros(0)
-        embed = self.embed
-        if embed is None:
-            from gauntlet.controllers.latent.embeddings import sentence_encoder
+        new = [text for text in dict.fromkeys(texts) if text not in self._scored]
+        if new:
+            embed = self.embed
+            if embed is None:
+                from gauntlet.controllers.latent.embeddings import sentence_encoder
 
-            embed = sentence_encoder().encode
-        return np.asarray(self.model.predict_proba(embed(texts))[:, 1])
+                embed = sentence_encoder().encode
+            if len(self._scored) + len(new) > SCORED_MAX:
+                self._scored.clear()
+            self._scored.update(zip(new, np.asarray(self.model.predict_proba(embed(new))[:, 1]).tolist()))
+        return np.array([self._scored[text] for text in texts])
 
     def strip(self, content: str) -> tuple[str, list[str]]:
         """``content`` with its flagged pieces removed, and the removed pieces (module doc, Pieces)."""

@@ -71,3 +71,16 @@ def test_the_threshold_is_the_benign_texts_held_out_95th_percentile(spans_filter
     assert (scores[:12] <= spans_filter.threshold).all() and (scores[12:] > spans_filter.threshold).all()
     with pytest.raises(ValueError):
         spans.fit(BENIGN, np.zeros(12, dtype=int), embed)
+
+
+def test_each_text_is_embedded_once_and_scores_the_same_again(spans_filter, monkeypatch):
+    """A conversation's results are read again at every reply: a text scored before is not embedded again."""
+    first = spans_filter.scores([BENIGN[0], INJECTIONS[0], BENIGN[0]])
+    calls.clear()
+    again = spans_filter.scores([INJECTIONS[0], BENIGN[1], BENIGN[0]])
+    assert calls == [[BENIGN[1]]]
+    assert list(again) == [first[1], spans_filter.scores([BENIGN[1]])[0], first[0]] and first[0] == first[2]
+    monkeypatch.setattr(spans, "SCORED_MAX", 2)  # full: emptied, then the new texts kept
+    calls.clear()
+    spans_filter.scores([BENIGN[2]])
+    assert calls == [[BENIGN[2]]] and list(spans_filter._scored) == [BENIGN[2]]
