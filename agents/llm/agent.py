@@ -125,8 +125,10 @@ from gauntlet.agents.llm.calls import (
     call_text,
     check_calls,
     earlier_result,
+    WRITTEN,
     rejection,
     tool_message,
+    written_split,
 )
 from gauntlet.agents.llm.checklist import CHECKLIST_MODES, CHECKLISTS, with_note
 from gauntlet.agents.llm.graph import (
@@ -568,20 +570,23 @@ class LLMAgent(Agent):
             ungrounded = ungrounded_numbers(call.arguments, _shown_numbers(conversation))
             if ungrounded:
                 self._events.append(Event(source=self.name, kind="note", data={"ungrounded_numbers": ungrounded}))
-                return ToolMessage(content=ungrounded_message(ungrounded, answer_tool), tool_call_id=call.id,
-                                   name=call.name, status="error", artifact={"unrun": "ungrounded_numbers"})
+                text = ungrounded_message(ungrounded, answer_tool)
+                return ToolMessage(content=text, tool_call_id=call.id, name=call.name, status="error",
+                                   artifact={"unrun": "ungrounded_numbers", WRITTEN: len(text)})
         if call.name == answer_tool and self._review_answer and not _reviewed(conversation):
             self._events.append(Event(source=self.name, kind="note",
                                       data={"answer_review": call.arguments.get("answer")}))
-            return ToolMessage(content=review_message(_question(conversation), answer_tool),
-                               tool_call_id=call.id, name=call.name, status="error",
-                               artifact={"unrun": ANSWER_REVIEW, "may_repeat": True})
+            text = review_message(_question(conversation), answer_tool)
+            return ToolMessage(content=text, tool_call_id=call.id, name=call.name, status="error",
+                               artifact={"unrun": ANSWER_REVIEW, "may_repeat": True, WRITTEN: len(text)})
         earlier = earlier_result(conversation, call, self._spec_map(state, offered))
         if earlier is None:
             return None
         self._events.append(Event(source=self.name, kind="note", data={"repeated_call": call.name}))
-        return ToolMessage(content=f"{REPEATED_CALL.format(answer_tool=answer_tool)} {earlier.text}",
-                           tool_call_id=call.id, name=call.name, status=earlier.status)
+        # The notice is the agent's own text, and so is any of the earlier answer's (a notice again).
+        notice = f"{REPEATED_CALL.format(answer_tool=answer_tool)} {written_split(earlier)[0]}"
+        return ToolMessage(content=notice + written_split(earlier)[1], tool_call_id=call.id, name=call.name,
+                           status=earlier.status, artifact={WRITTEN: len(notice)})
 
     def _load_weights(self) -> None:
         """Load a local model's weights before its first call, so that call's latency is the call's: the

@@ -6,6 +6,12 @@ runs them, one per step). A call is malformed when the parser could not read it,
 the model was given, has arguments that violate the tool's input schema (checked with
 ``jsonschema``), or would not fit in one env action; a malformed call never reaches a server, and
 the model gets an error message naming the problem (and the tool's schema, when the tool is known).
+
+A tool answer the agent writes itself, for a call it did not run (a rejection here, the agent's own
+refusals and notices), says so in its artifact: ``WRITTEN``, how many leading characters of its content
+are the agent's; what follows, if anything, is a tool's earlier result it quotes (a repeated call's).
+``written_split`` parts the two, so a reader of what the tools returned (the latent monitor's span filter)
+reads no text of the agent's own.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 CALL_FORMAT = '{"name": "<tool>", "arguments": {...}}'
+WRITTEN = "written"
+"""The artifact key of a tool answer the agent wrote itself: how many leading characters of the content are
+its own (module doc)."""
 
 
 @dataclass(frozen=True)
@@ -224,8 +233,18 @@ def rejection(call: CheckedCall, tools: Mapping[str, ToolSpec]) -> ToolMessage:
     spec = tools.get(call.name)
     how = (f"{spec.name} takes arguments matching this JSON schema: {json.dumps(spec.input_schema)}"
            if spec is not None else f"Write a call as {CALL_FORMAT} to one of: {', '.join(tools)}")
-    return ToolMessage(content=f"Error: {call.problem}. Nothing was run. {how}", tool_call_id=call.id,
-                       name=call.name, status="error")
+    text = f"Error: {call.problem}. Nothing was run. {how}"
+    return ToolMessage(content=text, tool_call_id=call.id, name=call.name, status="error",
+                       artifact={WRITTEN: len(text)})
+
+
+def written_split(message: ToolMessage) -> tuple[str, str]:
+    """``message``'s text parted into the agent's own leading text and what a tool returned (module doc):
+    ``("", text)`` for a tool's result, ``(text, "")`` for an answer wholly the agent's."""
+    text = message.text
+    artifact = message.artifact if isinstance(message.artifact, dict) else {}
+    own = int(artifact.get(WRITTEN, 0))
+    return text[:own], text[own:]
 
 
 def timeout_result(timeout_s: float) -> ToolResult:

@@ -5,7 +5,8 @@ first step's start with the system prompt and the task), so the steps' messages,
 the whole conversation up to the last model reply: ``conversation(episode)`` rebuilds it as
 LangChain messages. A record is ``{"role", "content"}`` plus, for an assistant turn, its
 ``tool_calls`` (``id``, ``name``, ``arguments``) and ``invalid_tool_calls`` (``id``, ``name``,
-``args``, ``error``), and for a tool turn its ``tool_call_id``, ``name`` and ``status``.
+``args``, ``error``), and for a tool turn its ``tool_call_id``, ``name`` and ``status`` (and ``written``
+for an answer the agent wrote itself: how many leading characters are its own, ``calls.WRITTEN``).
 
 ``ModelCallRecorder`` is a LangChain callback handler: every call of the chat model becomes a
 ``model_call`` event with ``input_tokens``, ``output_tokens`` (as the model reports them),
@@ -35,6 +36,7 @@ from langchain_core.messages import (
 )
 from langchain_core.outputs import LLMResult
 
+from gauntlet.agents.llm.calls import WRITTEN
 from gauntlet.agents.llm.kept_states import carry_states
 from gauntlet.episode import Episode, Event, Message
 
@@ -56,8 +58,9 @@ def message_record(message: BaseMessage) -> Message:
         # The reply's layer states ride on the record in memory (never written), so a monitor scores them.
         return carry_states(Message(role="assistant", content=message.content, **fields), message)
     if isinstance(message, ToolMessage):
+        own = message.artifact.get(WRITTEN) if isinstance(message.artifact, dict) else None
         return Message(role="tool", content=message.content, tool_call_id=message.tool_call_id, name=message.name,
-                       status=message.status)
+                       status=message.status, **({WRITTEN: own} if own is not None else {}))
     if isinstance(message, SystemMessage):
         return Message(role="system", content=message.content)
     if isinstance(message, HumanMessage):
@@ -81,7 +84,8 @@ def message_of(record: Message | dict[str, Any]) -> AnyMessage:
         return AIMessage(content=content, tool_calls=calls, invalid_tool_calls=invalid)
     if role == "tool":
         return ToolMessage(content=content, tool_call_id=data["tool_call_id"], name=data.get("name"),
-                           status=data.get("status", "success"))
+                           status=data.get("status", "success"),
+                           **({"artifact": {WRITTEN: data[WRITTEN]}} if WRITTEN in data else {}))
     return SystemMessage(content=content) if role == "system" else HumanMessage(content=content)
 
 

@@ -10,7 +10,9 @@ instruction-hierarchy study used (``study.REMINDER``, as a system turn), and the
 replaces the proposal (``replace_action``). With ``method="withhold"`` the tool results the reply
 answered are also replaced by a notice saying why they were withheld; with ``method="strip"`` every
 tool result of the task keeps its text but the pieces the span filter reads as an injection
-(``spans``: removed, named in the decision's reason). One correction per reply: the rewritten reply is
+(``spans``: removed, named in the decision's reason). The filter reads only what the tools returned: the
+text the agent's harness wrote into a tool turn (its refusals of a call, a repeated call's notice:
+``calls.WRITTEN``) is its own, never read as an injection nor removed. One correction per reply: the rewritten reply is
 scored (``chaos_after``) but not corrected again.
 
 ``gate="spans"`` (with ``method="strip"`` only) is the reference without the latent gate: a reply is
@@ -125,6 +127,7 @@ class LatentCorrection:
             return lambda message, answered: WITHHELD if answered else message.content
         if self.method != "strip":
             return None
+        from gauntlet.agents.llm.calls import written_split
         from gauntlet.controllers.latent.spans import span_filter
 
         spans = span_filter()
@@ -132,9 +135,10 @@ class LatentCorrection:
         def strip(message: Any, answered: bool) -> str:
             if not isinstance(message.content, str):
                 return message.content
-            text, gone = spans.strip(message.content)
+            own, returned = written_split(message)
+            text, gone = spans.strip(returned)
             removed.extend(gone)
-            return text
+            return own + text
 
         return strip
 
@@ -142,11 +146,12 @@ class LatentCorrection:
 def _injected(conversation: list[Any]) -> bool:
     """Whether the span filter reads an injection in a task tool result of ``conversation``."""
     from gauntlet.agents.llm.agent import task_result
+    from gauntlet.agents.llm.calls import written_split
     from gauntlet.controllers.latent.spans import span_filter
 
     spans = span_filter()
-    return any(task_result(message) and isinstance(message.content, str) and spans.strip(message.content)[1]
-               for message in conversation)
+    return any(task_result(message) and isinstance(message.content, str)
+               and spans.strip(written_split(message)[1])[1] for message in conversation)
 
 
 def _check_method(method: str, gate: str = "score") -> None:

@@ -18,7 +18,7 @@ from pydantic import PrivateAttr
 
 import gauntlet
 from gauntlet.agents.llm.agent import LLMAgent
-from gauntlet.agents.llm.calls import ToolSpec
+from gauntlet.agents.llm.calls import WRITTEN, ToolSpec, written_split
 from gauntlet.agents.llm.graph import (
     Budget,
     ConversationTooLong,
@@ -135,6 +135,23 @@ def test_a_repeated_call_is_answered_with_its_earlier_result_and_not_run_again()
     repeat = conversation(episode)[5]
     assert repeat.type == "tool" and repeat.content.startswith("You made this exact call before") and \
         repeat.content.endswith('{"result": 5.0}')
+
+
+def test_the_agents_own_text_in_a_tool_turn_is_marked_apart_from_what_the_tool_returned_and_kept_on_record():
+    """A repeat's notice (and a notice quoting a notice) and a malformed call's rejection are the agent's text;
+    a server's result is not. The mark rides on the record, so a conversation rebuilt from disk keeps it."""
+    add = text_call("add", {"a": 2, "b": 3})
+    turns = [add, add, add, {"text": '{"name": "nope", "arguments": {}}'}, answer_turn(5)]
+    episode = run(LLMAgent(model=scripted(turns)))
+    system, task, _, added, _, repeat, _, again, _, rejected, _ = conversation(episode)
+    assert written_split(added) == ("", '{"result": 5.0}')
+    for notice in (repeat, again):
+        own, returned = written_split(notice)
+        assert own.startswith("You made this exact call before") and returned == '{"result": 5.0}'
+    assert written_split(again)[0].count("You made this exact call before") == 2  # it quoted the first notice
+    assert rejected.content.startswith("Error:") and written_split(rejected) == (rejected.content, "")
+    records = [record for step in episode.steps for record in step.messages if record.role == "tool"]
+    assert [getattr(record, WRITTEN, None) is None for record in records] == [True, False, False, False]
 
 
 def test_only_the_first_call_of_a_reply_runs_unless_parallel_calls_are_on():
