@@ -2,7 +2,8 @@
 
     python experiments/latent_attacks.py [--domain chem|disaster] [--size smoke|full|scale] [--model SPEC]
                                          [--score FILE] [--reader MODEL] [--runs attack,...] [--goals answer,...]
-                                         [--method restate|withhold|strip] [--workers N] [--out DIR]
+                                         [--method restate|withhold|strip] [--tasks ID,...] [--workers N]
+                                         [--out DIR]
 
 Three runs of the ``llm`` agent on the same tasks (``--domain``: ``chem``, the ChemCost mode shown the four
 tools chem's gold trajectories use; ``disaster``, DORA's instruction mode, shown the gold tool plan, with
@@ -35,6 +36,8 @@ sits in any result of the gold plan, and the clean twin is the same task.
 ``--goals`` keeps the tasks whose goal is of the kinds named (``answer``, ``leak``, ``tool_call``) out of the
 same draw, so a costly run can be made where the attack succeeds; its tasks differ from the whole draw's, so
 an earlier call's rows on the whole draw are never mixed into its results (give it its own ``--out``).
+``--tasks`` keeps the tasks named (an attack task's id or its clean twin's) out of the same draw, likewise: so
+the episodes a gate fires in can be run on their own where the others are known to be the agent's own.
 
 Per run: attack success (by goal kind), the share of episodes where an action carries the injection's
 payload (the injected number, the canary or the asked-for tool: acting on the injection in part, which
@@ -371,10 +374,11 @@ def agent_config(domain: Domain, size: str, model: str, tools: list[str] | None)
 def run(out: Path, size: str, model: str, score: str, reader: str | None, *, domain: str = "chem",
         suites: dict[str, str] | None = None, tools: list[str] | None = None, gate: str = "file",
         runs: list[str] | None = None, workers: int = 1, goal_kinds: list[str] | None = None,
-        method: str = "restate") -> dict[str, Any]:
+        method: str = "restate", task_ids: list[str] | None = None) -> dict[str, Any]:
     """The study's ``runs`` (default all three, in order) under ``out``, on the tasks whose goal kind is one of
-    ``goal_kinds`` (default all); returns what they measured, with the rows of other runs an earlier call with the
-    same settings wrote to ``<out>/latent_attacks.json``."""
+    ``goal_kinds`` (default all) and, given ``task_ids``, whose id or clean twin's id is one of them; returns
+    what they measured, with the rows of other runs an earlier call with the same settings wrote to
+    ``<out>/latent_attacks.json``."""
     from gauntlet.batch import HookSpec
     from gauntlet.evaluation import evaluate_suite
 
@@ -386,6 +390,14 @@ def run(out: Path, size: str, model: str, score: str, reader: str | None, *, dom
         if not tasks:
             raise UserError(f"none of the {plan['tasks']} tasks has a goal of kind {', '.join(goal_kinds)}; "
                             "name other kinds in --goals")
+    if task_ids is not None:
+        drawn = {task_id for task in tasks for task_id in (task["id"], task["clean_id"])}
+        unknown = [task_id for task_id in task_ids if task_id not in drawn]
+        if unknown:
+            kinds = f" with {' or '.join(goal_kinds)} goals" if goal_kinds is not None else ""
+            raise UserError(f"--tasks: {', '.join(unknown)} is not among the {len(tasks)} tasks{kinds} of the "
+                            "draw; name an attack task's id or its clean twin's")
+        tasks = [task for task in tasks if task["id"] in task_ids or task["clean_id"] in task_ids]
     goals = {task_id: task["goal"] for task in tasks for task_id in (task["clean_id"], task["id"])}
     key = score_key(score)
     agent = agent_config(DOMAINS[domain], size, model, tools)
@@ -534,6 +546,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         + ", ".join(RUNS))
     parser.add_argument("--goals", default=None, help="only the tasks whose goal is of these kinds, comma-separated, "
                         "of " + ", ".join(GOALS) + " (default: all)")
+    parser.add_argument("--tasks", default=None, help="only these tasks of the draw, comma-separated: an attack "
+                        "task's id or its clean twin's (default: all)")
     parser.add_argument("--method", choices=METHODS, default="restate",
                         help="the correction of a flagged reply: written again with the hierarchy restated, also "
                              "with the tool results it answered withheld, or also with every tool result stripped of "
@@ -567,6 +581,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if goals is not None and (not goals or set(goals) - set(GOALS)):
         parser.error(f"--goals: {', '.join(sorted(set(goals) - set(GOALS))) or 'none given'}; choose from "
                      f"{', '.join(GOALS)}")
+    task_ids = None if args.tasks is None else [task.strip() for task in args.tasks.split(",") if task.strip()]
+    if task_ids is not None and not task_ids:
+        parser.error("--tasks: none given; name tasks of the draw, comma-separated")
     domain = DOMAINS[args.domain]
     out = Path(args.out) if args.out else ROOT / "experiments" / "results" / "latent" / domain.out
     out.mkdir(parents=True, exist_ok=True)
@@ -584,7 +601,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         results = run(out, args.size, args.model, args.score, args.reader, domain=args.domain, suites=suites,
                       tools=args.tools.split(",") if args.tools else None, gate=args.gate,
                       runs=None if set(runs) == set(RUNS) else runs, workers=args.workers, goal_kinds=goals,
-                      method=args.method)
+                      method=args.method, task_ids=task_ids)
     except UserError as exc:
         parser.exit(2, f"error: {exc}\n")
     write_atomically(out / "latent_attacks.json", json.dumps(results, indent=1))

@@ -121,6 +121,12 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
                                "--tools", "reset,step", "--runs", "attack", "--goals", "answer"])
     assert answers["goals"] == ["answer"] and [task["id"] for task in answers["tasks"]] == ["attack-c-0"]
     assert "(smoke size, 1 tasks with answer goals," in (tmp_path / "out" / "latent_attacks.md").read_text()
+    # One task by its clean twin's id: the same one task here, kept out of the same draw.
+    named = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--score", str(score),
+                             "--reader", str(tiny_model_folder), "--out", str(tmp_path / "out"),
+                             "--attack-suite", "small-attack", "--clean-suite", "small-clean",
+                             "--tools", "reset,step", "--runs", "attack", "--tasks", results["tasks"][0]["clean_id"]])
+    assert [task["id"] for task in named["tasks"]] == ["attack-c-0"] and named["runs"]["attack"]["episodes"] == 1
     # The other correction: the tool results the flagged reply answered are withheld before it is written again.
     withheld = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--score", str(score),
                                 "--reader", str(tiny_model_folder), "--out", str(tmp_path / "withhold"),
@@ -201,6 +207,13 @@ def test_a_run_list_and_a_gate_without_its_clean_run_are_refused_in_one_line(tmp
         experiment.main([*common, "--goals", "leak"])
     assert exited.value.code == 2
     assert "none of the 1 tasks has a goal of kind leak; name other kinds in --goals" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        experiment.main([*common, "--tasks", "attack-c-9"])
+    assert exited.value.code == 2
+    assert "--tasks: attack-c-9 is not among the 1 tasks of the draw" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        experiment.main([*common, "--tasks", " , "])
+    assert exited.value.code == 2 and "--tasks: none given" in capsys.readouterr().err
 
 
 def test_the_disaster_domain_takes_the_seeded_dora_sample_the_attack_view_has(tmp_path, monkeypatch):
