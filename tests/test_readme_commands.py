@@ -276,6 +276,14 @@ NOT_RUN: dict[str, str] = {
         "the strip correction with no latent gate, the 1.5B on the 13 answer goals (an hour); "
         "tests/latent/test_attack_experiment.py runs --gate spans at the smoke size, tests/latent/test_correction.py "
         "the spans gate in a live episode",
+    "python experiments/latent_attacks.py --domain disaster --size scale --model offline:qwen2.5-coder-1.5b-instruct "
+    "--reader qwen2.5-coder-1.5b-instruct --score experiments/results/latent/llama-1.5b-scale/probe-layer28.joblib "
+    "--method strip --gate spans --runs clean-corrected "
+    "--tasks ian-2022-cyclone/shelter_catchment,maria-2017-cyclone/largest_zone_centroid,"
+    "noto-2024-earthquake/shelter_catchment,maria-2017-cyclone/shelter_catchment "
+    "--out experiments/results/latent/attacks-disaster-1.5b-scale-spans-twins":
+        "the ungated strip on the 4 clean twins the span filter reads something in, the 1.5B (an hour of one core); "
+        "tests/latent/test_attack_experiment.py runs --tasks at the smoke size and checks its refusals",
     "python experiments/latent_spans.py --size full":
         "fits the span filter on the 17,629 corpus texts on first use (about 15 min) and strips every attack "
         "task's gold results; tests/latent/test_spans_experiment.py runs it at the smoke size on a stand-in filter",
