@@ -584,9 +584,10 @@ class LLMAgent(Agent):
             return None
         self._events.append(Event(source=self.name, kind="note", data={"repeated_call": call.name}))
         # The notice is the agent's own text, and so is any of the earlier answer's (a notice again).
-        notice = f"{REPEATED_CALL.format(answer_tool=answer_tool)} {written_split(earlier)[0]}"
-        return ToolMessage(content=notice + written_split(earlier)[1], tool_call_id=call.id, name=call.name,
-                           status=earlier.status, artifact={WRITTEN: len(notice)})
+        own, returned = written_split(earlier)
+        notice = f"{REPEATED_CALL.format(answer_tool=answer_tool)} {own}"
+        return ToolMessage(content=notice + returned, tool_call_id=call.id, name=call.name, status=earlier.status,
+                           artifact={WRITTEN: len(notice)})
 
     def _load_weights(self) -> None:
         """Load a local model's weights before its first call, so that call's latency is the call's: the
