@@ -55,23 +55,28 @@ class SpanFilter:
     threshold: float
     embed: Any = field(default=None, repr=False)  # texts -> (n, 384) unit vectors; None: the shared encoder
     # Each text's score, once: an episode's tool results are read again at every reply (the spans gate, then
-    # the strip), and one paragraph recurs across results. Emptied when it reaches SCORED_MAX texts.
+    # the strip), and one paragraph recurs across results. Emptied when it reaches SCORED_MAX texts. One
+    # filter is shared by the threads of a process (span_filter), so a call reads the memo once, into its
+    # own lookup: a memo emptied by another thread meanwhile costs a text its embedding again, never a read.
     _scored: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
     def scores(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros(0)
-        new = [text for text in dict.fromkeys(texts) if text not in self._scored]
+        lookup = {text: score for text in dict.fromkeys(texts) if (score := self._scored.get(text)) is not None}
+        new = [text for text in dict.fromkeys(texts) if text not in lookup]
         if new:
             embed = self.embed
             if embed is None:
                 from gauntlet.controllers.latent.embeddings import sentence_encoder
 
                 embed = sentence_encoder().encode
-            if len(self._scored) + len(new) > SCORED_MAX:
+            fresh = dict(zip(new, np.asarray(self.model.predict_proba(embed(new))[:, 1]).tolist(), strict=True))
+            if len(self._scored) + len(fresh) > SCORED_MAX:
                 self._scored.clear()
-            self._scored.update(zip(new, np.asarray(self.model.predict_proba(embed(new))[:, 1]).tolist()))
-        return np.array([self._scored[text] for text in texts])
+            self._scored.update(fresh)
+            lookup.update(fresh)
+        return np.array([lookup[text] for text in texts])
 
     def strip(self, content: str) -> tuple[str, list[str]]:
         """``content`` with its flagged pieces removed, and the removed pieces (module doc, Pieces)."""

@@ -84,3 +84,18 @@ def test_each_text_is_embedded_once_and_scores_the_same_again(spans_filter, monk
     calls.clear()
     spans_filter.scores([BENIGN[2]])
     assert calls == [[BENIGN[2]]] and list(spans_filter._scored) == [BENIGN[2]]
+
+
+def test_a_memo_emptied_by_another_thread_meanwhile_costs_an_embedding_not_a_read(spans_filter):
+    """One filter serves a process's threads: another thread may empty the memo between a call's look at it
+    and its answer. The call still answers every text, with the scores it would have given."""
+    known = spans_filter.scores([BENIGN[0]])[0]
+
+    def embed_while_another_thread_empties_the_memo(texts):
+        spans_filter._scored.clear()
+        return embed(texts)
+
+    spans_filter.embed = embed_while_another_thread_empties_the_memo
+    both = spans_filter.scores([BENIGN[0], INJECTIONS[0]])
+    assert both[0] == known and both[1] > spans_filter.threshold
+    assert list(spans_filter._scored) == [INJECTIONS[0]]
