@@ -63,8 +63,9 @@ class SpanFilter:
     def scores(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros(0)
-        lookup = {text: score for text in dict.fromkeys(texts) if (score := self._scored.get(text)) is not None}
-        new = [text for text in dict.fromkeys(texts) if text not in lookup]
+        unique = dict.fromkeys(texts)
+        lookup = {text: score for text in unique if (score := self._scored.get(text)) is not None}
+        new = [text for text in unique if text not in lookup]
         if new:
             embed = self.embed
             if embed is None:
