@@ -291,6 +291,13 @@ NOT_RUN: dict[str, str] = {
     "--out experiments/results/latent/attacks-disaster-1.5b-scale-spans-rest":
         "the ungated strip on the 24 attacked tasks the span filter reads something in that are not answer goals, the "
         "1.5B (about four hours of one core); tests/latent/test_attack_experiment.py runs --tasks at the smoke size",
+    "python experiments/latent_attacks.py --domain disaster --size scale --model offline:qwen2.5-coder-1.5b-instruct "
+    "--reader qwen2.5-coder-1.5b-instruct --score experiments/results/latent/llama-1.5b-scale/probe-layer28.joblib "
+    "--method strip --runs clean-corrected --workers 2 "
+    "--tasks \"$(paste -sd, experiments/results/latent/attacks-disaster-1.5b-scale-strip-twins/tasks.txt)\" "
+    "--out experiments/results/latent/attacks-disaster-1.5b-scale-strip-twins":
+        "the probe-gated strip on the 27 clean twins of the disaster draw that are not answer goals, the 1.5B (over "
+        "an hour on two workers); tests/latent/test_attack_experiment.py runs the strip and --tasks at the smoke size",
     "python experiments/latent_spans.py --size full":
         "fits the span filter on the 17,629 corpus texts on first use (about 15 min) and strips every attack "
         "task's gold results; tests/latent/test_spans_experiment.py runs it at the smoke size on a stand-in filter",
