@@ -1,6 +1,6 @@
 """What the span filter removes from the attack views' real tool results: the injections, and what else.
 
-    python experiments/latent_spans.py [--size smoke|full] [--out DIR]
+    python experiments/latent_spans.py [--size smoke|full] [--negatives corpora|other-view] [--out DIR]
 
 The ``strip`` correction (``gauntlet.controllers.latent.correction``) keeps a tool result's text but the
 pieces the span filter (``gauntlet.controllers.latent.spans``, fitted on the injection corpora only)
@@ -15,6 +15,11 @@ see it (its JSON), and counted:
   that hold no planted text, across every result of the gold trajectories (each distinct result once), the share
   removed, with the results that lost one and examples.
 
+``--negatives other-view`` also measures, beside it, a filter fitted per view on the same corpora plus, as
+benign texts, the honest pieces of the *other* view's gold results (``other_view_filters``): the filter's
+false alarms are short, name-like tool text the corpora's benign side does not hold, and this asks whether
+tool output like ours, from a domain it is not judged on, teaches it that text without losing injections.
+
 Sizes: ``smoke`` 10 tasks a view, ``full`` every attack task of both views. Writes
 ``<out>/latent_spans.{json,md}`` (default ``experiments/results/latent/spans``).
 """
@@ -27,6 +32,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -35,16 +42,25 @@ VIEWS = {"chem": "chem-attack", "disaster": "disaster-attack"}
 EXAMPLES = 5
 
 
-def measure(suite: str, count: int | None, spans: Any) -> dict[str, Any]:
-    """The filter's removals on the gold results of the first ``count`` attack tasks of ``suite`` (None: all)."""
+class Gold:
+    """What the gold trajectories of an attack view's first tasks read: each distinct result once (as the agent
+    sees it, its JSON), the carrier results with their planted text, and every planted text. (A plain class:
+    the tests load this file as a module of no package, where a dataclass cannot resolve its annotations.)"""
+
+    def __init__(self, tasks: int) -> None:
+        self.tasks = tasks
+        self.results: dict[str, None] = {}
+        self.carriers: list[tuple[str, str]] = []
+        self.planted: set[str] = set()
+
+
+def gold(suite: str, count: int | None) -> Gold:
+    """The gold results of the first ``count`` attack tasks of ``suite`` (None: all)."""
     from gauntlet.attacks import carries, injection_of
-    from gauntlet.controllers.latent.spans import pieces
     from gauntlet.evaluation import suite_tasks
 
     tasks = suite_tasks(suite)[:count]
-    removed = partly = carriers = 0
-    results: dict[str, None] = {}  # each distinct result the gold trajectories read, as the agent sees it
-    planted: set[str] = set()
+    found = Gold(tasks=len(tasks))
     for task in tasks:
         injection = injection_of(task)
         assert injection is not None, f"{task.id} of an attack view has no injection"
@@ -52,32 +68,66 @@ def measure(suite: str, count: int | None, spans: Any) -> dict[str, Any]:
             if call.obs is None:
                 continue
             content = json.dumps(call.obs, ensure_ascii=False)
-            results[content] = None
+            found.results[content] = None
             if carries(call.obs, injection.text):
-                planted.add(injection.text)
-                carriers += 1
-                stripped, _ = spans.strip(content)
-                left = json.loads(stripped)
-                gone = [part for part in _parts(injection.text) if not carries(left, part)]
-                removed += len(gone) == len(_parts(injection.text))
-                partly += 0 < len(gone) < len(_parts(injection.text))
+                found.planted.add(injection.text)
+                found.carriers.append((content, injection.text))
+    return found
+
+
+def honest(found: Gold, content: str) -> list[str]:
+    """The scored pieces of one result (``spans.pieces``) that hold no planted text."""
+    from gauntlet.controllers.latent.spans import pieces
+
+    return [piece for piece in pieces(content)
+            if not any(part in piece or piece in part for text in found.planted for part in _parts(text))]
+
+
+def measure(found: Gold, suite: str, spans: Any) -> dict[str, Any]:
+    """The filter's removals on one view's gold results (module doc)."""
+    from gauntlet.attacks import carries
+
+    removed = partly = 0
+    for content, text in found.carriers:
+        stripped, _ = spans.strip(content)
+        left = json.loads(stripped)
+        gone = [part for part in _parts(text) if not carries(left, part)]
+        removed += len(gone) == len(_parts(text))
+        partly += 0 < len(gone) < len(_parts(text))
     honest_scored = honest_removed = 0
     lost: list[str] = []
     examples: list[str] = []
-    for content in results:
+    for content in found.results:
         _, gone = spans.strip(content)
-        honest = [piece for piece in pieces(content)
-                  if not any(part in piece or piece in part for text in planted for part in _parts(text))]
-        honest_scored += len(honest)
-        wrong = [piece for piece in gone if piece in honest]
+        kept_honest = honest(found, content)
+        honest_scored += len(kept_honest)
+        wrong = [piece for piece in gone if piece in kept_honest]
         honest_removed += len(wrong)
         if wrong:
             lost.append(content[:120])
             examples += [piece for piece in wrong if piece not in examples][:EXAMPLES - len(examples)]
-    return {"suite": suite, "tasks": len(tasks), "carrier_results": carriers,
+    return {"suite": suite, "tasks": found.tasks, "carrier_results": len(found.carriers),
             "injections_removed": removed, "injections_partly_removed": partly,
-            "results": len(results), "honest_pieces": honest_scored, "honest_removed": honest_removed,
+            "results": len(found.results), "honest_pieces": honest_scored, "honest_removed": honest_removed,
             "results_losing_honest_text": len(lost), "honest_examples": examples}
+
+
+def other_view_filters(golds: dict[str, Gold], embed: Any) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """Per view, a filter fitted (``spans.fit``) on every corpus text plus, as benign texts, the distinct honest
+    pieces of the other views' gold results: tool output like ours, never from the view it is judged on."""
+    from gauntlet.controllers.latent.corpora import load_corpora
+    from gauntlet.controllers.latent.spans import fit
+
+    rows = load_corpora()
+    texts, labels = [row["text"] for row in rows], [int(row["label"]) for row in rows]
+    filters = {}
+    for name in golds:
+        others = sorted({piece for other, found in golds.items() if other != name
+                         for content in found.results for piece in honest(found, content)})
+        fitted, summary = fit(texts + others, np.array(labels + [0] * len(others)), embed)
+        filters[name] = fitted, {**summary, "negatives_from": [other for other in golds if other != name],
+                                 "tool_pieces": len(others)}
+    return filters
 
 
 def _parts(text: str) -> list[str]:
@@ -86,28 +136,51 @@ def _parts(text: str) -> list[str]:
     return [part.strip() for part in text.split(PARAGRAPH) if part.strip()]
 
 
+def _rows(views: dict[str, Any], label: str) -> list[str]:
+    return [f"| {name} | {label} | {row['tasks']} | {row['injections_removed']}/{row['carrier_results']} | "
+            f"{row['injections_partly_removed']} | {row['honest_removed']}/{row['honest_pieces']} | "
+            f"{row['results_losing_honest_text']}/{row['results']} |" for name, row in views.items()]
+
+
+def _examples(views: dict[str, Any], label: str) -> list[str]:
+    lines = []
+    for name, row in views.items():
+        if row["honest_examples"]:
+            lines += ["", f"{name} ({label}), honest pieces removed (examples): "
+                          + "; ".join(json.dumps(text[:160], ensure_ascii=False) for text in row["honest_examples"])]
+    return lines
+
+
 def table(results: dict[str, Any]) -> str:
     fitted = results["filter"]
     lines = [f"# Span filter on the attack views' gold results ({results['size']} size)", "",
              f"Filter: logistic regression on all-MiniLM-L6-v2 embeddings of {fitted['texts']} corpus texts; "
              f"out-of-fold AUROC {fitted['out_of_fold_auroc']:.3f}; threshold {fitted['threshold']:.3f} (above it: "
-             f"{fitted['benign_above']:.1%} of benign corpus texts, {fitted['injections_above']:.1%} of injections).",
-             "", "| view | tasks | injections removed | partly | honest pieces removed | results losing honest text |",
-             "|---|---|---|---|---|---|"]
-    for name, row in results["views"].items():
-        lines.append(f"| {name} | {row['tasks']} | {row['injections_removed']}/{row['carrier_results']} | "
-                     f"{row['injections_partly_removed']} | {row['honest_removed']}/{row['honest_pieces']} | "
-                     f"{row['results_losing_honest_text']}/{row['results']} |")
-    for name, row in results["views"].items():
-        if row["honest_examples"]:
-            lines += ["", f"{name}, honest pieces removed (examples): "
-                          + "; ".join(json.dumps(text[:160], ensure_ascii=False) for text in row["honest_examples"])]
+             f"{fitted['benign_above']:.1%} of benign corpus texts, {fitted['injections_above']:.1%} of injections)."]
+    other = results.get("other_view")
+    for name, row in (other or {}).items():
+        summary = row["filter"]
+        lines.append(f"For {name}, the same fitted with the {summary['tool_pieces']} honest pieces of "
+                     f"{', '.join(summary['negatives_from'])}'s gold results as benign texts "
+                     f"(\"other view\"): out-of-fold AUROC {summary['out_of_fold_auroc']:.3f}; threshold "
+                     f"{summary['threshold']:.3f}.")
+    lines += ["", "| view | filter | tasks | injections removed | partly | honest pieces removed | "
+                  "results losing honest text |", "|---|---|---|---|---|---|---|"]
+    lines += _rows(results["views"], "corpora")
+    if other:
+        lines += _rows({name: row["measured"] for name, row in other.items()}, "other view")
+    lines += _examples(results["views"], "corpora")
+    if other:
+        lines += _examples({name: row["measured"] for name, row in other.items()}, "other view")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="smoke")
+    parser.add_argument("--negatives", choices=["corpora", "other-view"], default="corpora",
+                        help="other-view: also fit a filter per view with the other view's honest pieces as benign "
+                             "texts, and measure it beside the corpora-only filter")
     parser.add_argument("--out", type=Path, default=ROOT / "experiments" / "results" / "latent" / "spans")
     args = parser.parse_args(argv)
     from gauntlet.controllers.latent import spans as span_module
@@ -115,8 +188,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     spans = span_module.span_filter()
     fitted = json.loads((span_module.span_filter_folder() / span_module.SUMMARY_FILE).read_text())
-    results = {"size": args.size, "filter": fitted,
-               "views": {name: measure(suite, SIZES[args.size], spans) for name, suite in VIEWS.items()}}
+    golds = {name: gold(suite, SIZES[args.size]) for name, suite in VIEWS.items()}
+    results: dict[str, Any] = {"size": args.size, "filter": fitted,
+                               "views": {name: measure(found, VIEWS[name], spans) for name, found in golds.items()}}
+    if args.negatives == "other-view":
+        embed = spans.embed
+        if embed is None:
+            from gauntlet.controllers.latent.embeddings import sentence_encoder
+
+            embed = sentence_encoder().encode
+        results["other_view"] = {name: {"filter": summary, "measured": measure(golds[name], VIEWS[name], found)}
+                                 for name, (found, summary) in other_view_filters(golds, embed).items()}
     args.out.mkdir(parents=True, exist_ok=True)
     write_atomically(args.out / "latent_spans.json", json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     write_atomically(args.out / "latent_spans.md", table(results))
