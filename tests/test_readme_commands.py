@@ -301,6 +301,9 @@ NOT_RUN: dict[str, str] = {
     "python experiments/latent_spans.py --size full":
         "fits the span filter on the 17,629 corpus texts on first use (about 15 min) and strips every attack "
         "task's gold results; tests/latent/test_spans_experiment.py runs it at the smoke size on a stand-in filter",
+    "python experiments/latent_spans.py --size full --negatives other-view":
+        "as above, and fits two more filters on the corpora plus the other view's honest pieces (about 30 min); "
+        "tests/latent/test_spans_experiment.py runs --negatives other-view at the smoke size on a stand-in filter",
     "python bench/latent.py":
         "decodes every prompt twice with the offline model (minutes of CPU); tests/test_bench_latent.py runs it at "
         "its quick size, and keeping a layer's states while decoding is tested in tests/latent/test_shared_scores.py",
