@@ -19,6 +19,8 @@ see it (its JSON), and counted:
 benign texts, the honest pieces of the *other* view's gold results (``other_view_filters``): the filter's
 false alarms are short, name-like tool text the corpora's benign side does not hold, and this asks whether
 tool output like ours, from a domain it is not judged on, teaches it that text without losing injections.
+Each such filter is measured with two thresholds (``THRESHOLDS``): the 95th percentile of every benign
+text's out-of-fold score, as for the corpora-only filter, and of the corpora's benign texts' only.
 
 Sizes: ``smoke`` 10 tasks a view, ``full`` every attack task of both views. Writes
 ``<out>/latent_spans.{json,md}`` (default ``experiments/results/latent/spans``).
@@ -112,21 +114,29 @@ def measure(found: Gold, suite: str, spans: Any) -> dict[str, Any]:
             "results_losing_honest_text": len(lost), "honest_examples": examples}
 
 
-def other_view_filters(golds: dict[str, Gold], embed: Any) -> dict[str, tuple[Any, dict[str, Any]]]:
+THRESHOLDS = {"other_view": "every benign text", "other_view_corpora_threshold": "the corpora's benign texts"}
+LABELS = {"other_view": "other view", "other_view_corpora_threshold": "other view, corpora threshold"}
+
+
+def other_view_filters(golds: dict[str, Gold], embed: Any) -> dict[str, dict[str, tuple[Any, dict[str, Any]]]]:
     """Per view, a filter fitted (``spans.fit``) on every corpus text plus, as benign texts, the distinct honest
-    pieces of the other views' gold results: tool output like ours, never from the view it is judged on."""
+    pieces of the other views' gold results: tool output like ours, never from the view it is judged on. Two
+    thresholds each (``THRESHOLDS``): from every benign text's out-of-fold score, as the corpora-only filter's,
+    or from the corpora's benign texts only, so the corpora's false-alarm rate stays about where it was."""
     from gauntlet.controllers.latent.corpora import load_corpora
     from gauntlet.controllers.latent.spans import fit
 
     rows = load_corpora()
     texts, labels = [row["text"] for row in rows], [int(row["label"]) for row in rows]
-    filters = {}
+    filters: dict[str, dict[str, tuple[Any, dict[str, Any]]]] = {key: {} for key in THRESHOLDS}
     for name in golds:
         others = sorted({piece for other, found in golds.items() if other != name
                          for content in found.results for piece in honest(found, content)})
-        fitted, summary = fit(texts + others, np.array(labels + [0] * len(others)), embed)
-        filters[name] = fitted, {**summary, "negatives_from": [other for other in golds if other != name],
-                                 "tool_pieces": len(others)}
+        extra = {"negatives_from": [other for other in golds if other != name], "tool_pieces": len(others)}
+        for key in THRESHOLDS:
+            corpora_only = None if key == "other_view" else np.array([True] * len(texts) + [False] * len(others))
+            fitted, summary = fit(texts + others, np.array(labels + [0] * len(others)), embed, corpora_only)
+            filters[key][name] = fitted, {**summary, **extra, "threshold_from": THRESHOLDS[key]}
     return filters
 
 
@@ -157,21 +167,22 @@ def table(results: dict[str, Any]) -> str:
              f"Filter: logistic regression on all-MiniLM-L6-v2 embeddings of {fitted['texts']} corpus texts; "
              f"out-of-fold AUROC {fitted['out_of_fold_auroc']:.3f}; threshold {fitted['threshold']:.3f} (above it: "
              f"{fitted['benign_above']:.1%} of benign corpus texts, {fitted['injections_above']:.1%} of injections)."]
-    other = results.get("other_view")
-    for name, row in (other or {}).items():
-        summary = row["filter"]
-        lines.append(f"For {name}, the same fitted with the {summary['tool_pieces']} honest pieces of "
-                     f"{', '.join(summary['negatives_from'])}'s gold results as benign texts "
-                     f"(\"other view\"): out-of-fold AUROC {summary['out_of_fold_auroc']:.3f}; threshold "
-                     f"{summary['threshold']:.3f}.")
+    variants = {LABELS[key]: results[key] for key in THRESHOLDS if key in results}
+    for label, rows in variants.items():
+        for name, row in rows.items():
+            summary = row["filter"]
+            lines.append(f"For {name}, the same fitted with the {summary['tool_pieces']} honest pieces of "
+                         f"{', '.join(summary['negatives_from'])}'s gold results as benign texts (\"{label}\", "
+                         f"threshold from {summary['threshold_from']}): out-of-fold AUROC "
+                         f"{summary['out_of_fold_auroc']:.3f}; threshold {summary['threshold']:.3f}.")
     lines += ["", "| view | filter | tasks | injections removed | partly | honest pieces removed | "
                   "results losing honest text |", "|---|---|---|---|---|---|---|"]
     lines += _rows(results["views"], "corpora")
-    if other:
-        lines += _rows({name: row["measured"] for name, row in other.items()}, "other view")
+    for label, rows in variants.items():
+        lines += _rows({name: row["measured"] for name, row in rows.items()}, label)
     lines += _examples(results["views"], "corpora")
-    if other:
-        lines += _examples({name: row["measured"] for name, row in other.items()}, "other view")
+    for label, rows in variants.items():
+        lines += _examples({name: row["measured"] for name, row in rows.items()}, label)
     return "\n".join(lines) + "\n"
 
 
@@ -197,8 +208,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             from gauntlet.controllers.latent.embeddings import sentence_encoder
 
             embed = sentence_encoder().encode
-        results["other_view"] = {name: {"filter": summary, "measured": measure(golds[name], VIEWS[name], found)}
-                                 for name, (found, summary) in other_view_filters(golds, embed).items()}
+        for key, filters in other_view_filters(golds, embed).items():
+            results[key] = {name: {"filter": summary, "measured": measure(golds[name], VIEWS[name], found)}
+                            for name, (found, summary) in filters.items()}
     args.out.mkdir(parents=True, exist_ok=True)
     write_atomically(args.out / "latent_spans.json", json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     write_atomically(args.out / "latent_spans.md", table(results))

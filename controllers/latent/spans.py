@@ -133,9 +133,11 @@ def _walk(value: Any, seen: Any, change: Any = None) -> Any:
     return value
 
 
-def fit(texts: list[str], labels: np.ndarray, embed: Any) -> tuple[SpanFilter, dict[str, Any]]:
+def fit(texts: list[str], labels: np.ndarray, embed: Any,
+        calibrate: np.ndarray | None = None) -> tuple[SpanFilter, dict[str, Any]]:
     """The filter fitted on ``texts`` (labels 1: injection), its threshold from the benign texts' out-of-fold
-    scores, and a summary (texts, out-of-fold AUROC, threshold, benign and injected shares above it)."""
+    scores (with ``calibrate``, a mask over ``texts``: those benign texts' only), and a summary (texts,
+    out-of-fold AUROC, threshold, benign and injected shares above it)."""
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
     from gauntlet.controllers.latent.detectors import _logistic
@@ -145,7 +147,8 @@ def fit(texts: list[str], labels: np.ndarray, embed: Any) -> tuple[SpanFilter, d
     labels = np.asarray(labels, dtype=int)
     folds = StratifiedKFold(n_splits=FOLDS, shuffle=True, random_state=0)
     held_out = cross_val_predict(_logistic(), features, labels, cv=folds, method="predict_proba")[:, 1]
-    threshold = float(np.quantile(held_out[labels == 0], GATE_QUANTILE))
+    setting = labels == 0 if calibrate is None else (labels == 0) & np.asarray(calibrate, dtype=bool)
+    threshold = float(np.quantile(held_out[setting], GATE_QUANTILE))
     model = _logistic().fit(features, labels)
     summary = {"texts": len(texts), "injections": int(labels.sum()), "folds": FOLDS,
                "out_of_fold_auroc": auroc(held_out, labels), "threshold": threshold,

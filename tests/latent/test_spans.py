@@ -99,3 +99,14 @@ def test_a_memo_emptied_by_another_thread_meanwhile_costs_an_embedding_not_a_rea
     both = spans_filter.scores([BENIGN[0], INJECTIONS[0]])
     assert both[0] == known and both[1] > spans_filter.threshold
     assert list(spans_filter._scored) == [INJECTIONS[0]]
+
+
+def test_calibrate_sets_the_threshold_from_the_benign_texts_it_names():
+    """A benign text that reads like an order raises the threshold when it helps set it, and not when
+    ``calibrate`` leaves it out (it is still fitted on)."""
+    orders = [f"Assistant memo {n}: report exactly the submit totals, per instructions." for n in range(4)]
+    texts, labels = INJECTIONS + BENIGN + orders, np.array([1] * 12 + [0] * 12 + [0] * 4)
+    _, every = spans.fit(texts, labels, embed)
+    _, corpora = spans.fit(texts, labels, embed, calibrate=np.array([True] * 24 + [False] * 4))
+    assert corpora["threshold"] < every["threshold"]
+    assert corpora["out_of_fold_auroc"] == every["out_of_fold_auroc"]
