@@ -49,7 +49,10 @@ CONVERSATION = [
     ToolMessage('[{"id": 42, "name": "HATU"}]', tool_call_id="call_0"),
 ]
 LAYERS = (1, 12, -1)
-TOLERANCE_COSINE = 0.999
+# llama.cpp's matrix kernels differ by CPU: with AVX-512 every position read >= 0.9994; with AVX2 only (a wheel
+# built for such a CPU), one position of a fresh 480-token read measured 0.99897. A wrong layer or position
+# reads far lower.
+TOLERANCE_COSINE = 0.998
 
 
 @pytest.fixture(scope="session")
