@@ -302,7 +302,8 @@ NOT_RUN: dict[str, str] = {
         "fits the span filter on the 17,629 corpus texts on first use (about 15 min) and strips every attack "
         "task's gold results; tests/latent/test_spans_experiment.py runs it at the smoke size on a stand-in filter",
     "python experiments/latent_spans.py --size full --negatives other-view":
-        "as above, and fits two more filters on the corpora plus the other view's honest pieces (about 30 min); "
+        "as above, and fits a filter per view on the corpora plus the other view's honest pieces, with two thresholds "
+        "(four fits, about 30 min); "
         "tests/latent/test_spans_experiment.py runs --negatives other-view at the smoke size on a stand-in filter",
     "python bench/latent.py":
         "decodes every prompt twice with the offline model (minutes of CPU); tests/test_bench_latent.py runs it at "
