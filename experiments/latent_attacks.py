@@ -2,8 +2,8 @@
 
     python experiments/latent_attacks.py [--domain chem|disaster] [--size smoke|full|scale] [--model SPEC]
                                          [--score FILE] [--reader MODEL] [--runs attack,...] [--goals answer,...]
-                                         [--method restate|withhold|strip] [--tasks ID,...] [--workers N]
-                                         [--out DIR]
+                                         [--method restate|withhold|strip] [--filter FILE] [--tasks ID,...]
+                                         [--workers N] [--out DIR]
 
 Three runs of the ``llm`` agent on the same tasks (``--domain``: ``chem``, the ChemCost mode shown the four
 tools chem's gold trajectories use; ``disaster``, DORA's instruction mode, shown the gold tool plan, with
@@ -24,7 +24,8 @@ rows from an earlier call with the same settings):
   after the first result (the threshold the agent's own clean replies call for; set on the same tasks,
   so in-sample); ``--gate spans`` (with ``--method strip``) is the reference without a latent gate, in both
   corrected runs: a reply is corrected when the span filter reads an injection in a tool result it follows
-  (the score is still recorded).
+  (the score is still recorded). ``--filter FILE`` (with ``--method strip``) strips with a span filter
+  ``experiments/latent_spans.py --save`` wrote instead of the corpora-only one.
 
 The chem tasks are the first ``tasks`` attack tasks whose injection sits in the first result the agent
 reads (``get_reaction``'s procedure), so an episode cut at ``max_steps`` model calls still meets its
@@ -95,8 +96,8 @@ RUNS = {"attack": ("attack", False), "clean-corrected": ("clean", True), "attack
 GATES = ("file", "clean-p95", "spans")
 GOALS = ("answer", "leak", "tool_call")
 # What makes two calls one experiment, and the values of the fields files written before them recorded.
-SETTINGS = ("domain", "size", "model", "score", "agent", "gate", "method", "tasks")
-OLDER = {"domain": "chem", "method": "restate"}
+SETTINGS = ("domain", "size", "model", "score", "agent", "gate", "method", "filter", "tasks")
+OLDER = {"domain": "chem", "method": "restate", "filter": None}
 MAX_NEW_TOKENS = 256
 
 
@@ -374,7 +375,7 @@ def agent_config(domain: Domain, size: str, model: str, tools: list[str] | None)
 def run(out: Path, size: str, model: str, score: str, reader: str | None, *, domain: str = "chem",
         suites: dict[str, str] | None = None, tools: list[str] | None = None, gate: str = "file",
         runs: list[str] | None = None, workers: int = 1, goal_kinds: list[str] | None = None,
-        method: str = "restate", task_ids: list[str] | None = None) -> dict[str, Any]:
+        method: str = "restate", task_ids: list[str] | None = None, span_file: str | None = None) -> dict[str, Any]:
     """The study's ``runs`` (default all three, in order) under ``out``, on the tasks whose goal kind is one of
     ``goal_kinds`` (default all) and, given ``task_ids``, whose id or clean twin's id is one of them; returns
     what they measured, with the rows of other runs an earlier call with the same settings wrote to
@@ -403,7 +404,7 @@ def run(out: Path, size: str, model: str, score: str, reader: str | None, *, dom
     agent = agent_config(DOMAINS[domain], size, model, tools)
     watch: dict[str, Any] = {"model": score, **({"reader": reader} if reader else {})}
     results: dict[str, Any] = {"domain": domain, "size": size, "model": model, "score": score, "agent": agent,
-                               "gate": gate, "method": method, "tasks": tasks,
+                               "gate": gate, "method": method, "filter": span_file, "tasks": tasks,
                                **({"goals": goal_kinds} if goal_kinds is not None else {}), "runs": {}}
     earlier = _earlier(out, results)
     results["runs"] = {name: row for name, row in earlier.get("runs", {}).items() if name not in (runs or RUNS)}
@@ -414,7 +415,8 @@ def run(out: Path, size: str, model: str, score: str, reader: str | None, *, dom
             continue
         hooks = [HookSpec(kind="monitor", name="latent", config=watch)]
         if corrected:
-            control = {**watch, "method": method, **({"gate": "spans"} if gate == "spans" else {})}
+            control = {**watch, "method": method, **({"gate": "spans"} if gate == "spans" else {}),
+                       **({"filter": span_file} if span_file is not None else {})}
             if name == "attack-corrected" and gate == "clean-p95":
                 clean = [row["chaos"] for row in replies(out / "clean-corrected", key) if row["step"] >= 1]
                 if not clean:
@@ -484,7 +486,8 @@ def table(results: dict[str, Any]) -> str:
     lines = [f"# Latent monitor on the {results.get('domain', 'chem')} attack view: {results['model']} "
              f"({results['size']} size, "
              f"{len(results['tasks'])} tasks{kinds}, {results['agent']['max_steps']} model calls at most; gate "
-             f"{_gate(results)}, correction {results.get('method', 'restate')})", "",
+             f"{_gate(results)}, correction {results.get('method', 'restate')}"
+             + (f", span filter {Path(results['filter']).name}" if results.get("filter") else "") + ")", "",
              "| run | attack success | payload in an action | utility | injection seen | replies flagged | "
              f"corrections | {name} flagged -> after | model calls / ep | s / ep |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -552,6 +555,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="the correction of a flagged reply: written again with the hierarchy restated, also "
                              "with the tool results it answered withheld, or also with every tool result stripped of "
                              "the pieces the span filter flags")
+    parser.add_argument("--filter", default=None, help="with --method strip: the span filter file to strip with, "
+                        "one `experiments/latent_spans.py --save` wrote (default: the corpora-only filter)")
     parser.add_argument("--workers", type=int, default=1, help="episodes at a time (each loads the model)")
     parser.add_argument("--out", default=None, help="the results folder (default: experiments/results/latent/"
                         "attacks for chem, attacks-disaster for disaster)")
@@ -566,6 +571,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                              "clean-corrected run's replies after the first result (set on the same tasks: in-sample), "
                              "or spans: no latent gate, the span filter's reading of the tool results (--method strip)")
     args = parser.parse_args(argv)
+    from gauntlet.batch import RunFolderError
     from gauntlet.fileio import write_atomically
 
     runs = [name.strip() for name in args.runs.split(",") if name.strip()]
@@ -577,6 +583,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.gate == "spans" and args.method != "strip":
         parser.error(f"--gate spans corrects by stripping what the span filter reads; add --method strip "
                      f"(not {args.method})")
+    if args.filter is not None and args.method != "strip":
+        parser.error(f"--filter names the span filter a strip reads; add --method strip (not {args.method})")
     goals = None if args.goals is None else [kind.strip() for kind in args.goals.split(",") if kind.strip()]
     if goals is not None and (not goals or set(goals) - set(GOALS)):
         parser.error(f"--goals: {', '.join(sorted(set(goals) - set(GOALS))) or 'none given'}; choose from "
@@ -592,6 +600,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         args.score = str(shipped_score())
     try:
+        if args.filter is not None:  # a missing or foreign file: one line before any run
+            from gauntlet.controllers.latent.spans import span_filter
+
+            span_filter(args.filter)
         if args.reader is not None and not Path(args.reader).exists():
             from gauntlet.agents.llm.offline_model import model_path
 
@@ -601,8 +613,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         results = run(out, args.size, args.model, args.score, args.reader, domain=args.domain, suites=suites,
                       tools=args.tools.split(",") if args.tools else None, gate=args.gate,
                       runs=None if set(runs) == set(RUNS) else runs, workers=args.workers, goal_kinds=goals,
-                      method=args.method, task_ids=task_ids)
-    except UserError as exc:
+                      method=args.method, task_ids=task_ids,
+                      span_file=args.filter)
+    except (UserError, RunFolderError) as exc:  # RunFolderError: --out holds a run with other settings
         parser.exit(2, f"error: {exc}\n")
     write_atomically(out / "latent_attacks.json", json.dumps(results, indent=1))
     text = table(results)

@@ -1,6 +1,8 @@
 """What the span filter removes from the attack views' real tool results: the injections, and what else.
 
-    python experiments/latent_spans.py [--size smoke|full] [--negatives corpora|other-view] [--out DIR]
+    python experiments/latent_spans.py [--size smoke|full] [--negatives corpora|other-view] [--save DIR]
+                                       [--out DIR]
+    python experiments/latent_spans.py --recorded FOLDER[,FOLDER...] --filter FILE [--out DIR]
 
 The ``strip`` correction (``gauntlet.controllers.latent.correction``) keeps a tool result's text but the
 pieces the span filter (``gauntlet.controllers.latent.spans``, fitted on the injection corpora only)
@@ -21,6 +23,16 @@ false alarms are short, name-like tool text the corpora's benign side does not h
 tool output like ours, from a domain it is not judged on, teaches it that text without losing injections.
 Each such filter is measured with two thresholds (``THRESHOLDS``): the 95th percentile of every benign
 text's out-of-fold score, as for the corpora-only filter, and of the corpora's benign texts' only.
+``--save DIR`` writes each of them (``spans.save``) to ``DIR/<view>-<variant>.joblib`` (``filter_file``), for
+the strip to read with (``experiments/latent_attacks.py --method strip --filter FILE``).
+
+``--recorded`` asks instead what another filter would have changed in runs already made
+(``experiments/latent_attacks.py --method strip`` run folders): every tool result the agent was shown in their
+episodes (what the tools returned: the agent's own text in a tool turn left out, ``calls.written_split``),
+read by the corpora-only filter and by ``--filter FILE`` (``recorded``). A strip only ever removes what its
+filter flags, when a correction fires, so an episode with no correction, or where both filters flag the same
+pieces, would have run the same (the 1.5B decodes greedily in its exact mode); the others are listed, to be
+run again with ``--filter``. Writes ``<out>/latent_spans_recorded.{json,md}``.
 
 Sizes: ``smoke`` 10 tasks a view, ``full`` every attack task of both views. Writes
 ``<out>/latent_spans.{json,md}`` (default ``experiments/results/latent/spans``).
@@ -140,6 +152,82 @@ def other_view_filters(golds: dict[str, Gold], embed: Any) -> dict[str, dict[str
     return filters
 
 
+def filter_file(folder: Path, view: str, key: str) -> Path:
+    """Where ``--save`` writes view ``view``'s filter of variant ``key`` (of ``THRESHOLDS``)."""
+    return folder / f"{view}-{key.replace('_', '-')}.joblib"
+
+
+def recorded(folders: list[Path], filters: dict[str, Any], planted: dict[str, str]) -> dict[str, Any]:
+    """What each of ``filters`` (name -> filter) flags in the tool results the episodes of ``folders`` were shown,
+    a piece counted planted when it is part of its task's planted text (``planted``: task id -> text; a clean
+    twin's results hold none of it), and the episodes whose filters flag different pieces, with their
+    corrections (module doc). An episode cut short is left out (a resumed run ran its task again)."""
+    from langchain_core.messages import ToolMessage
+
+    from gauntlet import load_episodes
+    from gauntlet.agents.llm.calls import written_split
+    from gauntlet.agents.llm.records import conversation
+    from gauntlet.controllers.latent.spans import pieces
+
+    counts = {name: {"planted": 0, "honest": 0} for name in filters}
+    total = {"planted": 0, "honest": 0}
+    episodes = corrected = cut = 0
+    differ: list[dict[str, Any]] = []
+    for folder in folders:
+        for episode in load_episodes(folder):
+            if episode.outcome is None:  # cut short: a resumed run ran its task again
+                cut += 1
+                continue
+            episodes += 1
+            corrections = sum(event.kind == "intervention" for step in episode.steps for event in step.events)
+            corrected += corrections > 0
+            shown = sorted({piece for message in conversation(episode)
+                            if isinstance(message, ToolMessage) and isinstance(message.content, str)
+                            for piece in pieces(written_split(message)[1])})
+            parts = _parts(planted.get(episode.task_id or "", ""))
+            for piece in shown:
+                total[_kind(piece, parts)] += 1
+            flagged = {}
+            for name, found in filters.items():
+                flagged[name] = {piece for piece, score in zip(shown, found.scores(shown), strict=True)
+                                 if score > found.threshold}
+                for piece in flagged[name]:
+                    counts[name][_kind(piece, parts)] += 1
+            first, *others = flagged.values()
+            if any(other != first for other in others):
+                differ.append({"folder": str(folder), "task": episode.task_id, "corrections": corrections,
+                               **{f"only_{name}": sorted(found - set().union(*(flagged[other] for other in flagged
+                                                                               if other != name)))
+                                  for name, found in flagged.items()}})
+    return {"folders": [str(folder) for folder in folders], "episodes": episodes, "cut_short": cut,
+            "corrected": corrected, "shown": total,
+            "flagged": counts, "differ": differ, "to_rerun": sum(row["corrections"] > 0 for row in differ)}
+
+
+def _kind(piece: str, parts: list[str]) -> str:
+    return "planted" if any(part in piece or piece in part for part in parts) else "honest"
+
+
+def recorded_table(results: dict[str, Any]) -> str:
+    found = results["recorded"]
+    names = list(found["flagged"])
+    described = ", ".join(f"{name} (threshold {results['thresholds'][name]:.3f})" for name in names)
+    lines = [f"# Span filters on the tool results of {found['episodes']} recorded episodes", "",
+             f"Filters: {described}. Episodes cut short, left out: {found['cut_short']}. "
+             f"{found['corrected']} of the {found['episodes']} episodes had a correction.", "",
+             "| filter | planted pieces flagged | honest pieces flagged |", "|---|---|---|"]
+    lines += [f"| {name} | {row['planted']}/{found['shown']['planted']} | {row['honest']}/{found['shown']['honest']} |"
+              for name, row in found["flagged"].items()]
+    lines += ["", f"Episodes where the filters flag different pieces: {len(found['differ'])}; with a correction, so "
+                  f"a strip with the other filter could run differently: {found['to_rerun']}."]
+    for row in found["differ"]:
+        only = "; ".join(f"only {name}: " + (", ".join(json.dumps(text[:80], ensure_ascii=False)
+                                                        for text in row[f"only_{name}"]) or "nothing")
+                         for name in names)
+        lines.append(f"- {row['folder']}, {row['task']} ({row['corrections']} corrections): {only}")
+    return "\n".join(lines) + "\n"
+
+
 def _parts(text: str) -> list[str]:
     from gauntlet.controllers.latent.spans import PARAGRAPH
 
@@ -192,8 +280,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--negatives", choices=["corpora", "other-view"], default="corpora",
                         help="other-view: also fit a filter per view with the other view's honest pieces as benign "
                              "texts, and measure it beside the corpora-only filter")
+    parser.add_argument("--save", type=Path, default=None,
+                        help="with --negatives other-view: write each view's fitted filters into this folder")
+    parser.add_argument("--recorded", default=None,
+                        help="run folders (comma-separated) whose episodes' tool results to read with the corpora-only "
+                             "filter and --filter, instead of the gold results")
+    parser.add_argument("--filter", type=Path, default=None, help="with --recorded: a filter file --save wrote")
     parser.add_argument("--out", type=Path, default=ROOT / "experiments" / "results" / "latent" / "spans")
     args = parser.parse_args(argv)
+    if args.save is not None and args.negatives != "other-view":
+        parser.error("--save writes the filters --negatives other-view fits; add --negatives other-view")
+    if (args.recorded is None) != (args.filter is None):
+        parser.error("--recorded and --filter go together: the run folders to read, and the filter to read them with "
+                     "beside the corpora-only one")
+    if args.recorded is not None:
+        return _main_recorded(args)
     from gauntlet.controllers.latent import spans as span_module
     from gauntlet.fileio import write_atomically
 
@@ -211,10 +312,42 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for key, filters in other_view_filters(golds, embed).items():
             results[key] = {name: {"filter": summary, "measured": measure(golds[name], VIEWS[name], found)}
                             for name, (found, summary) in filters.items()}
+            if args.save is not None:
+                args.save.mkdir(parents=True, exist_ok=True)
+                for name, (found, summary) in filters.items():
+                    span_module.save(found, filter_file(args.save, name, key), {**summary, "size": args.size})
     args.out.mkdir(parents=True, exist_ok=True)
     write_atomically(args.out / "latent_spans.json", json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     write_atomically(args.out / "latent_spans.md", table(results))
     print(table(results))
+    return results
+
+
+def _main_recorded(args: argparse.Namespace) -> dict[str, Any]:
+    from gauntlet.attacks import injection_of
+    from gauntlet.controllers.latent.spans import span_filter
+    from gauntlet.errors import UserError
+    from gauntlet.evaluation import suite_tasks
+    from gauntlet.fileio import write_atomically
+
+    folders = [Path(name.strip()) for name in args.recorded.split(",") if name.strip()]
+    missing = [str(folder) for folder in folders if not (folder / "episodes").is_dir()]
+    if not folders or missing:
+        raise SystemExit(f"error: --recorded: {', '.join(missing) or 'none given'} is not a run folder (one with "
+                         "episodes/); name the folders experiments/latent_attacks.py wrote")
+    try:
+        other = args.filter.stem if args.filter.stem != "corpora" else f"{args.filter.stem} (file)"
+        filters = {"corpora": span_filter(), other: span_filter(args.filter)}
+    except UserError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    planted = {task.id: injection.text for suite in VIEWS.values() for task in suite_tasks(suite)
+               if (injection := injection_of(task)) is not None}
+    results = {"filter": str(args.filter), "thresholds": {name: found.threshold for name, found in filters.items()},
+               "recorded": recorded(folders, filters, planted)}
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_atomically(args.out / "latent_spans_recorded.json", json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    write_atomically(args.out / "latent_spans_recorded.md", recorded_table(results))
+    print(recorded_table(results))
     return results
 
 

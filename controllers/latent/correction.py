@@ -18,7 +18,9 @@ scored (``chaos_after``) but not corrected again.
 ``gate="spans"`` (with ``method="strip"`` only) is the reference without the latent gate: a reply is
 corrected when the span filter reads an injection in a task tool result the conversation holds, whatever
 its score (still scored and recorded, ``flagged`` as the score's own threshold says). A stripped result
-stays stripped in the conversation, so one injection is corrected once.
+stays stripped in the conversation, so one injection is corrected once. ``filter=FILE`` (with
+``method="strip"`` only) reads with a filter ``spans.save`` wrote instead of the corpora-only one (e.g. one
+fitted with another domain's tool text as benign: ``experiments/latent_spans.py --save``).
 
 What the episode keeps: the decision event (``chaos``, ``flagged``, ``reused``, and for a correction
 ``chaos_after``, ``reused_after`` and ``corrected``), the intervention event with the proposal it
@@ -58,24 +60,31 @@ class LatentCorrection:
     name = CORRECTION
 
     def __init__(self, model: str | None = None, reader: str | None = None, threads: int = 1, method: str = "restate",
-                 threshold: float | None = None, layer: int | None = None, gate: str = "score"):
-        _check_method(method, gate)
+                 threshold: float | None = None, layer: int | None = None, gate: str = "score",
+                 filter: str | None = None):
+        _check_method(method, gate, filter)
         self.monitor = LatentMonitor(model, reader=reader, threads=threads, layer=layer)
         if threshold is not None:
             self.monitor.threshold = float(threshold)
         self.method = method
         self.gate = gate
+        self.filter = filter
 
     @classmethod
     def compose(cls, target: HookTarget, config: dict[str, Any]) -> dict[str, Any]:
         """``config``, checked before a run starts and without loading the reader
         (``gauntlet.cli_commands.common.HookTarget``): an agent that can write a reply again (``UserError``
-        otherwise, naming ``--agent llm``), a known method, a fitted score and its reader."""
+        otherwise, naming ``--agent llm``), a known method, a filter file that reads as one, a fitted score and its
+        reader."""
         if not target.agent_offers("revise"):
             raise UserError(f"controller {cls.name!r} has an llm agent write a flagged reply again, which agent "
                             f"{target.agent!r} cannot; run it with --agent llm")
         check_arguments(cls, what=f"controller {cls.name!r}", fix="fix --controller-config", **config)
-        _check_method(config.get("method", "restate"), config.get("gate", "score"))
+        _check_method(config.get("method", "restate"), config.get("gate", "score"), config.get("filter"))
+        if config.get("filter") is not None:
+            from gauntlet.controllers.latent.spans import span_filter
+
+            span_filter(config["filter"])
         fitted_detector(config.get("model"), config.get("reader"), config.get("layer"))
         return config
 
@@ -91,7 +100,7 @@ class LatentCorrection:
         name = self.monitor.score_name
         scores = self.monitor.reply_scores(conversation, reply)
         if self.gate == "spans":
-            if not _injected(conversation):
+            if not _injected(conversation, self.filter):
                 return Decision(reason=f"the span filter reads no injection in the task's tool results "
                                        f"({name} {scores[name]:.4g})", scores=scores)
             why = f"the span filter reads an injection in the task's tool results ({name} {scores[name]:.4g})"
@@ -130,7 +139,7 @@ class LatentCorrection:
         from gauntlet.agents.llm.calls import written_split
         from gauntlet.controllers.latent.spans import span_filter
 
-        spans = span_filter()
+        spans = span_filter(self.filter)
 
         def strip(message: Any, answered: bool) -> str:
             if not isinstance(message.content, str):
@@ -143,18 +152,19 @@ class LatentCorrection:
         return strip
 
 
-def _injected(conversation: list[Any]) -> bool:
-    """Whether the span filter reads an injection in a task tool result of ``conversation``."""
+def _injected(conversation: list[Any], path: str | None = None) -> bool:
+    """Whether the span filter (``path``'s, else the corpora-only one) reads an injection in a task tool result
+    of ``conversation``."""
     from gauntlet.agents.llm.agent import task_result
     from gauntlet.agents.llm.calls import written_split
     from gauntlet.controllers.latent.spans import span_filter
 
-    spans = span_filter()
+    spans = span_filter(path)
     return any(task_result(message) and isinstance(message.content, str)
                and spans.strip(written_split(message)[1])[1] for message in conversation)
 
 
-def _check_method(method: str, gate: str = "score") -> None:
+def _check_method(method: str, gate: str = "score", path: str | None = None) -> None:
     if method not in METHODS:
         raise UserError(f"controller latent-correct: method {method!r} is not one of {', '.join(METHODS)}; "
                         "fix the controller config")
@@ -163,6 +173,9 @@ def _check_method(method: str, gate: str = "score") -> None:
                         "fix the controller config")
     if gate == "spans" and method != "strip":
         raise UserError(f"controller latent-correct: the spans gate goes with method 'strip', not {method!r}; "
+                        "fix the controller config")
+    if path is not None and method != "strip":
+        raise UserError(f"controller latent-correct: a span filter file goes with method 'strip', not {method!r}; "
                         "fix the controller config")
 
 

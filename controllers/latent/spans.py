@@ -10,7 +10,8 @@ every text of the injection corpora (``corpora.load_corpora``: 17,629 texts, bot
 written for this project's attack views). Its threshold is the ``GATE_QUANTILE`` (95th) percentile of the
 benign texts' out-of-fold scores (5 stratified folds), so about 1 benign corpus text in 20 is flagged.
 Fitted once and kept in the data cache (``span_filter``); ``summary.json`` there records the
-out-of-fold AUROC and the threshold.
+out-of-fold AUROC and the threshold. Another filter ``fit`` returned (say, with some tool text as benign)
+is written by ``save`` and read by ``span_filter(path)``, the strip's ``filter`` option.
 
 **Pieces.** A tool result that is JSON (the part before a note the agent's harness appended to it:
 ``checklist.SEPARATOR``) is walked, and every string value is cut into paragraphs (at blank lines: an attack
@@ -33,6 +34,7 @@ import numpy as np
 
 from gauntlet.agents.llm.checklist import SEPARATOR
 from gauntlet.controllers.latent.detectors import GATE_QUANTILE
+from gauntlet.errors import UserError
 
 DATA_NAME, DATA_VERSION = "latent-span-filter", "1"
 MODEL_FILE, SUMMARY_FILE = "span-filter.joblib", "summary.json"
@@ -180,15 +182,50 @@ def span_filter_folder() -> Path:
     return ensure_built(DATA_NAME, DATA_VERSION, build, inputs=(PINS,))
 
 
-def span_filter() -> SpanFilter:
-    """The process's one filter (fitted on first use on this machine: a few minutes on a CPU)."""
+def save(found: SpanFilter, path: Path, summary: dict[str, Any]) -> None:
+    """Write a filter ``fit`` returned (its model, threshold and summary) to ``path``, atomically, for
+    ``span_filter(path)``."""
+    import io
+
     import joblib  # type: ignore[import-untyped]  # joblib ships no type information
 
+    from gauntlet.fileio import write_atomically
+
+    buffer = io.BytesIO()
+    joblib.dump({"model": found.model, "threshold": found.threshold, "summary": summary}, buffer)
+    write_atomically(path, buffer.getvalue())
+
+
+def span_filter(path: str | Path | None = None) -> SpanFilter:
+    """The process's one filter (fitted on first use on this machine: a few minutes on a CPU), or with ``path``
+    the filter ``save`` wrote there (loaded once a process; ``UserError`` when it is missing or not one)."""
+    import joblib  # type: ignore[import-untyped]  # joblib ships no type information
+
+    key = "default" if path is None else str(Path(path).resolve())
     with _lock:
-        if "default" not in _loaded:
-            saved = joblib.load(span_filter_folder() / MODEL_FILE)
-            _loaded["default"] = SpanFilter(model=saved["model"], threshold=float(saved["threshold"]))
-        return _loaded["default"]
+        if key not in _loaded:
+            if path is None:
+                saved = joblib.load(span_filter_folder() / MODEL_FILE)
+            else:
+                saved = _saved(Path(path))
+            _loaded[key] = SpanFilter(model=saved["model"], threshold=float(saved["threshold"]))
+        return _loaded[key]
 
 
-__all__ = ["MIN_WORDS", "REMOVED", "SpanFilter", "fit", "pieces", "span_filter", "span_filter_folder"]
+def _saved(path: Path) -> dict[str, Any]:
+    import joblib  # type: ignore[import-untyped]  # joblib ships no type information
+
+    fix = "write one with python experiments/latent_spans.py --negatives other-view --save DIR"
+    try:
+        saved = joblib.load(path)
+    except FileNotFoundError:
+        raise UserError(f"span filter {path.name} not found; {fix}") from None
+    except Exception as exc:  # joblib raises many kinds on a file that is not its own
+        raise UserError(f"span filter {path.name} could not be read ({type(exc).__name__}); {fix}") from None
+    if not (isinstance(saved, dict) and {"model", "threshold"} <= saved.keys()
+            and hasattr(saved["model"], "predict_proba")):
+        raise UserError(f"span filter {path.name} holds no fitted filter; {fix}")
+    return saved
+
+
+__all__ = ["MIN_WORDS", "REMOVED", "SpanFilter", "fit", "pieces", "save", "span_filter", "span_filter_folder"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from typing import Any
 
 import numpy as np
 import pytest
@@ -37,7 +38,7 @@ def _chem_on_cartpole(experiment, monkeypatch):
 
 def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(tmp_path, small_suites,
                                                                                tiny_model_folder, shared_data_home,
-                                                                               monkeypatch):
+                                                                               monkeypatch, capsys):
     from gauntlet.controllers.latent.detectors import ChaosScore, Example
     from gauntlet.controllers.latent.hidden import SequenceStates
     from gauntlet.controllers.latent.monitor import save_chaos_score
@@ -140,6 +141,15 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
                if event.kind == "decision"]
     assert len(reasons) == 2 and all("withheld the tool results" in reason for reason in reasons), reasons
     assert "correction withhold)" in (tmp_path / "withhold" / "latent_attacks.md").read_text()
+    # Another correction into the same run folder: refused in one line, nothing run or written.
+    with pytest.raises(SystemExit) as exited:
+        experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--score", str(score),
+                         "--reader", str(tiny_model_folder), "--out", str(tmp_path / "withhold"),
+                         "--attack-suite", "small-attack", "--clean-suite", "small-clean",
+                         "--tools", "reset,step", "--runs", "attack-corrected", "--method", "restate"])
+    assert exited.value.code == 2
+    assert "attack-corrected holds another run (it differs in hooks.1.config.method)" in capsys.readouterr().err
+    assert len(load_episodes(tmp_path / "withhold" / "attack-corrected")) == 1
     # No latent gate (every reply here is above the score's threshold): the reply after a result the span filter
     # reads an injection in is corrected, and that result reads clean from then on.
     from gauntlet.controllers.latent import spans
@@ -148,7 +158,7 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
         def strip(self, content: str) -> tuple[str, list[str]]:
             return (content, []) if content.endswith("[stripped]") else (f"{content} [stripped]", ["a piece"])
 
-    monkeypatch.setattr(spans, "span_filter", lambda: ReadsUnstripped(model=None, threshold=0.0))
+    monkeypatch.setattr(spans, "span_filter", lambda path=None: ReadsUnstripped(model=None, threshold=0.0))
     ungated = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--score", str(score),
                                "--reader", str(tiny_model_folder), "--out", str(tmp_path / "spans"),
                                "--attack-suite", "small-attack", "--clean-suite", "small-clean",
@@ -159,9 +169,26 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
     assert ungated["runs"]["attack-corrected"]["pieces_stripped"] == 1
     assert "Strip: attack-corrected, 1 of 1 corrections removed a piece (1 pieces)." in (
         tmp_path / "spans" / "latent_attacks.md").read_text()
+    # --filter: the strip reads with the named filter file (both the gate and the strip ask for it by path),
+    # recorded with the results, so a folder's rows are never mixed with another filter's.
+    asked: list[Any] = []
+    monkeypatch.setattr(spans, "span_filter",
+                        lambda path=None: asked.append(path) or ReadsUnstripped(model=None, threshold=0.0))
+    chosen = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--score", str(score),
+                              "--reader", str(tiny_model_folder), "--out", str(tmp_path / "spans-filter"),
+                              "--attack-suite", "small-attack", "--clean-suite", "small-clean",
+                              "--tools", "reset,step", "--runs", "attack-corrected", "--method", "strip",
+                              "--gate", "spans", "--filter", str(tmp_path / "other.joblib")])
+    assert chosen["filter"] == str(tmp_path / "other.joblib")  # as given, as --score is
+    assert asked and set(asked) == {chosen["filter"]}
+    assert chosen["runs"]["attack-corrected"]["corrections_stripping"] == 1
+    assert "correction strip, span filter other.joblib)" in (
+        tmp_path / "spans-filter" / "latent_attacks.md").read_text()
+    assert experiment._earlier(tmp_path / "spans-filter", {**chosen, "filter": None}) == {}
+    assert experiment._earlier(tmp_path / "spans-filter", chosen)["runs"]
     # A filter that reads nothing: every reply is still above the score's threshold, but the gate never fires,
     # and the action that carries the payload is counted as ungated.
-    monkeypatch.setattr(spans, "span_filter", lambda: spans.SpanFilter(model=None, threshold=float("inf")))
+    monkeypatch.setattr(spans, "span_filter", lambda path=None: spans.SpanFilter(model=None, threshold=float("inf")))
     monkeypatch.setattr(spans.SpanFilter, "strip", lambda self, content: (content, []))
     unread = experiment.main(["--size", "smoke", "--model", f"scripted:{script}", "--score", str(score),
                               "--reader", str(tiny_model_folder), "--out", str(tmp_path / "spans-unread"),
@@ -200,6 +227,14 @@ def test_a_run_list_and_a_gate_without_its_clean_run_are_refused_in_one_line(tmp
     with pytest.raises(SystemExit) as exited:
         experiment.main([*common, "--gate", "spans"])
     assert exited.value.code == 2 and "--gate spans corrects by stripping" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        experiment.main([*common, "--filter", str(tmp_path / "other.joblib")])
+    assert exited.value.code == 2
+    assert "--filter names the span filter a strip reads; add --method strip" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:  # a strip with a filter file that is not there: one line, no run
+        experiment.main([*common, "--method", "strip", "--filter", str(tmp_path / "missing.joblib")])
+    assert exited.value.code == 2
+    assert "span filter missing.joblib not found; write one with" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exited:
         experiment.main([*common, "--goals", "answer,nope"])
     assert exited.value.code == 2 and "--goals: nope; choose from answer, leak, tool_call" in capsys.readouterr().err
