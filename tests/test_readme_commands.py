@@ -301,10 +301,17 @@ NOT_RUN: dict[str, str] = {
     "python experiments/latent_spans.py --size full":
         "fits the span filter on the 17,629 corpus texts on first use (about 15 min) and strips every attack "
         "task's gold results; tests/latent/test_spans_experiment.py runs it at the smoke size on a stand-in filter",
-    "python experiments/latent_spans.py --size full --negatives other-view":
+    "python experiments/latent_spans.py --size full --negatives other-view "
+    "--save experiments/results/latent/spans/filters":
         "as above, and fits a filter per view on the corpora plus the other view's honest pieces, with two thresholds "
-        "(four fits, about 30 min); "
-        "tests/latent/test_spans_experiment.py runs --negatives other-view at the smoke size on a stand-in filter",
+        "(four fits, about 30 min), and saves them; tests/latent/test_spans_experiment.py runs --negatives other-view "
+        "--save at the smoke size on a stand-in filter",
+    "python experiments/latent_spans.py "
+    "--filter experiments/results/latent/spans/filters/disaster-other-view-corpora-threshold.joblib "
+    "--recorded \"$(echo "
+    "experiments/results/latent/attacks-disaster-1.5b-scale-strip{,-twins,-rest,-rest-b}/*-corrected | tr ' ' ,)\"":
+        "reads the episodes of the strip runs, which the repository does not hold (hours of the 1.5B), with the filter "
+        "the command above saves; tests/latent/test_spans_experiment.py runs --recorded on written run folders",
     "python bench/latent.py":
         "decodes every prompt twice with the offline model (minutes of CPU); tests/test_bench_latent.py runs it at "
         "its quick size, and keeping a layer's states while decoding is tested in tests/latent/test_shared_scores.py",
