@@ -379,7 +379,8 @@ def run(out: Path, size: str, model: str, score: str, reader: str | None, *, dom
     """The study's ``runs`` (default all three, in order) under ``out``, on the tasks whose goal kind is one of
     ``goal_kinds`` (default all) and, given ``task_ids``, whose id or clean twin's id is one of them; returns
     what they measured, with the rows of other runs an earlier call with the same settings wrote to
-    ``<out>/latent_attacks.json``."""
+    ``<out>/latent_attacks.json``. ``span_file``: the span filter file a strip reads (None: the corpora-only
+    filter)."""
     from gauntlet.batch import HookSpec
     from gauntlet.evaluation import evaluate_suite
 

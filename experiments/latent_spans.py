@@ -294,6 +294,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         parser.error("--recorded and --filter go together: the run folders to read, and the filter to read them with "
                      "beside the corpora-only one")
     if args.recorded is not None:
+        if args.save is not None or args.negatives != "corpora":
+            parser.error("--recorded reads recorded runs with a saved filter; it fits none (drop --negatives, --save)")
         return _main_recorded(args)
     from gauntlet.controllers.latent import spans as span_module
     from gauntlet.fileio import write_atomically

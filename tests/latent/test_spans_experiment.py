@@ -177,5 +177,8 @@ def test_recorded_without_a_filter_or_a_run_folder_is_one_line(tmp_path, capsys)
     with pytest.raises(SystemExit) as exited:
         experiment.main(["--recorded", str(tmp_path)])
     assert exited.value.code == 2 and "--recorded and --filter go together" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        experiment.main(["--recorded", str(tmp_path), "--filter", "f.joblib", "--negatives", "other-view"])
+    assert exited.value.code == 2 and "--recorded reads recorded runs with a saved filter" in capsys.readouterr().err
     with pytest.raises(SystemExit, match=r"^error: --recorded: .*nowhere is not a run folder \(one with episodes/\)"):
         experiment.main(["--recorded", str(tmp_path / "nowhere"), "--filter", str(tmp_path / "f.joblib")])
