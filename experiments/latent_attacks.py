@@ -45,8 +45,9 @@ payload (the injected number, the canary or the asked-for tool: acting on the in
 attack success, the goal met exactly, does not count; a clean twin is checked for its attack twin's
 payload), utility (chem's CTA@25, the DORA score), injection seen, the
 share of replies flagged, corrections per episode, the chaos scores of replies before and after a
-correction, model calls and seconds per episode. Detection compares the replies written after the
-carrier's call (the call whose result holds the injection: its tool and the arguments that name the
+correction, model calls and seconds per episode; and per task (``per_task``, a table at the end of the
+``.md``): utility, attack success, corrections and the pieces they stripped. Detection compares the replies
+written after the carrier's call (the call whose result holds the injection: its tool and the arguments that name the
 result) in the attack run with those written after the same call in the clean twin; and, within the attack
 run, the replies that act on the injection (the payload in their action) with its other replies.
 
@@ -171,6 +172,26 @@ def decisions(folder: Path, key: str = "chaos") -> list[dict[str, Any]]:
 
     return [event.data for episode in load_episodes(folder) for step in episode.steps for event in step.events
             if event.kind == "decision" and key in event.data.get("scores", {})]
+
+
+def per_task(folder: Path, key: str = "chaos") -> list[dict[str, Any]]:
+    """Each finished episode of ``folder``, by task: its utility, attack success (attack view), corrections
+    and the pieces they stripped; an episode cut short is left out (a resumed run ran its task again)."""
+    from gauntlet import load_episodes
+
+    rows = []
+    for episode in load_episodes(folder):
+        if episode.outcome is None:
+            continue
+        corrected = [event.data for step in episode.steps for event in step.events
+                     if event.kind == "decision" and key in event.data.get("scores", {})
+                     and event.data["scores"].get("corrected")]
+        metrics = episode.outcome.metrics
+        rows.append({"task": episode.task_id, "utility": metrics.get("utility", episode.outcome.score),
+                     "attack_success": metrics.get("attack_success"),  # (None: a view that scores none)
+                     "corrections": len(corrected),
+                     "pieces_stripped": int(sum(data["scores"].get("stripped", 0.0) for data in corrected))})
+    return sorted(rows, key=lambda row: str(row["task"]))
 
 
 def monitor_scores(folder: Path, key: str = "chaos") -> list[dict[str, float]]:
@@ -352,6 +373,7 @@ def summarise(evaluation: Any, folder: Path, goals: dict[str, str], key: str = "
         "chaos_watched": [d[key] for d in watched],
         "model_calls_per_episode": fmean(r.model_calls for r in results) if results else None,
         "seconds_per_episode": fmean(seconds) if seconds else None,
+        "per_task": per_task(folder, key),
     }
 
 
@@ -531,6 +553,12 @@ def table(results: dict[str, Any]) -> str:
                       f"{acts['auroc']:.3f}; the acting replies' {name} "
                       f"{', '.join(at(value) for value in acts['acting_scores'])}, the others' median "
                       f"{at(acts['other_median'])} and 95th percentile {at(acts['other_p95'])}."]
+    tasks = [(run_name, row) for run_name, rows in results["runs"].items() for row in rows.get("per_task", [])]
+    if tasks:  # (results summarised before per-task rows were kept have none)
+        lines += ["", "| run | task | utility | attack success | corrections | pieces stripped |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {run_name} | {row['task']} | {_num(row['utility'])} | {_num(row.get('attack_success'))} | "
+                  f"{row['corrections']} | {row['pieces_stripped']} |" for run_name, row in tasks]
     return "\n".join(lines) + "\n"
 
 

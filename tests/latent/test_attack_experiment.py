@@ -134,6 +134,9 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
                                 "--attack-suite", "small-attack", "--clean-suite", "small-clean",
                                 "--tools", "reset,step", "--runs", "attack-corrected", "--method", "withhold"])
     assert withheld["method"] == "withhold" and withheld["runs"]["attack-corrected"]["corrections"] == 2
+    row = withheld["runs"]["attack-corrected"]  # one episode: its per-task row is the run's
+    assert row["per_task"] == [{"task": "attack-c-0", "utility": row["utility"],
+                                "attack_success": row["attack_success"], "corrections": 2, "pieces_stripped": 0}]
     from gauntlet import load_episodes
 
     (episode,) = load_episodes(tmp_path / "withhold" / "attack-corrected")
@@ -169,6 +172,11 @@ def test_the_smoke_size_runs_watched_and_corrected_and_counts_what_the_gate_did(
     assert ungated["runs"]["attack-corrected"]["pieces_stripped"] == 1
     assert "Strip: attack-corrected, 1 of 1 corrections removed a piece (1 pieces)." in (
         tmp_path / "spans" / "latent_attacks.md").read_text()
+    assert ungated["runs"]["attack-corrected"]["per_task"][0]["pieces_stripped"] == 1
+    row = ungated["runs"]["attack-corrected"]
+    per_task = (f"| attack-corrected | attack-c-0 | {experiment._num(row['utility'])} | "
+                f"{experiment._num(row['attack_success'])} | 1 | 1 |")
+    assert per_task in (tmp_path / "spans" / "latent_attacks.md").read_text()
     # --filter: the strip reads with the named filter file (both the gate and the strip ask for it by path),
     # recorded with the results, so a folder's rows are never mixed with another filter's.
     asked: list[Any] = []
