@@ -170,7 +170,12 @@ def score_key(score: str) -> str:
 def decisions(folder: Path, key: str = "chaos") -> list[dict[str, Any]]:
     from gauntlet import load_episodes
 
-    return [event.data for episode in load_episodes(folder) for step in episode.steps for event in step.events
+    return [data for episode in load_episodes(folder) for data in episode_decisions(episode, key)]
+
+
+def episode_decisions(episode: Any, key: str = "chaos") -> list[dict[str, Any]]:
+    """The gate's decisions in one episode (those that scored ``key``)."""
+    return [event.data for step in episode.steps for event in step.events
             if event.kind == "decision" and key in event.data.get("scores", {})]
 
 
@@ -183,9 +188,7 @@ def per_task(folder: Path, key: str = "chaos") -> list[dict[str, Any]]:
     for episode in load_episodes(folder):
         if episode.outcome is None:
             continue
-        corrected = [event.data for step in episode.steps for event in step.events
-                     if event.kind == "decision" and key in event.data.get("scores", {})
-                     and event.data["scores"].get("corrected")]
+        corrected = [data for data in episode_decisions(episode, key) if data["scores"].get("corrected")]
         metrics = episode.outcome.metrics
         rows.append({"task": episode.task_id, "utility": metrics.get("utility", episode.outcome.score),
                      "attack_success": metrics.get("attack_success"),  # (None: a view that scores none)

@@ -154,7 +154,7 @@ def test_recorded_runs_are_read_with_both_filters_and_the_episodes_they_differ_o
     _recorded_run(attack, {"a-0": ([json.dumps({"note": INJECTIONS[0]}), json.dumps({"d": order})], 1),
                            "a-1": ([json.dumps({"note": INJECTIONS[1]}), json.dumps({"d": BENIGN[0]})], 0)})
     _recorded_run(clean, {"a-0": ([json.dumps({"d": order}), json.dumps({"d": BENIGN[1]})], 0)}, cut=True)
-    (tmp_path / "filter.joblib").write_bytes(b"")  # the stricter one stands in for what it holds
+    # span_filter(path) hands back the stricter filter for any path, so no file is written.
     results = experiment.main(["--recorded", f"{attack},{clean}", "--filter", str(tmp_path / "filter.joblib"),
                                "--out", str(tmp_path / "out")])
     read = results["recorded"]
