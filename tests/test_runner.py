@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 import shutil
 
 import gymnasium as gym
@@ -334,6 +335,14 @@ def test_run_folder_records_spec_and_versions(tmp_path):
     meta = json.loads((tmp_path / "run.json").read_text())
     assert meta["run_id"] == result.run_id and RunSpec.model_validate(meta["spec"]) == spec
     assert all(e.length <= 10 for e in result.episodes)
+    # Enough to tell two setups apart: the numerics libraries (the disaster suites' gold answers come from
+    # them) and the CPU's vector extensions, in the run and in every episode.
+    from importlib.metadata import version
+
+    versions = meta["versions"]
+    assert (versions["shapely"], versions["scipy"]) == (version("shapely"), version("scipy"))
+    assert versions["cpu"].split()[0] == platform.machine()
+    assert all(episode.versions == versions for episode in load_episodes(tmp_path))
 
 
 @pytest.mark.timeout(240)
