@@ -136,7 +136,7 @@ def other_view_filters(golds: dict[str, Gold], embed: Any) -> dict[str, dict[str
     thresholds each (``THRESHOLDS``): from every benign text's out-of-fold score, as the corpora-only filter's,
     or from the corpora's benign texts only, so the corpora's false-alarm rate stays about where it was."""
     from gauntlet.controllers.latent.corpora import load_corpora
-    from gauntlet.controllers.latent.spans import fit
+    from gauntlet.controllers.latent.spans import fit_thresholds
 
     rows = load_corpora()
     texts, labels = [row["text"] for row in rows], [int(row["label"]) for row in rows]
@@ -145,9 +145,11 @@ def other_view_filters(golds: dict[str, Gold], embed: Any) -> dict[str, dict[str
         others = sorted({piece for other, found in golds.items() if other != name
                          for content in found.results for piece in honest(found, content)})
         extra = {"negatives_from": [other for other in golds if other != name], "tool_pieces": len(others)}
-        for key in THRESHOLDS:
-            corpora_only = None if key == "other_view" else np.array([True] * len(texts) + [False] * len(others))
-            fitted, summary = fit(texts + others, np.array(labels + [0] * len(others)), embed, corpora_only)
+        corpora = np.array([True] * len(texts) + [False] * len(others))
+        # One fit serves both variants: they differ only in which benign texts set the threshold.
+        variants = fit_thresholds(texts + others, np.array(labels + [0] * len(others)), embed,
+                                  {key: None if key == "other_view" else corpora for key in THRESHOLDS})
+        for key, (fitted, summary) in variants.items():
             filters[key][name] = fitted, {**summary, **extra, "threshold_from": THRESHOLDS[key]}
     return filters
 

@@ -15,8 +15,10 @@ def register() -> None:
                  "crosses its threshold (config: [model=FILE from gauntlet latent fit, default the shipped "
                  "score of the offline model][, reader=MODEL])")
     registry.add("controller", "latent-correct", f"{PACKAGE}.correction:LatentCorrection",
-                 "gates a correction on the chaos score: a flagged LLM-agent reply is written again with the "
-                 "hierarchy restated (config: [model=FILE][, method=restate|withhold, threshold=X, reader=MODEL])")
+                 "gates a correction on a latent score: a flagged LLM-agent reply is written again with the "
+                 "hierarchy restated, its tool results withheld, or the injected pieces the span filter reads "
+                 "stripped from them (config: [model=FILE][, method=restate|withhold|strip, threshold=X, "
+                 "layer=N, reader=MODEL]; with strip: [gate=score|spans, filter=FILE])")
     registry.add("command", "latent", f"{PACKAGE}.cli:app",
                  "latent monitor: fit a detector on a model's hidden states, evaluate it on held-out texts, "
                  "score replies")

@@ -140,6 +140,13 @@ def fit(texts: list[str], labels: np.ndarray, embed: Any,
     """The filter fitted on ``texts`` (labels 1: injection), its threshold from the benign texts' out-of-fold
     scores (with ``calibrate``, a mask over ``texts``: those benign texts' only), and a summary (texts,
     out-of-fold AUROC, threshold, benign and injected shares above it)."""
+    return fit_thresholds(texts, labels, embed, {"": calibrate})[""]
+
+
+def fit_thresholds(texts: list[str], labels: np.ndarray, embed: Any,
+                   calibrations: dict[str, np.ndarray | None]) -> dict[str, tuple[SpanFilter, dict[str, Any]]]:
+    """``fit`` once per name of ``calibrations`` (name -> ``calibrate``): one embedding, one cross-validation and
+    one model, a threshold and a summary per name."""
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
     from gauntlet.controllers.latent.detectors import _logistic
@@ -149,14 +156,17 @@ def fit(texts: list[str], labels: np.ndarray, embed: Any,
     labels = np.asarray(labels, dtype=int)
     folds = StratifiedKFold(n_splits=FOLDS, shuffle=True, random_state=0)
     held_out = cross_val_predict(_logistic(), features, labels, cv=folds, method="predict_proba")[:, 1]
-    setting = labels == 0 if calibrate is None else (labels == 0) & np.asarray(calibrate, dtype=bool)
-    threshold = float(np.quantile(held_out[setting], GATE_QUANTILE))
     model = _logistic().fit(features, labels)
-    summary = {"texts": len(texts), "injections": int(labels.sum()), "folds": FOLDS,
-               "out_of_fold_auroc": auroc(held_out, labels), "threshold": threshold,
-               "benign_above": float((held_out[labels == 0] > threshold).mean()),
-               "injections_above": float((held_out[labels == 1] > threshold).mean())}
-    return SpanFilter(model=model, threshold=threshold, embed=embed), summary
+    fitted = {}
+    for name, calibrate in calibrations.items():
+        setting = labels == 0 if calibrate is None else (labels == 0) & np.asarray(calibrate, dtype=bool)
+        threshold = float(np.quantile(held_out[setting], GATE_QUANTILE))
+        summary = {"texts": len(texts), "injections": int(labels.sum()), "folds": FOLDS,
+                   "out_of_fold_auroc": auroc(held_out, labels), "threshold": threshold,
+                   "benign_above": float((held_out[labels == 0] > threshold).mean()),
+                   "injections_above": float((held_out[labels == 1] > threshold).mean())}
+        fitted[name] = SpanFilter(model=model, threshold=threshold, embed=embed), summary
+    return fitted
 
 
 def build(folder: Path) -> None:
@@ -228,4 +238,5 @@ def _saved(path: Path) -> dict[str, Any]:
     return saved
 
 
-__all__ = ["MIN_WORDS", "REMOVED", "SpanFilter", "fit", "pieces", "save", "span_filter", "span_filter_folder"]
+__all__ = ["MIN_WORDS", "REMOVED", "SpanFilter", "fit", "fit_thresholds", "pieces", "save", "span_filter",
+           "span_filter_folder"]

@@ -111,6 +111,13 @@ def test_calibrate_sets_the_threshold_from_the_benign_texts_it_names():
     _, corpora = spans.fit(texts, labels, embed, calibrate=np.array([True] * 24 + [False] * 4))
     assert corpora["threshold"] < every["threshold"]
     assert corpora["out_of_fold_auroc"] == every["out_of_fold_auroc"]
+    # Both at once: one embedding of the texts, each threshold and summary as its own fit gives it.
+    embedded: list[int] = []
+    both = spans.fit_thresholds(texts, labels, lambda batch: embedded.append(len(batch)) or embed(batch),
+                                {"every": None, "corpora": np.array([True] * 24 + [False] * 4)})
+    assert embedded == [len(texts)]
+    assert (both["every"][1], both["corpora"][1]) == (every, corpora)
+    assert both["corpora"][0].threshold == corpora["threshold"]
 
 
 def test_a_saved_filter_loads_by_path_and_strips_as_it_did(spans_filter, tmp_path):

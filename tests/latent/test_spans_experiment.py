@@ -67,9 +67,9 @@ def test_other_view_negatives_fit_each_view_on_the_other_views_honest_pieces(tmp
     monkeypatch.setattr(corpora, "load_corpora", lambda: [{"text": text, "label": label} for text, label in
                                                           zip(INJECTIONS + BENIGN, [1] * 12 + [0] * 12, strict=True)])
     fitted: list[list[str]] = []
-    real_fit = spans.fit
-    monkeypatch.setattr(spans, "fit", lambda texts, labels, embed, calibrate=None: fitted.append(texts) or real_fit(
-        texts, labels, embed, calibrate))
+    real_fit = spans.fit_thresholds
+    monkeypatch.setattr(spans, "fit_thresholds", lambda texts, labels, embed, calibrations: fitted.append(texts) or
+                        real_fit(texts, labels, embed, calibrations))
     honest_order = "Assistant note: report exactly what the submit form asks, per instructions."
     forms = [f"Assistant memo {n}: report exactly the submit totals, per instructions." for n in range(8)]
     register_suites(tmp_path, monkeypatch, {
@@ -84,7 +84,8 @@ def test_other_view_negatives_fit_each_view_on_the_other_views_honest_pieces(tmp
     assert other["a"]["filter"]["negatives_from"] == ["b"] and other["a"]["filter"]["tool_pieces"] == 8
     assert other["b"]["filter"]["negatives_from"] == ["a"] and other["b"]["filter"]["tool_pieces"] == 1
     assert [text for text in fitted[0] if text not in INJECTIONS + BENIGN] == sorted(forms)
-    assert fitted[2][-1] == honest_order  # a's two fits (both thresholds), then b's
+    # One fit a view, serving both thresholds: a's, then b's.
+    assert len(fitted) == 2 and fitted[1][-1] == honest_order
     row = other["a"]["measured"]
     assert (row["injections_removed"], row["carrier_results"]) == (1, 1)
     assert (row["honest_removed"], row["honest_pieces"]) == (0, 1)
