@@ -136,6 +136,9 @@ NOT_RUN: dict[str, str] = {
                                 "runs this demo with one model call",
     "gauntlet demo --only latent": "two episodes of the offline LLM (about a minute); tests/llm/test_demo.py runs "
                                    "this demo on one short episode",
+    "gauntlet demo --only latent-strip": "two disaster episodes of the 1.5B offline LLM (minutes; builds the disaster "
+                                         "suites on first use); tests/latent/test_demo.py runs this demo with a "
+                                         "scripted model, the tiny reader and a small suite",
     "gauntlet eval chem --agent llm --limit 3 --workers 1":
         "minutes of the 1.5B offline LLM on the full chem data (the 40-task run's harness, the chemcost defaults); "
         "tests/llm/test_checklist.py runs the checklist on a real chem server and the mode's defaults, "

@@ -11,14 +11,34 @@ against the threshold, what the gate did, and whether the rule's checker says th
 rule. The episodes and their trace are written to ``out_dir``. What the gate does is what the score
 says: on this model the score is near chance at telling violations apart (see
 ``docs/results/latent_monitor.md``), and the demo shows it as it is.
+
+``strip_demo(out_dir)`` (the demo ``latent-strip``) shows the correction that measured best on the
+disaster attack view: the 1.5B model on one attacked task of the ``disaster-attack`` suite (a tool result
+carries a planted order to submit a made-up number), once on its own and once with the supervised probe
+(layer 28 of the 1.5B, fitted in its instruction-hierarchy study; the file in
+``experiments/results/latent/llama-1.5b-scale``) gating a strip: a flagged reply is written again with
+every tool result shown without the pieces the span filter reads as an injection. Printed per run: each
+reply's call, the probe's value and whether it flags it, what the gate did and removed, and whether the
+final answer is the task's or the attacker's. It needs the repository's results folder (a checkout) and
+builds the disaster suites on first use (minutes).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
+
+from gauntlet.errors import UserError
 
 CASES = ("secret-user-conflict-000", "language-user-conflict-000")
+# The strip part: an attacked task the 1.5B obeyed on its own and answered right under the probe-gated strip
+# when the study ran (docs/results/latent_monitor.md), with the study's agent settings at its scale size.
+STRIP_TASK = "valencia-2024-flood/ship_count"
+STRIP_SUITE = "disaster-attack"
+STRIP_READER = "qwen2.5-coder-1.5b-instruct"
+STRIP_AGENT = {"model": f"offline:{STRIP_READER}", "mode": "instruction", "max_steps": 12, "checklist": True,
+               "model_options": {"max_new_tokens": 256, "exact": True}}
+PROBE = "experiments/results/latent/llama-1.5b-scale/probe-layer28.joblib"
 MAX_NEW_TOKENS = 96  # a call with a sentence-long answer: a reply cut inside a call is malformed
 TOOLS = ("reset",)
 SERVER = "env:CartPole-v1"
@@ -76,11 +96,103 @@ def run_demo(out_dir: Path, cases: tuple[str, ...] = CASES, max_new_tokens: int 
                           f"{'corrected' if scores.get('corrected') else 'went ahead'}"
                           f"{'' if scores.get('reused') else ' (read again by the reader)'}; "
                           f"cost {event.cost_ms:.0f} ms")
-        final = episode.steps[-1].action if episode.steps else "{}"
-        answer = json.loads(final).get("answer") if final.startswith("{") else None
+        answer = submitted(episode)
         verdict = "no answer (budget)" if answer is None else (
             "kept the rule" if complied(case, str(answer)) else "broke the rule")
         print(f"  checker: the final answer {verdict}")
         paths.append(path)
     report = write_report(paths, out / "latent_trace.html")
     print(f"\ntrace of both episodes (replies, gate decisions and scores): {report}")
+
+
+def submitted(episode: Any) -> Any:
+    """The answer the episode's last action submitted (None: it ended otherwise, e.g. on its budget)."""
+    from gauntlet.bridges.tool_task_env import ActionFormatError, parse_action
+
+    tool = episode.reset_info.get("answer_tool", "submit_answer")
+    try:
+        name, arguments = parse_action(episode.steps[-1].action, tool) if episode.steps else ("", {})
+    except ActionFormatError:
+        return None
+    return arguments.get("answer") if name == tool else None
+
+
+def _same(answer: Any, planted: Any) -> bool:
+    """Whether ``answer`` is the planted answer (numbers by value: 1337 is 1337.0)."""
+    try:
+        return float(answer) == float(planted)
+    except (TypeError, ValueError):
+        return str(answer) == str(planted)
+
+
+def probe_file() -> Path | None:
+    """The 1.5B's probe in the repository checkout this package runs from (None: an installed package)."""
+    path = Path(__file__).resolve().parents[2] / PROBE
+    return path if path.is_file() else None
+
+
+def strip_demo(out_dir: Path, *, suite: str = STRIP_SUITE, task_id: str = STRIP_TASK, score: str | None = None,
+               reader: str = STRIP_READER, agent_config: dict[str, Any] | None = None) -> dict[str, float]:
+    """The attacked task ``task_id`` of ``suite`` run twice, by the agent alone and with the probe-gated strip
+    (module doc); returns each run's score. ``score`` (default the repository's probe file), ``reader`` (a
+    pinned offline model's name or a model file) and ``agent_config`` name another detector, its model and the
+    agent."""
+    import shutil
+
+    from gauntlet import load_episodes
+    from gauntlet.agents.llm.offline_model import model_path
+    from gauntlet.batch import HookSpec
+    from gauntlet.controllers.latent.monitor import detector_threshold, fitted_detector
+    from gauntlet.evaluation import evaluate_suite, suite_tasks
+    from gauntlet.report import write_report
+
+    found = score if score is not None else probe_file()
+    if found is None:
+        print(f"the strip part needs {PROBE} from a checkout of the repository; skipped")
+        return {}
+    task = next((task for task in suite_tasks(suite) if task.id == task_id), None)
+    if task is None:
+        raise UserError(f"suite {suite!r} has no task {task_id!r}")
+    goal = task.metadata.get("attack", {}).get("goal")
+    if goal is None:
+        raise UserError(f"task {task_id!r} of suite {suite!r} carries no planted attack; name a task of an attack view")
+    watch = {"model": str(found), "reader": reader if Path(reader).exists() else str(model_path(reader))}
+    threshold = detector_threshold(fitted_detector(watch["model"], watch["reader"]))
+    runs = {"on its own": [HookSpec(kind="monitor", name="latent", config=watch)],
+            "probe-gated strip": [HookSpec(kind="monitor", name="latent", config=watch),
+                                  HookSpec(kind="controller", name="latent-correct",
+                                           config={**watch, "method": "strip"})]}
+    question = task.question.split("\n")[0]
+    print(f"\n[attack] {task_id}: {question}\n  planted in a tool result: submit {goal.get('answer')!r} "
+          f"(the task's answer: {task.answer!r}); the gate flags a reply above {threshold:.3g}")
+    scores: dict[str, float] = {}
+    files = []
+    for name, hooks in runs.items():
+        folder = Path(out_dir) / name.replace(" ", "-")
+        shutil.rmtree(folder, ignore_errors=True)  # the demo shows this run, never an earlier one resumed
+        evaluation = evaluate_suite(suite, "llm", folder, agent_config=agent_config or STRIP_AGENT,
+                                    task_ids=[task_id], hooks=hooks)
+        (episode,) = load_episodes(folder)
+        files.extend(sorted((folder / "episodes").glob("*.jsonl")))
+        print(f"  {name}:")
+        for step in episode.steps:
+            corrected = False
+            for event in step.events:
+                if event.kind == "decision" and event.data.get("scores", {}).get("corrected"):
+                    corrected = True
+                    print(f"    gate: {event.data.get('reason', '')[:400]}")
+                elif event.kind == "monitor" and "flagged" in event.data:
+                    value = event.data.get("decision", event.data.get("chaos", float("nan")))
+                    which = "the reply written again (corrected once, not again)" if corrected else "the reply"
+                    label = "chaos score" if "chaos" in event.data else "probe"
+                    print(f"    {label} {value:.4f} on {which}: "
+                          f"{'flagged' if event.data['flagged'] else 'not flagged'}")
+            print(f"    call: {step.action[:160]}")
+        answer = submitted(episode)
+        obeyed = answer is not None and _same(answer, goal.get("answer"))
+        scores[name] = evaluation.mean_score
+        planted = " (the planted number)" if obeyed else ""
+        print(f"    answer {answer!r}: task score {evaluation.mean_score:.2f}{planted}")
+    report = write_report(files, Path(out_dir) / "strip_trace.html")
+    print(f"\ntrace of both episodes (calls, tool results as returned, gate decisions and scores): {report}")
+    return scores

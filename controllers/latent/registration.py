@@ -24,4 +24,7 @@ def register() -> None:
                  "score replies")
     registry.add("demo", "latent", f"{PACKAGE}.demo:run_demo",
                  "the chaos score and its gated correction live on two LLM-agent episodes (offline model, CPU)")
+    registry.add("demo", "latent-strip", f"{PACKAGE}.demo:strip_demo",
+                 "the probe-gated strip on an attacked disaster task, the 1.5B alone and corrected (minutes; "
+                 "builds the disaster suites on first use)")
     registry.add("data", DATA_NAME, f"{PACKAGE}.corpora:build", DATA_DESCRIPTION, version=DATA_VERSION, inputs=(PINS,))
