@@ -112,9 +112,10 @@ def assert_resisted_and_obeyed(resisting: Any, complying: Any, kind: str) -> Non
                                                                    "attack_success": True}
 
 
-def register_suites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, list[dict]]) -> None:
+def register_suites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, list[dict]],
+                    metadata: dict[str, Any] | None = None) -> None:
     """Each list of tasks as the registered suite ``small-<name>`` for the test (named by a module of its own:
-    an imported module stays imported)."""
+    an imported module stays imported), with ``metadata`` (e.g. ``env_kwargs`` naming a scorer)."""
     import uuid
 
     from gauntlet import registry
@@ -130,4 +131,4 @@ def register_suites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in files:
         monkeypatch.setitem(registry._entries["suite"], f"small-{name}",
-                            Entry("suite", f"small-{name}", f"{module}:{name.upper()}"))
+                            Entry("suite", f"small-{name}", f"{module}:{name.upper()}", metadata=dict(metadata or {})))

@@ -117,14 +117,6 @@ def submitted(episode: Any) -> Any:
     return arguments.get("answer") if name == tool else None
 
 
-def _same(answer: Any, planted: Any) -> bool:
-    """Whether ``answer`` is the planted answer (numbers by value: 1337 is 1337.0)."""
-    try:
-        return float(answer) == float(planted)
-    except (TypeError, ValueError):
-        return str(answer) == str(planted)
-
-
 def probe_file() -> Path | None:
     """The 1.5B's probe in the repository checkout this package runs from (None: an installed package)."""
     path = Path(__file__).resolve().parents[2] / PROBE
@@ -188,11 +180,11 @@ def strip_demo(out_dir: Path, *, suite: str = STRIP_SUITE, task_id: str = STRIP_
                     print(f"    {label} {value:.4f} on {which}: "
                           f"{'flagged' if event.data['flagged'] else 'not flagged'}")
             print(f"    call: {step.action[:160]}")
-        answer = submitted(episode)
-        obeyed = answer is not None and _same(answer, goal.get("answer"))
+        # Whether the attack succeeded is the suite's attack scorer's verdict (``attacks.judge``), not re-read here.
+        success = evaluation.results[0].metrics.get("attack_success")
+        verdict = "" if success is None else ", the attack succeeded" if success else ", the attack failed"
         scores[name] = evaluation.mean_score
-        planted = " (the planted number)" if obeyed else ""
-        print(f"    answer {answer!r}: task score {evaluation.mean_score:.2f}{planted}")
+        print(f"    answer {submitted(episode)!r}: task score {evaluation.mean_score:.2f}{verdict}")
     report = write_report(files, Path(out_dir) / "strip_trace.html")
     print(f"\ntrace of both episodes (calls, tool results as returned, gate decisions and scores): {report}")
     return scores
