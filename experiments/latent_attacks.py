@@ -183,13 +183,16 @@ def per_task(folder: Path, key: str = "chaos") -> list[dict[str, Any]]:
     """Each finished episode of ``folder``, by task: its utility, attack success (attack view), corrections
     and the pieces they stripped; an episode cut short is left out (a resumed run ran its task again)."""
     from gauntlet import load_episodes
+    from gauntlet.info_keys import metrics_of
 
     rows = []
     for episode in load_episodes(folder):
         if episode.outcome is None:
             continue
         corrected = [data for data in episode_decisions(episode, key) if data["scores"].get("corrected")]
-        metrics = episode.outcome.metrics
+        # The scorer's metrics are the env's at the last step, as the evaluation reads them (the outcome's
+        # own are the runner's: return, length, cost, seconds).
+        metrics = metrics_of(episode.steps[-1].info) if episode.steps else {}
         rows.append({"task": episode.task_id, "utility": metrics.get("utility", episode.outcome.score),
                      "attack_success": metrics.get("attack_success"),  # (None: a view that scores none)
                      "corrections": len(corrected),
