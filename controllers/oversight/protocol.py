@@ -18,7 +18,13 @@ are compared with the original's (the row's ``prefix_match``; collection reports
 Draws ``d >= 1`` reseed the base agent from ``(episode seed, t, d)``; every action of one draw uses
 the same seed (common random numbers, so the differences between actions carry less noise). The
 expert is reseeded from its own stream per (t, d) (it draws only when weakened). ``rollback`` always
-draws afresh, at draw 0 too: with the agent's own draw it would only replay the original.
+draws afresh, at draw 0 too: with the agent's own draw it would only replay the original. A greedy
+agent draws nothing, so a fresh draw replays the original too (the first LLM rows: every rollback
+branch was the ``continue`` branch with ``r`` fewer steps of budget). On a benchmark with
+``rollback_notice`` (the LLM benchmarks) the restored agent is therefore told which calls were
+undone: it proposes its next action, and ``benchmark.revise("rollback", ..., undone=calls)`` has it
+write that reply again after a notice naming them, as the revisions below. At ``t = 0`` nothing is
+undone and the branch runs as it is.
 
 Agents that hold a conversation (the LLM benchmarks, ``benchmarks.llm``). A benchmark with
 ``stronger_takes_over`` hands the stronger agent the base agent's own state at the prefix (its
@@ -236,6 +242,13 @@ class _Episode:
             self.stats.restore_s += time.perf_counter() - restoring
             return self._play(base, start.observation, start.info, 0, self.max_steps - t, record=False,
                               revision=action)
+        undone = self.snapshots[t].history.actions[start.t:] if action == "rollback" else []
+        if undone and getattr(self.benchmark, "rollback_notice", False):
+            # A greedy agent restored r steps back would only make the same calls again (see the module
+            # docstring): it is told which calls were undone, as a revision of its next reply.
+            self.stats.restore_s += time.perf_counter() - restoring
+            return self._play(base, start.observation, start.info, 0, self.max_steps - t, record=False,
+                              revision=action, undone=undone)
         expert_steps = {"expert": self.max_steps, "expert_k": self.config.k}.get(action, 0)
         if expert_steps:
             self.expert.restore(self.expert_start)
@@ -245,7 +258,8 @@ class _Episode:
                           record=action == "continue" and draw == 0, follows=self.follows and action == "expert_k")
 
     def _play(self, base: BranchableAgent, observation: Any, info: dict[str, Any], expert_steps: int, budget: int,
-              record: bool, follows: bool = False, revision: str | None = None) -> _Branch:
+              record: bool, follows: bool = False, revision: str | None = None,
+              undone: Sequence[Any] = ()) -> _Branch:
         env_step, transitions = self.env.step, []
         steps, terminated, truncated = 0, False, False
         while steps < budget and not (terminated or truncated):
@@ -255,7 +269,8 @@ class _Episode:
                 action = plain_action(self.expert.act(observation, info))
             elif revision is not None and steps == 0:
                 proposed = base.act(observation, info)
-                action = self.benchmark.revise(revision, base, proposed, observation, info)  # type: ignore[attr-defined]
+                action = self.benchmark.revise(revision, base, proposed, observation, info,  # type: ignore[attr-defined]
+                                               **({"undone": undone} if undone else {}))
             else:
                 action = plain_action(base.act(observation, info))
             observation, reward, terminated, truncated, info = env_step(action)

@@ -7,7 +7,8 @@ At every prefix the overseer chooses one of ``ACTIONS``:
 ``expert``    the expert acts for the rest of the episode;
 ``expert_k``  the expert acts for ``k`` steps, then the base agent to the end;
 ``rollback``  return to the coupled state of ``r`` steps earlier (clamped at step 0) and let the base
-              agent try again with a fresh random draw;
+              agent try again with a fresh random draw (an LLM agent, greedy, is also told which calls
+              were undone: ``protocol``);
 ``stronger``  a stronger base agent acts to the end (only where the benchmark configures one);
 ``hint``      the base agent is shown the expert's next action before it writes its reply again, then
               goes on by itself (``REVISIONS``: only where the benchmark can revise a reply, the LLM

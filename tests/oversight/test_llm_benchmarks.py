@@ -189,6 +189,32 @@ def test_a_hint_shows_the_expert_call_and_a_confirmation_shows_the_proposal_back
 
 
 @tool_servers
+def test_a_rollback_tells_the_greedy_base_agent_which_calls_it_undid(small_disaster, one_call_task):
+    episode, task = one_call_task
+    gold = task.gold_trajectory[0]
+    # The base makes the gold call, then answers wrong; told of an undo, it answers right.
+    model = Heeding(turns=_turn_list([_call(gold.call, gold.args), _call("submit_answer", {"answer": WRONG})]),
+                    heeded=_call("submit_answer", {"answer": task.answer}), notices=[])
+    benchmark = llm_disaster(**small_disaster, split="T1", model=model, strong_model=None, agent_config=HARNESS)
+    assert benchmark.rollback_notice
+    rows = collect_episode(benchmark, episode, config=UtilityConfig(r=1), actions=("continue", "rollback"))
+    at = {row["t"]: row["branches"] for row in rows}
+    assert all(row["prefix_match"] for row in rows) and not rows[0]["base_success"]
+    # At t = 0 nothing is undone: the restored agent replays its own episode (no notice), at c_intervene.
+    assert at[0]["rollback"] == {"success": False, "steps": 2, "utility": pytest.approx(-0.05 - 0.02)}
+    # At t = 1 the gold call is undone and named; the agent's reply after the notice answers right at once.
+    # (Without the notice it would make the gold call again and answer wrong: the continue branch's end.)
+    assert not at[1]["continue"]["success"]
+    assert at[1]["rollback"] == {"success": True, "steps": 1, "utility": pytest.approx(1 - 0.05 - 0.01)}
+    (notice,) = model.notices
+    assert notice.startswith(NOTICE_OPENING) and "last 1 calls were undone" in notice
+    assert json.loads(notice.split("They were: ", 1)[1].split(". Write", 1)[0]) == {"name": gold.call,
+                                                                                     "arguments": gold.args}
+    with pytest.raises(ValueError, match="rollback with the calls undone"):
+        benchmark.revised_output("rollback", benchmark.make_agent(episode), None, {})
+
+
+@tool_servers
 def test_the_base_models_confidence_after_its_last_call_is_a_feature_of_the_prefix(small_disaster, one_call_task):
     episode, task = one_call_task
     gold = task.gold_trajectory[0]

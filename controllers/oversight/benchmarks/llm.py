@@ -9,22 +9,22 @@ changes is who acts:
   for disaster; ``mode`` sets another, e.g. ``instruction``), with that mode's default harness and the
   suite file (for the demonstrations and the instruction plan). Every episode is a real model
   trajectory. A local model decodes greedily by default, so a restored agent replays its own
-  continuation, which the protocol's replay check verifies on every row (and every draw, rollbacks
-  included, is the same). ``sample=True`` samples (``SAMPLING``, the settings of the pass^k runs), each
-  call's generator seeded from the episode's seed and the prompt, so draws and rollbacks differ; but on
-  llama.cpp a restored agent then does not always replay: its logits depend in the last bits on what
-  its prefix cache held (measured: identical reads, batch for batch, still drew another confidence
-  answer), and a sample turns that into another reply. On ``llm-textworld`` 3 of 6 prefixes replayed
-  sampled, 6 of 6 greedy (``docs/oversight.md``). Greedy is not enough either: by default a local model
-  reads each prompt from the longest prefix its cache holds, so a branch's numbers depend on what the
-  process ran before it, and a near-tie goes another way. Measured on the ``llm-smoke`` plan: the
-  stronger model's branch from the same prefix won in 1 of 8 rows collected that way and in 4 of 8 in
-  the exact mode, and each flipped branch, run alone in a new process, won. ``exact=True`` (local
-  models only) gives every call the numbers an empty cache gives, so every branch is a function of its
-  episode, prefix and action alone (the same rows whatever ran before, on any number of workers). On
-  llama.cpp that is the model's ``exact`` option (it reuses only whole prompt batches an empty cache
-  computes the same way; ``llama_runtime``), on transformers ``reuse_prefix=False`` (every prompt read
-  whole, about 4 times the model time).
+  continuation, which the protocol's replay check verifies on every row (and every draw is the same, so
+  a rollback is told what it undid: below). ``sample=True`` samples (``SAMPLING``, the settings of the
+  pass^k runs), each call's generator seeded from the episode's seed and the prompt, so draws and
+  rollbacks differ; but on llama.cpp a restored agent then does not always replay: its logits depend in
+  the last bits on what its prefix cache held (measured: identical reads, batch for batch, still drew
+  another confidence answer), and a sample turns that into another reply. On ``llm-textworld`` 3 of 6
+  prefixes replayed sampled, 6 of 6 greedy (``docs/oversight.md``). Greedy is not enough either: by
+  default a local model reads each prompt from the longest prefix its cache holds, so a branch's numbers
+  depend on what the process ran before it, and a near-tie goes another way. Measured on the
+  ``llm-smoke`` plan: the stronger model's branch from the same prefix won in 1 of 8 rows collected that
+  way and in 4 of 8 in the exact mode, and each flipped branch, run alone in a new process, won.
+  ``exact=True`` (local models only) gives every call the numbers an empty cache gives, so every branch
+  is a function of its episode, prefix and action alone (the same rows whatever ran before, on any
+  number of workers). On llama.cpp that is the model's ``exact`` option (it reuses only whole prompt
+  batches an empty cache computes the same way; ``llama_runtime``), on transformers
+  ``reuse_prefix=False`` (every prompt read whole, about 4 times the model time).
 * **``stronger``** is the same agent with ``strong_model`` (default ``offline``, the 1.5B; None: no
   ``stronger`` action). It takes over the base agent's conversation at the prefix
   (``stronger_takes_over``): the task, every call and result so far, and acts on from there.
@@ -33,6 +33,10 @@ changes is who acts:
   itself. **``confirm``** shows its proposal back and asks it to check it against the task (the
   same call again, or another). Both notices start with ``NOTICE_OPENING``; a reply left with no
   call to revise (a spent budget) runs as it was.
+* **``rollback``** (``rollback_notice``) restores the state of ``r`` steps earlier, as everywhere, and the
+  base agent's next reply is written again after a notice naming the calls that were undone
+  (``ROLLBACK``). Without it a greedy agent made the same calls again: in the first 31 LLM rows every
+  rollback branch ended as ``continue`` did, ``c_intervene`` lower (``docs/oversight.md``).
 * **``expert`` and ``expert_k``** act the gold continuation. That expert is privileged (it reads the
   gold plan the env names), so it is a reference, not an overseer a deployment has. Under ``expert_k``
   the base agent proposes at each expert step and the expert's call runs instead
@@ -73,6 +77,7 @@ and are refused.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +110,8 @@ HINT = (NOTICE_OPENING + " a hint. The next step this task needs is the call {ca
         "the call is yours to make.")
 CONFIRM = (NOTICE_OPENING + " before your call runs, check it against the task: {call}. If it is the right next "
            "step, make the same call again; if not, make the call the task needs.")
+ROLLBACK = (NOTICE_OPENING + " your last {n} calls were undone, and the task is back where it was before them. "
+            "They were: {calls}. Write your reply again; the next call is yours to make.")
 
 
 class _LLMBase:
@@ -115,6 +122,7 @@ class _LLMBase:
 
     stronger_takes_over = True
     base_follows_expert = True
+    rollback_notice = True
     name: str
 
     def _set_models(self, model: Any, strong_model: Any, mode: str, sample: bool,
@@ -182,16 +190,21 @@ class _LLMBase:
         """The expert's next action as the call the agent would write (what ``hint`` shows)."""
         raise NotImplementedError
 
-    def revise(self, action: str, agent: Any, proposed: Any, observation: Any, info: dict[str, Any]) -> Any:
-        """The action to run after ``hint`` or ``confirm`` (see the module docstring): ``agent`` has proposed
-        ``proposed`` and writes that reply again after the notice."""
-        return plain_action(self.revised_output(action, agent, proposed, info))
+    def revise(self, action: str, agent: Any, proposed: Any, observation: Any, info: dict[str, Any],
+               undone: Sequence[Any] = ()) -> Any:
+        """The action to run after ``hint``, ``confirm`` or ``rollback`` (see the module docstring): ``agent``
+        has proposed ``proposed`` and writes that reply again after the notice (``undone``: the calls a
+        rollback undid)."""
+        return plain_action(self.revised_output(action, agent, proposed, info, undone))
 
-    def revised_output(self, action: str, agent: Any, proposed: Any, info: dict[str, Any]) -> Any:
+    def revised_output(self, action: str, agent: Any, proposed: Any, info: dict[str, Any],
+                       undone: Sequence[Any] = ()) -> Any:
         """``revise``'s rewritten reply as the agent's whole output (its messages and events, for the runner to
         record in place of the proposal), or the proposal's action where there is no reply to write again."""
         from langchain_core.messages import HumanMessage
 
+        if action not in ("hint", "confirm") and not (action == "rollback" and undone):
+            raise ValueError(f"{action!r} is not a revision; expected hint, confirm, or rollback with the calls undone")
         if agent.reply() is None:  # no reply to write again (a budget ended the episode): it runs as it was
             return plain_action(proposed)
         if action == "hint":
@@ -199,7 +212,7 @@ class _LLMBase:
         elif action == "confirm":
             notice = CONFIRM.format(call=plain_action(proposed))
         else:
-            raise ValueError(f"{action!r} is not a revision; expected hint or confirm")
+            notice = ROLLBACK.format(n=len(undone), calls="; ".join(str(call) for call in undone))
         return agent.revise(HumanMessage(notice))
 
     def _llm_meta(self) -> dict[str, Any]:
