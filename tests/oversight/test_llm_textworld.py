@@ -122,21 +122,26 @@ def test_llm_textworld_rows_replay_the_expert_wins_and_a_hint_shows_its_next_com
         env.close()
     # The base plays the plan but detours (inventory) before its last command; after a notice it plays that command.
     last = len(plan) - 1
-    turns = [*map(_turn, plan[:last]), _turn("inventory"), _turn(plan[last])]
+    turns = [*map(_turn, plan[:last]), _turn("inventory"), _turn(plan[last]), *[_turn("look")] * 40]  # (look: a
+    # rollback's branch, one reply longer, plays on after the won base episode's last turn)
     model = Heeding(turns=_turn_list(turns), heeded=_turn(plan[last]), notices=[])
     benchmark = get_benchmark("llm-textworld", **SMALL_TEXTWORLD, model=model, strong_model=None,
                               agent_config=HARNESS)
     assert benchmark._config("offline:small")["mode"] == "textgame"
     assert benchmark._config("offline:small")["max_steps"] == int(1.5 * SMALL_TEXTWORLD["max_steps"])
-    (row,) = collect_episode(benchmark, 0, prefixes=[last], actions=("continue", "quit", "expert", "hint"))
+    (row,) = collect_episode(benchmark, 0, prefixes=[last], actions=("continue", "quit", "expert", "rollback", "hint"))
     branches = row["branches"]
     assert row["prefix_match"] and row["base_success"] and row["base_length"] == len(plan) + 1
     assert branches["continue"]["success"] and branches["continue"]["steps"] == 2
     assert branches["expert"]["success"] and branches["expert"]["steps"] == 1
     # The hint showed the plan's last command as a play call; the revised reply played it and won at once.
     assert branches["hint"]["success"] and branches["hint"]["steps"] == 1
-    (notice,) = model.notices
+    undo, notice = model.notices  # the rollback's branch runs before the hint's
     assert json.loads(notice.split("the call ", 1)[1].split(". Write", 1)[0]) == json.loads(play(plan[last]))
+    # The rollback (r = 2) named the two play calls it undid, as the agent wrote them.
+    assert last >= 2 and "your last 2 calls were undone" in undo
+    assert [json.loads(call) for call in undo.split("They were: ", 1)[1].split(". Write", 1)[0].split("; ")] == [
+        json.loads(play(command)) for command in plan[last - 2:last]]
     assert {"tw_score", "tw_admissible", "verbal_confidence"} <= set(row["features"])
     assert row["benchmark_meta"]["mode"] == "textgame" and row["benchmark_meta"]["game"] == 0
     with pytest.raises(ValueError, match="no lapse rates"):
