@@ -280,6 +280,10 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
     if shared:
         raise ValueError(f"{len(shared)} episodes are in both the training and the test rows "
                          f"(e.g. {sorted(shared)[0]}); split with split_by_episode")
+    trained_on = len(set(map(episode_key, train_rows)))
+    if trained_on < 2:
+        raise ValueError(f"the training rows hold {trained_on} episode; the scalar baseline needs 2 or more (its risk "
+                         "score is fitted on some, its threshold tuned on others): collect more episodes")
     actions = actions_in([*train_rows, *test_rows])
     if config.intervention not in actions:
         raise ValueError(f"the scalar routers' intervention {config.intervention!r} is not among the rows' "

@@ -196,6 +196,10 @@ def test_evaluate_refuses_rows_of_one_episode_on_both_sides() -> None:
         evaluate(rows, rows[:1], seed=0)
     with pytest.raises(ValueError, match="unknown evaluation settings"):
         evaluate(rows[:4], rows[4:], {"bins": 3}, seed=0)
+    # One training episode cannot both fit the risk score and tune its threshold: said so, not a fit's shape error.
+    one = [row for row in rows if row["episode"] == rows[0]["episode"]]
+    with pytest.raises(ValueError, match="training rows hold 1 episode; .* collect more episodes"):
+        evaluate(one, [row for row in rows if row["episode"] != rows[0]["episode"]], seed=0)
 
 
 def test_evaluate_by_strength_evaluates_each_expert_strength_apart() -> None:
