@@ -238,14 +238,11 @@ class _Episode:
             self.agent.restore(start.agent)
             if draw > 0 or action == "rollback":
                 self.agent.reseed(draw_seed)
-        if action in REVISIONS:
-            self.stats.restore_s += time.perf_counter() - restoring
-            return self._play(base, start.observation, start.info, 0, self.max_steps - t, record=False,
-                              revision=action)
-        undone = self.snapshots[t].history.actions[start.t:] if action == "rollback" else []
-        if undone and getattr(self.benchmark, "rollback_notice", False):
-            # A greedy agent restored r steps back would only make the same calls again (see the module
-            # docstring): it is told which calls were undone, as a revision of its next reply.
+        # A greedy agent restored r steps back would only make the same calls again (see the module docstring):
+        # where the benchmark says so, it is told which calls were undone, as a revision of its next reply.
+        undone = (self.snapshots[t].history.actions[start.t:]
+                  if action == "rollback" and getattr(self.benchmark, "rollback_notice", False) else [])
+        if action in REVISIONS or undone:
             self.stats.restore_s += time.perf_counter() - restoring
             return self._play(base, start.observation, start.info, 0, self.max_steps - t, record=False,
                               revision=action, undone=undone)
@@ -270,7 +267,7 @@ class _Episode:
             elif revision is not None and steps == 0:
                 proposed = base.act(observation, info)
                 action = self.benchmark.revise(revision, base, proposed, observation, info,  # type: ignore[attr-defined]
-                                               **({"undone": undone} if undone else {}))
+                                               undone=undone)
             else:
                 action = plain_action(base.act(observation, info))
             observation, reward, terminated, truncated, info = env_step(action)
