@@ -11,11 +11,12 @@ and its expert):
    with ``gauntlet oversight collect``'s machinery into ``<work>/<benchmark>`` (resumable: a killed
    experiment picks up where it stopped), at every expert strength of the ablation. Rows/s and the
    replay match rate are recorded.
-2. **Offline table.** Episodes split 70/30 (no shared rollouts); on the test prefixes: regret of the
-   scalar routers (raw, Platt, isotonic; thresholds re-tuned; and the raw threshold kept), the
-   action-conditioned controllers (random forest as the paper, bagged boosting), oracle and the
-   always-<action> references, with bootstrap CIs over episodes; ECE/AUROC of the risk score before and
-   after recalibration; the identical-risk / different-optimal-action count.
+2. **Offline table.** Episodes split 70/30 (no shared rollouts; the LLM plans cross-fit over folds of
+   episodes instead, and keep the privileged expert as a reference no overseer chooses); on the test
+   prefixes: regret of the scalar routers (raw, Platt, isotonic; thresholds re-tuned; and the raw
+   threshold kept), the action-conditioned controllers (random forest as the paper, bagged boosting),
+   oracle and the always-<action> references, with bootstrap CIs over episodes; ECE/AUROC of the risk
+   score before and after recalibration; the identical-risk / different-optimal-action count.
 3. **Intervention-strength ablation.** The same table per expert strength (a weaker expert is a weaker
    intervention; the paper says the gain should shrink).
 4. **Branch cost.** One restore plus one step from the coupled snapshot at t = 5 and t = 50, timed in
@@ -56,8 +57,9 @@ import numpy as np
 import gauntlet  # noqa: F401  (registers the gauntlet/ envs)
 from gauntlet.controllers.oversight.benchmarks import get_benchmark
 from gauntlet.controllers.oversight.collect import CollectSpec, collect, load_rows
-from gauntlet.controllers.oversight.metrics import (EvaluationConfig, evaluate, evaluate_by_strength, markdown_table,
-                                                    split_by_episode, tune_dispersion)
+from gauntlet.controllers.oversight.metrics import (EvaluationConfig, cross_evaluate, drop_actions, evaluate,
+                                                    evaluate_by_strength, markdown_table, split_by_episode,
+                                                    tune_dispersion)
 from gauntlet.controllers.oversight.models import (ActionConditioned, RiskScore, ScalarRouter, failure_data, save_model,
                                                    utility_data)
 from gauntlet.controllers.oversight.online import compare_online, held_out_episodes
@@ -99,7 +101,9 @@ LLM_MODELS = {"model": "offline:small", "strong_model": "offline", "latent": "sh
 does not depend on what its process ran before (``benchmarks/llm.py``: without it, 3 of 8 of the smoke
 plan's stronger branches went another way)."""
 _LLM = {"strengths": [1.0], "online": 8, "actions": LLM_ACTIONS, "intervention": "stronger", "branch_cost": False,
-        "reference": ["expert"]}
+        "reference": ["expert"], "folds": 5}
+"""``folds``: the offline table is cross-fitted over that many folds of episodes (at most one an episode), so
+every collected game is a test game once; a 70/30 split of a few dozen LLM games tests a handful."""
 PLANS["llm-smoke"] = {
     # One-room games with a two-command quest and a four-step budget: 4 episodes, a few rows each.
     "llm-textworld": {**_LLM, "episodes": 4, "stride": 2, "n_boot": 100, "controller_kinds": ["rf"], "online": 1,
@@ -218,11 +222,17 @@ def run_benchmark(name: str, plan: dict[str, Any], out: Path, work: Path, *, see
     # The smoke size fits only the forest controller: the bagged boosted one is most of its time.
     evaluation_config = EvaluationConfig(n_boot=plan.get("n_boot", 1000),
                                          controller_kinds=tuple(plan.get("controller_kinds", ("rf", "gbr"))),
-                                         intervention=plan.get("intervention", "expert"))
+                                         intervention=plan.get("intervention", "expert"),
+                                         reference=tuple(plan.get("reference", ())))
     full_strength = [row for row in rows if row["expert_strength"] == max(plan["strengths"])]
     train, test = split_by_episode(full_strength, 0.3, seed)
-    print(f"[{name}] evaluating on {len(test)} test rows", flush=True)
-    result["offline"] = evaluate(train, test, evaluation_config, seed=seed)
+    if plan.get("folds"):
+        folds = min(plan["folds"], len({row["episode"] for row in full_strength}))
+        print(f"[{name}] evaluating on {len(full_strength)} rows cross-fitted over {folds} folds", flush=True)
+        result["offline"] = cross_evaluate(full_strength, folds, evaluation_config, seed=seed)
+    else:
+        print(f"[{name}] evaluating on {len(test)} test rows", flush=True)
+        result["offline"] = evaluate(train, test, evaluation_config, seed=seed)
     if len(plan["strengths"]) > 1:
         train_all, test_all = split_by_episode(rows, 0.3, seed)
         result["ablation"] = {strength: {"regret": {method: part["methods"][method]["regret"]
@@ -237,8 +247,7 @@ def run_benchmark(name: str, plan: dict[str, Any], out: Path, work: Path, *, see
         models.mkdir(parents=True, exist_ok=True)
         # A reference (the LLM plans' privileged expert) is measured offline, never deployed.
         reference = set(plan.get("reference", ()))
-        deployable = [{**row, "branches": {action: branch for action, branch in row["branches"].items()
-                                           if action not in reference}} for row in train]
+        deployable = drop_actions(train, reference)
         ac, scalar = train_controllers(deployable, models, name, config, seed, plan.get("intervention", "expert"))
         print(f"[{name}] online on {plan['online']} held-out episodes", flush=True)
         result["online"] = compare_online(name, ac, online_episodes(name, plan),
@@ -261,7 +270,8 @@ def summary_markdown(results: dict[str, Any]) -> str:
         lines += [f"## {name}", "",
                   f"{result['rows']} rows, replay match {result['replay_match_rate']:.4f}, "
                   f"{result['collection']['rows_per_s_wall']:.3g} rows/s on {result['collection']['workers']} "
-                  f"worker(s); {offline['n_test_prefixes']} test prefixes in {offline['n_test_episodes']} episodes.",
+                  f"worker(s); {offline['n_test_prefixes']} test prefixes in {offline['n_test_episodes']} episodes"
+                  + (f" (cross-fitted over {offline['folds']} folds)." if "folds" in offline else "."),
                   "", markdown_table(offline), ""]
         collection = result["collection"]
         every = collection.get("all_jobs") or {}

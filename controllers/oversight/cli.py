@@ -169,6 +169,9 @@ def collect(
 def evaluate(
     rows: Annotated[Path, typer.Argument(help="A collection folder (gauntlet oversight collect).")],
     test_fraction: Annotated[float, typer.Option(min=0.05, max=0.95, help="Share of episodes held out.")] = 0.3,
+    folds: Annotated[int | None, typer.Option(min=2, help=(
+        "Cross-fit over this many folds of episodes instead of one held-out split: every episode is tested "
+        "once, by overseers trained on the others (for small collections)."))] = None,
     seed: Annotated[int, typer.Option(help="Seed of the episode split and the learners.")] = 0,
     dispersion: Annotated[float | None, typer.Option(min=0.0, help=(
         "Tree-dispersion penalty of the controller (default: tuned on a calibration split of the training "
@@ -176,35 +179,54 @@ def evaluate(
     by_strength: Annotated[bool, typer.Option(help="Also evaluate each expert strength on its own.")] = False,
     trees: Annotated[int | None, typer.Option(min=1, help=(
         "Trees of every random forest (risk score and rf controller); default: the paper's 200."))] = None,
+    intervention: Annotated[str, typer.Option(help=(
+        "The action the scalar routers escalate to (on the LLM benchmarks: stronger)."))] = "expert",
+    reference: Annotated[str | None, typer.Option(help=(
+        "Comma-separated actions measured only as references, never chosen (on the LLM benchmarks: expert, "
+        "the privileged gold continuation)."))] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the full result here (JSON).")] = None,
 ) -> None:
     """Regret of scalar routing vs the action-conditioned controller vs oracle, calibration before/after."""
     from gauntlet.cli_commands.common import console
-    from gauntlet.controllers.oversight.metrics import (EvaluationConfig, evaluate_by_strength, markdown_table,
-                                                        split_by_episode)
+    from gauntlet.controllers.oversight.metrics import (EvaluationConfig, cross_evaluate,
+                                                        cross_evaluate_by_strength, evaluate_by_strength,
+                                                        markdown_table, split_by_episode)
     from gauntlet.controllers.oversight.metrics import evaluate as run_evaluation
     from gauntlet.fileio import write_atomically
 
+    left_out = tuple(_csv("--reference", reference) or ())
     data = _rows(rows)
-    train, test = split_by_episode(data, test_fraction, seed)
-    if not train or not test:
-        raise UserError(f"{rows} has too few episodes to split {test_fraction:g} of them off; collect more episodes")
-    try:
-        config = EvaluationConfig(dispersion=dispersion, trees=trees)
-        result = run_evaluation(train, test, config, seed=seed)
-        by = evaluate_by_strength(train, test, config, seed=seed) if by_strength else None
-    except ValueError as exc:
-        raise UserError(f"cannot evaluate {rows}: {exc}") from None
-    console.print(f"{len(train)} training rows, {len(test)} test rows (episodes split {1 - test_fraction:g}/"
-                  f"{test_fraction:g}, seed {seed})")
-    console.print(markdown_table(result))
-    console.print(_calibration_lines(result))
+    config = EvaluationConfig(dispersion=dispersion, trees=trees, intervention=intervention, reference=left_out)
+    by: dict[str, dict[str, Any]] | None = None
+    if folds is not None:
+        try:
+            result = cross_evaluate(data, folds, config, seed=seed)
+            by = cross_evaluate_by_strength(data, folds, config, seed=seed) if by_strength else None
+        except ValueError as exc:
+            raise UserError(f"cannot evaluate {rows}: {exc}") from None
+        console.print(f"{len(data)} rows of {result['n_test_episodes']} episodes, cross-fitted over {folds} folds "
+                      f"of episodes (seed {seed}): every prefix decided by overseers that never saw its episode")
+    else:
+        train, test = split_by_episode(data, test_fraction, seed)
+        if not train or not test:
+            raise UserError(f"{rows} has too few episodes to split {test_fraction:g} of them off; "
+                            "collect more episodes")
+        try:
+            result = run_evaluation(train, test, config, seed=seed)
+            by = evaluate_by_strength(train, test, config, seed=seed) if by_strength else None
+        except ValueError as exc:
+            raise UserError(f"cannot evaluate {rows}: {exc}") from None
+        console.print(f"{len(train)} training rows, {len(test)} test rows (episodes split {1 - test_fraction:g}/"
+                      f"{test_fraction:g}, seed {seed})")
+    console.print(markdown_table(result), soft_wrap=True)
+    console.print(_calibration_lines(result), soft_wrap=True)
     if by is not None:
         for strength, part in by.items():
             console.print(f"\nexpert strength {strength}")
-            console.print(markdown_table(part))
+            console.print(markdown_table(part), soft_wrap=True)
     if json_out is not None:
-        payload = {"rows": str(rows), "test_fraction": test_fraction, "seed": seed, "result": result,
+        split: dict[str, Any] = {"folds": folds} if folds is not None else {"test_fraction": test_fraction}
+        payload = {"rows": str(rows), **split, "seed": seed, "result": result,
                    "by_strength": by}
         write_atomically(json_out, json.dumps(payload, indent=2, default=float))
         console.print(f"result in [bold]{json_out}[/bold]")
@@ -238,17 +260,30 @@ def train(
     trees: Annotated[int | None, typer.Option(min=1, help=(
         "Trees of each model (default: the paper's 200 for rf, 100 per boosted model for gbr); the scalar "
         "router's forest gets the same number."))] = None,
+    intervention: Annotated[str, typer.Option(help=(
+        "The action the scalar router escalates to (on the LLM benchmarks: stronger)."))] = "expert",
+    reference: Annotated[str | None, typer.Option(help=(
+        "Comma-separated actions left out of training, as evaluate --reference leaves them out of the "
+        "choice (on the LLM benchmarks: expert)."))] = None,
 ) -> None:
     """Train the action-conditioned controller (and the scalar router it is compared with) on the
     training episodes and save both for deployment: OUT and OUT with the suffix .scalar.joblib."""
     from gauntlet.cli_commands.common import console
     from gauntlet.controllers.oversight.collect import load_meta
-    from gauntlet.controllers.oversight.metrics import split_by_episode, tune_dispersion
-    from gauntlet.controllers.oversight.models import (ActionConditioned, RiskScore, ScalarRouter, failure_data,
-                                                       save_model, utility_data)
+    from gauntlet.controllers.oversight.metrics import drop_actions, split_by_episode, tune_dispersion
+    from gauntlet.controllers.oversight.models import (ActionConditioned, RiskScore, ScalarRouter, actions_in,
+                                                       failure_data, save_model, utility_data)
     from gauntlet.controllers.oversight.utility import UtilityConfig
 
+    left_out = _csv("--reference", reference) or []
     data = _rows(rows)
+    present = actions_in(data)
+    unknown = [action for action in [*left_out, intervention] if action not in present]
+    if unknown:
+        raise UserError(f"{rows} has no branches of {unknown} on every row; its actions are {list(present)}")
+    if intervention in left_out:
+        raise UserError(f"--intervention {intervention} is also a --reference; route to an action the model keeps")
+    data = drop_actions(data, left_out)
     meta = load_meta(rows)
     train_rows = split_by_episode(data, test_fraction, seed)[0] if test_fraction > 0 else data
     fit_rows, calibration_rows = split_by_episode(train_rows, 0.3, seed)
@@ -265,7 +300,7 @@ def train(
     save_model(out, model, utility=utility, benchmark=meta["benchmark"], metadata=common)
     # The scalar baseline as `evaluate` builds it: risk on one part, the threshold tuned on the other.
     risk = RiskScore("rf", seed=seed, n_estimators=trees).fit(*failure_data(fit_rows))
-    router = ScalarRouter(risk, intervention="expert").fit(*utility_data(calibration_rows, risk.feature_names))
+    router = ScalarRouter(risk, intervention=intervention).fit(*utility_data(calibration_rows, risk.feature_names))
     scalar_out = scalar_path(out)
     save_model(scalar_out, router, utility=utility, benchmark=meta["benchmark"],
                metadata={**common, "threshold": router.threshold})

@@ -226,6 +226,10 @@ class EvaluationConfig:
     calibration_fraction: float = 0.3
     intervention: str = "expert"
     """The scalar routers' intervention."""
+    reference: tuple[str, ...] = ()
+    """Actions measured only as references (the LLM plans' privileged expert): no overseer chooses them,
+    the oracle is the best of the other actions, and each is reported as ``reference_<action>``, its
+    regret against that oracle (negative where it beats every action an overseer has)."""
     risk_kind: Literal["rf", "logistic"] = "rf"
     controller_kinds: tuple[Literal["rf", "gbr"], ...] = ("rf", "gbr")
     dispersion: float | None = None
@@ -270,27 +274,170 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
     prefixes, the tuned thresholds, the identical-risk count per scalar and the within-action variance
     of the test rows.
     """
-    if config is None:
-        config = EvaluationConfig()
-    elif not isinstance(config, EvaluationConfig):
-        config = EvaluationConfig.from_mapping(config)
+    config = _config(config)
     if not train_rows or not test_rows:
         raise ValueError("evaluate needs training rows and test rows")
     shared = set(map(episode_key, train_rows)) & set(map(episode_key, test_rows))
     if shared:
         raise ValueError(f"{len(shared)} episodes are in both the training and the test rows "
                          f"(e.g. {sorted(shared)[0]}); split with split_by_episode")
+    actions = _checked_actions([*train_rows, *test_rows], config)
+    full_test = test_rows
+    train_rows, test_rows = drop_actions(train_rows, config.reference), drop_actions(test_rows, config.reference)
+    fold = _fit_and_choose(train_rows, test_rows, actions, config, seed)
+    summary = _summary(fold.table, fold.choices, fold.risk, test_rows, config, seed)
+    summary["methods"].update(_reference_results(full_test, fold.table, config, seed))
+    for name, slope in fold.slopes.items():
+        summary["calibration"][name]["slope"] = slope
+    return {
+        **summary,
+        "n_train_rows": len(train_rows),
+        "thresholds": fold.thresholds, "dispersion": fold.dispersion,
+        "config": dataclasses.asdict(config), "seed": seed,
+    }
+
+
+def split_into_folds(rows: Sequence[Row], folds: int, seed: int) -> list[list[Row]]:
+    """``folds`` groups of rows with every episode in exactly one: the episodes, shuffled with ``seed``, are
+    dealt round-robin, so fold sizes differ by at most one episode."""
+    episodes = sorted({episode_key(row) for row in rows})
+    if folds < 2:
+        raise ValueError(f"cross-validation needs 2 or more folds, not {folds}")
+    if folds > len(episodes):
+        raise ValueError(f"{folds} folds need {folds} or more episodes; the rows hold {len(episodes)}: "
+                         "use fewer folds or collect more episodes")
+    order = np.random.default_rng(seed).permutation(len(episodes))
+    fold_of = {episodes[i]: position % folds for position, i in enumerate(order)}
+    groups: list[list[Row]] = [[] for _ in range(folds)]
+    for row in rows:
+        groups[fold_of[episode_key(row)]].append(row)
+    return groups
+
+
+def cross_evaluate(rows: Sequence[Row], folds: int, config: EvaluationConfig | Mapping[str, Any] | None = None, *,
+                   seed: int) -> dict[str, Any]:
+    """``evaluate`` cross-fitted over ``folds`` folds of episodes: every episode is a test episode once.
+
+    For small collections (a few dozen LLM episodes), where one held-out split leaves a handful of test
+    episodes. Each fold's overseers are trained on the other folds exactly as ``evaluate`` trains them
+    (risk score, recalibration, thresholds and dispersion penalty fitted anew), and choose on that fold's
+    prefixes; every method's regret, its bootstrap CI over episodes and its calibration are then measured
+    on all prefixes together, each decided by the overseer that never saw its episode. Thresholds and
+    penalties are listed per fold (``folds_detail``). The identical-risk count pools the folds' risk
+    scores, which come from different fits: read it as the count a router of each fold's kind faces.
+    """
+    config = _config(config)
+    if not rows:
+        raise ValueError("cross_evaluate needs rows")
+    actions = _checked_actions(rows, config)
+    full_rows, deployable = rows, drop_actions(rows, config.reference)
+    groups = split_into_folds(deployable, folds, seed)
+    smallest_train = min(len({episode_key(row) for row in rows}) - len({episode_key(row) for row in group})
+                         for group in groups)
+    if smallest_train < 2:
+        raise ValueError(f"with {folds} folds a fold trains on {smallest_train} episode; the scalar baseline needs "
+                         "2 or more: use fewer folds or collect more episodes")
+    results = []
+    for test_rows in groups:
+        held_out = {episode_key(row) for row in test_rows}
+        train_rows = [row for row in deployable if episode_key(row) not in held_out]
+        results.append(_fit_and_choose(train_rows, test_rows, actions, config, seed))
+    table = prefix_table(deployable, actions)
+    keys = [prefix_key(row) for row in table.rows]
+    shared_methods = [name for name in results[0].choices if all(name in fold.choices for fold in results)]
+    shared_scores = [name for name in results[0].risk if all(name in fold.risk for fold in results)]
+    choice_by_key: dict[str, dict[tuple[str, int, int], str]] = {name: {} for name in shared_methods}
+    risk_by_key: dict[str, dict[tuple[str, int, int], float]] = {name: {} for name in shared_scores}
+    for fold in results:
+        fold_keys = [prefix_key(row) for row in fold.table.rows]
+        for name in shared_methods:
+            choice_by_key[name].update(zip(fold_keys, fold.choices[name]))
+        for name in shared_scores:
+            risk_by_key[name].update(zip(fold_keys, fold.risk[name].tolist()))
+    choices = {name: [choice_by_key[name][key] for key in keys] for name in shared_methods}
+    risk = {name: np.array([risk_by_key[name][key] for key in keys]) for name in shared_scores}
+    summary = _summary(table, choices, risk, deployable, config, seed)
+    summary["methods"].update(_reference_results(full_rows, table, config, seed))
+    return {
+        **summary,
+        "folds": folds,
+        "folds_detail": [{"test_episodes": int(len(np.unique(fold.table.episodes))),
+                          "test_prefixes": len(fold.table.rows),
+                          "thresholds": fold.thresholds, "dispersion": fold.dispersion,
+                          "platt_slopes": fold.slopes} for fold in results],
+        "config": dataclasses.asdict(config), "seed": seed,
+    }
+
+
+def _config(config: EvaluationConfig | Mapping[str, Any] | None) -> EvaluationConfig:
+    if config is None:
+        return EvaluationConfig()
+    return config if isinstance(config, EvaluationConfig) else EvaluationConfig.from_mapping(config)
+
+
+def _checked_actions(rows: Sequence[Row], config: EvaluationConfig) -> tuple[str, ...]:
+    """The actions an overseer may choose: those every row has, but the references."""
+    actions = actions_in(rows)
+    missing = [action for action in config.reference if action not in actions]
+    if missing:
+        raise ValueError(f"the reference actions {missing} are not among the rows' actions {list(actions)}")
+    if config.intervention in config.reference:
+        raise ValueError(f"the scalar routers' intervention {config.intervention!r} is a reference, which no "
+                         "overseer chooses: route to another action")
+    actions = tuple(action for action in actions if action not in config.reference)
+    if config.intervention not in actions:
+        raise ValueError(f"the scalar routers' intervention {config.intervention!r} is not among the rows' "
+                         f"actions {list(actions)}")
+    return actions
+
+
+def drop_actions(rows: Sequence[Row], actions: Iterable[str]) -> list[dict[str, Any]]:
+    """Copies of ``rows`` without the branches of ``actions``: what an overseer that cannot take those
+    actions is trained and measured on."""
+    dropped = set(actions)
+    return [{**row, "branches": {action: branch for action, branch in row["branches"].items()
+                                 if action not in dropped}} for row in rows]
+
+
+def _reference_results(rows: Sequence[Row], table: PrefixTable, config: EvaluationConfig,
+                       seed: int) -> dict[str, dict[str, Any]]:
+    """``reference_<action>`` for each reference: always taking it, against the oracle of ``table`` (the
+    prefixes of ``rows`` over the actions an overseer has)."""
+    if not config.reference:
+        return {}
+    full = prefix_table(rows, (*table.actions, *config.reference))
+    if [prefix_key(row) for row in full.rows] != [prefix_key(row) for row in table.rows]:
+        raise ValueError("the reference rows and the evaluated prefixes differ")  # a bug, not bad input
+    best = table.utilities.max(axis=1)
+    results = {}
+    for j, action in enumerate(config.reference, start=len(table.actions)):
+        utilities = full.utilities[:, j]
+        results[f"reference_{action}"] = _scored(best - utilities, utilities, table, {action: 1.0}, config, seed)
+    return results
+
+
+@dataclass(frozen=True)
+class _Fold:
+    """What overseers trained on one side chose on the other: ``table`` the test prefixes, ``choices`` per
+    method aligned with them, ``risk`` every scalar score's value on them."""
+
+    table: PrefixTable
+    choices: dict[str, list[str]]
+    risk: dict[str, np.ndarray]
+    thresholds: dict[str, Any]
+    dispersion: dict[str, float]
+    slopes: dict[str, float]
+    """The Platt slope of each Platt-recalibrated score."""
+
+
+def _fit_and_choose(train_rows: Sequence[Row], test_rows: Sequence[Row], actions: tuple[str, ...],
+                    config: EvaluationConfig, seed: int) -> _Fold:
     trained_on = len(set(map(episode_key, train_rows)))
     if trained_on < 2:
         raise ValueError(f"the training rows hold {trained_on} episode; the scalar baseline needs 2 or more (its risk "
                          "score is fitted on some, its threshold tuned on others): collect more episodes")
-    actions = actions_in([*train_rows, *test_rows])
-    if config.intervention not in actions:
-        raise ValueError(f"the scalar routers' intervention {config.intervention!r} is not among the rows' "
-                         f"actions {list(actions)}")
     test = prefix_table(test_rows, actions)
     choices: dict[str, list[str]] = dict(reference_policies(test.utilities, actions))
-
     # The scalar baseline: risk on the fit split; recalibration and thresholds on the calibration split.
     fit_rows, calibration_rows = split_by_episode(train_rows, config.calibration_fraction, seed)
     risk = RiskScore(config.risk_kind, seed=seed, n_jobs=config.n_jobs, n_estimators=config.trees).fit(
@@ -347,27 +494,29 @@ def evaluate(train_rows: Sequence[Row], test_rows: Sequence[Row],
         model.fit(*utility_data(train_rows))
         choices[f"action_conditioned_{kind}"] = model.choose(design_matrix(test.rows, model.feature_names)[0])
 
-    labels = continue_failed(test.rows)
-    best = optimal_actions(test.utilities, actions)
-    calibration, identical = {}, {}
-    for name, score in scores.items():
-        values = score.predict_risk(X_test)
-        calibration[name] = {"ece": expected_calibration_error(values, labels, config.ece_bins),
-                             "auroc": auroc(values, labels)}
-        if isinstance(score, Calibrated) and score.method == "platt":
-            calibration[name]["slope"] = score.platt_slope
-        identical[name] = identical_risk_different_action(values, best, config.risk_bins)
+    risk_values = {name: np.asarray(score.predict_risk(X_test), dtype=np.float64) for name, score in scores.items()}
+    slopes = {name: score.platt_slope for name, score in scores.items()
+              if isinstance(score, Calibrated) and score.method == "platt"}
+    return _Fold(table=test, choices=choices, risk=risk_values,
+                 thresholds={name: _json_threshold(value) for name, value in thresholds.items()},
+                 dispersion=dispersions, slopes=slopes)
+
+
+def _summary(table: PrefixTable, choices: Mapping[str, Sequence[str]], risk: Mapping[str, np.ndarray],
+             test_rows: Sequence[Row], config: EvaluationConfig, seed: int) -> dict[str, Any]:
+    labels = continue_failed(table.rows)
+    best = optimal_actions(table.utilities, table.actions)
+    calibration = {name: {"ece": expected_calibration_error(values, labels, config.ece_bins),
+                          "auroc": auroc(values, labels)} for name, values in risk.items()}
+    identical = {name: identical_risk_different_action(values, best, config.risk_bins) for name, values in risk.items()}
     return {
-        "actions": list(actions),
-        "n_train_rows": len(train_rows), "n_test_rows": len(test_rows), "n_test_prefixes": len(test.rows),
-        "n_test_episodes": int(len(np.unique(test.episodes))),
-        "methods": {name: _method_result(test, chosen, config, seed) for name, chosen in choices.items()},
+        "actions": list(table.actions),
+        "n_test_rows": len(test_rows), "n_test_prefixes": len(table.rows),
+        "n_test_episodes": int(len(np.unique(table.episodes))),
+        "methods": {name: _method_result(table, chosen, config, seed) for name, chosen in choices.items()},
         "calibration": calibration,
-        "thresholds": {name: _json_threshold(value) for name, value in thresholds.items()},
-        "dispersion": dispersions,
-        "identical_risk_different_action": {"bins": config.risk_bins, "prefixes": len(test.rows), **identical},
-        "within_action_variance": within_action_variance(test_rows, actions),
-        "config": dataclasses.asdict(config), "seed": seed,
+        "identical_risk_different_action": {"bins": config.risk_bins, "prefixes": len(table.rows), **identical},
+        "within_action_variance": within_action_variance(test_rows, table.actions),
     }
 
 
@@ -388,22 +537,30 @@ def tune_dispersion(kind: Literal["rf", "gbr"], fit_rows: Sequence[Row], calibra
 
 def _method_result(table: PrefixTable, chosen: Sequence[str], config: EvaluationConfig, seed: int) -> dict[str, Any]:
     regrets = regret_per_prefix(table.utilities, table.actions, chosen)
-    spread = regret_spread(table.utilities)
     column = {action: j for j, action in enumerate(table.actions)}
     utilities = table.utilities[np.arange(len(chosen)), [column[action] for action in chosen]]
+    counts = Counter(chosen)
+    shares = {action: counts[action] / len(chosen) for action in table.actions if counts[action]}
+    return _scored(regrets, utilities, table, shares, config, seed)
+
+
+def _scored(regrets: np.ndarray, utilities: np.ndarray, table: PrefixTable, shares: dict[str, float],
+            config: EvaluationConfig, seed: int) -> dict[str, Any]:
+    """A method's row of the table from its regret and utility on each prefix of ``table``."""
+    spread = regret_spread(table.utilities)
 
     def interval(denominators: np.ndarray | None = None) -> list[float]:
         return list(cluster_bootstrap_ci(regrets, table.episodes, denominators=denominators,
                                          resamples=config.n_boot, level=config.confidence, seed=seed))
 
-    counts = Counter(chosen)
+    scale = float(spread.mean())
     return {
         "regret": float(regrets.mean()),
         "regret_ci": interval(),
-        "normalised_regret": normalised_regret(table.utilities, table.actions, chosen),
+        "normalised_regret": float(regrets.mean()) / scale if scale > 0 else float("nan"),
         "normalised_regret_ci": interval(spread),
         "mean_utility": float(utilities.mean()),
-        "action_share": {action: counts[action] / len(chosen) for action in table.actions if counts[action]},
+        "action_share": shares,
     }
 
 
@@ -427,6 +584,14 @@ def evaluate_by_strength(train_rows: Sequence[Row], test_rows: Sequence[Row],
     tests = _group(test_rows, lambda row: float(row["expert_strength"]))
     return {str(strength): evaluate(groups[strength], tests[strength], config, seed=seed)
             for strength in sorted(groups) if strength in tests}
+
+
+def cross_evaluate_by_strength(rows: Sequence[Row], folds: int,
+                               config: EvaluationConfig | Mapping[str, Any] | None = None, *,
+                               seed: int) -> dict[str, dict[str, Any]]:
+    """``cross_evaluate`` separately for each ``expert_strength`` (as ``evaluate_by_strength``)."""
+    groups = _group(rows, lambda row: float(row["expert_strength"]))
+    return {str(strength): cross_evaluate(groups[strength], folds, config, seed=seed) for strength in sorted(groups)}
 
 
 def _group(rows: Iterable[Row], key: Callable[[Row], float]) -> dict[float, list[Row]]:

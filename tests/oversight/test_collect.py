@@ -168,6 +168,25 @@ def test_the_oversight_commands_end_to_end(tmp_path: Path) -> None:
     assert result["config"]["trees"] == 25
     assert result["methods"]["oracle"]["regret"] == 0.0
     assert {"action_conditioned_rf", "scalar_raw", "scalar_platt", "always_continue"} <= set(result["methods"])
+    # Cross-fitted, with the expert's handovers kept as references no overseer may choose (as the LLM rows').
+    crossed = gauntlet("oversight", "evaluate", str(rows), "--trees", "25", "--folds", "4", "--reference",
+                       "expert,expert_k", "--intervention", "stronger", "--json", str(tmp_path / "cross.json"))
+    assert crossed.returncode == 0, crossed.stderr
+    assert "cross-fitted over 4 folds" in crossed.stdout and "| reference_expert |" in crossed.stdout
+    payload = json.loads((tmp_path / "cross.json").read_text())
+    assert payload["folds"] == 4 and payload["result"]["n_test_episodes"] == 40
+    assert payload["result"]["config"]["intervention"] == "stronger"
+    assert not any(action.startswith("expert") for name, method in payload["result"]["methods"].items()
+                   if not name.startswith("reference_") for action in method["action_share"])
+    deployable = gauntlet("oversight", "train", str(rows), "--out", str(tmp_path / "deployable.joblib"), "--trees",
+                          "5", "--reference", "expert,expert_k", "--intervention", "stronger")
+    assert deployable.returncode == 0, deployable.stderr
+    assert "expert" not in load_model(tmp_path / "deployable.joblib").model.actions
+    assert load_model(tmp_path / "deployable.scalar.joblib").model.intervention == "stronger"
+    assert_one_line_error(gauntlet("oversight", "train", str(rows), "--out", str(tmp_path / "x.joblib"),
+                                   "--reference", "stronger", "--intervention", "stronger"), "also a --reference")
+    assert_one_line_error(gauntlet("oversight", "evaluate", str(rows), "--folds", "41"),
+                          "41 folds need 41 or more episodes", "use fewer folds")
     trained = gauntlet("oversight", "train", str(rows), "--out", str(tmp_path / "model.joblib"), "--trees", "25")
     assert trained.returncode == 0, trained.stderr
     assert load_model(tmp_path / "model.joblib").model.n_estimators == 25
@@ -188,6 +207,9 @@ def test_the_oversight_commands_end_to_end(tmp_path: Path) -> None:
     (["collect", "corridor", "--out", "{tmp}/x", "--actions", "pray"], ["unknown overseer actions"]),
     (["evaluate", "{tmp}/missing"], ["no rows.jsonl"]),
     (["evaluate", "{tmp}/missing", "--trees", "0"], ["--trees"]),
+    (["evaluate", "{tmp}/missing", "--folds", "1"], ["--folds"]),
+    (["evaluate", "{tmp}/missing", "--reference", ","], ["--reference names nothing"]),
+    (["train", "{tmp}/missing", "--out", "{tmp}/m.joblib", "--reference", " "], ["--reference names nothing"]),
     (["train", "{tmp}/missing", "--out", "{tmp}/m.joblib"], ["no rows.jsonl"]),
     (["deploy", "corridor", "--model", "{tmp}/missing.joblib"], ["no model file"]),
 ])

@@ -110,6 +110,12 @@ def test_the_llm_smoke_plan_branches_every_intervention_and_resumes(tmp_path: Pa
     assert offline["methods"]["oracle"]["regret"] == 0.0
     assert "scalar_raw" in offline["methods"] and "always_stronger" in offline["methods"]
     assert offline["config"]["intervention"] == "stronger"  # the scalar routers escalate to the stronger model
+    # Offline too, the privileged expert is a reference: reported, never an overseer's choice nor the oracle's.
+    assert "always_expert" not in offline["methods"] and "reference_expert" in offline["methods"]
+    # Cross-fitted: every collected game is a test game once.
+    assert offline["folds"] == offline["n_test_episodes"] == len({row["episode"] for row in rows})
+    assert not any("expert" in method["action_share"] for name, method in offline["methods"].items()
+                   if name != "reference_expert")
     assert result["branch_cost"]["episode"] is None and "model calls" in result["branch_cost"]["reason"]
     assert "wall s by part" in (out / "oversight.md").read_text()
     # Online, on a held-out game: the deployed controllers never had the privileged expert to choose.

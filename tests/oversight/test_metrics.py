@@ -11,6 +11,8 @@ from gauntlet.stats import auroc, cluster_bootstrap_ci, expected_calibration_err
 from gauntlet.controllers.oversight.metrics import (
     EvaluationConfig,
     control_regret,
+    cross_evaluate,
+    cross_evaluate_by_strength,
     evaluate,
     evaluate_by_strength,
     identical_risk_different_action,
@@ -21,6 +23,7 @@ from gauntlet.controllers.oversight.metrics import (
     reference_policies,
     regret_per_prefix,
     split_by_episode,
+    split_into_folds,
     within_action_variance,
 )
 
@@ -213,6 +216,83 @@ def test_evaluate_by_strength_evaluates_each_expert_strength_apart() -> None:
     # A weak expert is worth less, so always handing over costs more against the oracle.
     assert results["0.2"]["methods"]["always_expert"]["regret"] > results["1.0"]["methods"]["always_expert"]["regret"]
 
+
+def test_folds_partition_the_episodes_evenly() -> None:
+    rows = synthetic_rows(11, 3, seed=4)
+    groups = split_into_folds(rows, 4, seed=1)
+    episodes = [{row["episode"] for row in group} for group in groups]
+    assert sorted(len(group) for group in episodes) == [2, 3, 3, 3]
+    assert set().union(*episodes) == set(range(11)) and sum(map(len, episodes)) == 11  # each episode once
+    assert sorted(map(len, groups)) == [6, 9, 9, 9]  # every row of an episode goes with it
+    assert split_into_folds(rows, 4, seed=1) == groups and split_into_folds(rows, 4, seed=2) != groups
+    with pytest.raises(ValueError, match="2 or more folds"):
+        split_into_folds(rows, 1, seed=0)
+    with pytest.raises(ValueError, match="12 folds need 12 or more episodes; the rows hold 11"):
+        split_into_folds(rows, 12, seed=0)
+
+
+def test_cross_evaluate_tests_every_episode_once_with_overseers_that_never_saw_it() -> None:
+    rows = synthetic_rows(24, 5, seed=22, noise=0.1)
+    config = EvaluationConfig(n_boot=100, controller_kinds=("rf",), trees=25)
+    result = cross_evaluate(rows, 3, config, seed=0)
+    assert result["n_test_episodes"] == 24 and result["n_test_prefixes"] == 24 * 5 == result["n_test_rows"]
+    assert [fold["test_episodes"] for fold in result["folds_detail"]] == [8, 8, 8]
+    # The pooled table is each fold's evaluate (trained on the other folds) weighted by its prefixes.
+    by_fold = []
+    for test in split_into_folds(rows, 3, seed=0):
+        held_out = {row["episode"] for row in test}
+        by_fold.append(evaluate([row for row in rows if row["episode"] not in held_out], test, config, seed=0))
+    for name, method in result["methods"].items():
+        pooled = sum(part["methods"][name]["regret"] * part["n_test_prefixes"] for part in by_fold) / 120
+        assert method["regret"] == pytest.approx(pooled), name
+        low, high = method["regret_ci"]
+        assert low <= method["regret"] <= high
+    assert [fold["thresholds"] for fold in result["folds_detail"]] == [part["thresholds"] for part in by_fold]
+    methods = result["methods"]
+    learned = methods["action_conditioned_rf"]["regret"]
+    assert learned < min(methods[name]["regret"] for name in methods if name.startswith(("always", "scalar")))
+    assert set(result["calibration"]) == {"raw", "platt", "isotonic"}
+    assert "| action_conditioned_rf |" in markdown_table(result)
+
+
+def test_cross_evaluate_refuses_folds_that_leave_too_little_to_train_on() -> None:
+    rows = synthetic_rows(2, 3)
+    with pytest.raises(ValueError, match="a fold trains on 1 episode; .* use fewer folds or collect more episodes"):
+        cross_evaluate(rows, 2, seed=0)
+    with pytest.raises(ValueError, match="3 folds need 3 or more episodes"):
+        cross_evaluate(rows, 3, seed=0)
+    with pytest.raises(ValueError, match="needs rows"):
+        cross_evaluate([], 2, seed=0)
+    weak = synthetic_rows(6, 3, seed=30, strength=0.2)
+    strong = synthetic_rows(6, 3, seed=31, strength=1.0)
+    for row in strong:
+        row["episode"] += 100
+    results = cross_evaluate_by_strength([*weak, *strong], 3, {"n_boot": 20, "controller_kinds": ["rf"], "trees": 5},
+                                         seed=0)
+    assert list(results) == ["0.2", "1.0"] and all(part["n_test_episodes"] == 6 for part in results.values())
+
+
+def test_a_reference_action_is_reported_but_never_chosen() -> None:
+    rows = synthetic_rows(24, 5, seed=23, noise=0.1)
+    config = EvaluationConfig(n_boot=50, controller_kinds=("rf",), trees=15, intervention="quit", reference=("expert",))
+    train, test = split_by_episode(rows, 0.3, seed=0)
+    for result in (evaluate(train, test, config, seed=0), cross_evaluate(rows, 3, config, seed=0)):
+        methods = result["methods"]
+        assert result["actions"] == ["continue", "quit"] and "always_expert" not in methods
+        assert all("expert" not in method["action_share"] for name, method in methods.items()
+                   if not name.startswith("reference_"))
+        # Always taking the reference, against the oracle of the two actions an overseer has, by hand.
+        scored = test if "folds" not in result else rows
+        table = prefix_table(scored)
+        by_hand = np.mean([max(u[0], u[1]) - u[2] for u in table.utilities])
+        assert methods["reference_expert"]["regret"] == pytest.approx(by_hand)
+        assert methods["reference_expert"]["regret"] < 0  # the privileged expert beats both where it is best
+        assert methods["reference_expert"]["action_share"] == {"expert": 1.0}
+        assert methods["oracle"]["mean_utility"] == pytest.approx(np.mean(table.utilities[:, :2].max(axis=1)))
+    with pytest.raises(ValueError, match="intervention 'expert' is a reference"):
+        evaluate(train, test, {"reference": ["expert"]}, seed=0)
+    with pytest.raises(ValueError, match=r"reference actions \['stronger'\] are not among"):
+        cross_evaluate(rows, 3, {"reference": ["stronger"]}, seed=0)
 
 
 def test_the_dispersion_penalty_is_tuned_on_the_calibration_split_and_recorded() -> None:
