@@ -57,8 +57,8 @@ import numpy as np
 import gauntlet  # noqa: F401  (registers the gauntlet/ envs)
 from gauntlet.controllers.oversight.benchmarks import get_benchmark
 from gauntlet.controllers.oversight.collect import CollectSpec, collect, load_rows
-from gauntlet.controllers.oversight.metrics import (EvaluationConfig, cross_evaluate, drop_actions, evaluate,
-                                                    evaluate_by_strength, markdown_table, split_by_episode,
+from gauntlet.controllers.oversight.metrics import (EvaluationConfig, comparison_lines, cross_evaluate, drop_actions,
+                                                    evaluate, evaluate_by_strength, markdown_table, split_by_episode,
                                                     tune_dispersion)
 from gauntlet.controllers.oversight.models import (ActionConditioned, RiskScore, ScalarRouter, failure_data, save_model,
                                                    utility_data)
@@ -272,7 +272,7 @@ def summary_markdown(results: dict[str, Any]) -> str:
                   f"{result['collection']['rows_per_s_wall']:.3g} rows/s on {result['collection']['workers']} "
                   f"worker(s); {offline['n_test_prefixes']} test prefixes in {offline['n_test_episodes']} episodes"
                   + (f" (cross-fitted over {offline['folds']} folds)." if "folds" in offline else "."),
-                  "", markdown_table(offline), ""]
+                  "", markdown_table(offline), "", comparison_lines(offline)]
         collection = result["collection"]
         every = collection.get("all_jobs") or {}
         by_part = every.get("action_s") or collection.get("action_s") or {}

@@ -188,7 +188,7 @@ def evaluate(
 ) -> None:
     """Regret of scalar routing vs the action-conditioned controller vs oracle, calibration before/after."""
     from gauntlet.cli_commands.common import console
-    from gauntlet.controllers.oversight.metrics import (EvaluationConfig, cross_evaluate,
+    from gauntlet.controllers.oversight.metrics import (EvaluationConfig, comparison_lines, cross_evaluate,
                                                         cross_evaluate_by_strength, evaluate_by_strength,
                                                         markdown_table, split_by_episode)
     from gauntlet.controllers.oversight.metrics import evaluate as run_evaluation
@@ -219,6 +219,7 @@ def evaluate(
         console.print(f"{len(train)} training rows, {len(test)} test rows (episodes split {1 - test_fraction:g}/"
                       f"{test_fraction:g}, seed {seed})")
     console.print(markdown_table(result), soft_wrap=True)
+    console.print(comparison_lines(result), soft_wrap=True)
     console.print(_calibration_lines(result), soft_wrap=True)
     if by is not None:
         for strength, part in by.items():

@@ -4,7 +4,8 @@
    (continue, quit, hand over to the Q-learned expert for good or for 3 steps, roll back, a stronger
    driver), with the replay check on every row;
 2. evaluate on held-out episodes: regret of the scalar risk router (raw and recalibrated) against the
-   action-conditioned controller and the oracle;
+   action-conditioned controller and the oracle, and the paired difference of the controller's regret
+   from the best scalar router's and the best fixed policy's, with CIs over episodes;
 3. deploy both, through the runner, on 10 new episodes, and record one overseen episode.
 """
 
@@ -18,7 +19,8 @@ ONLINE = 10
 
 def run_demo(out_dir: Path, *, episodes: int = EPISODES, online_episodes: int = ONLINE) -> None:
     from gauntlet.controllers.oversight.collect import CollectSpec, collect, load_rows
-    from gauntlet.controllers.oversight.metrics import EvaluationConfig, evaluate, markdown_table, split_by_episode
+    from gauntlet.controllers.oversight.metrics import (EvaluationConfig, comparison_lines, evaluate, markdown_table,
+                                                        split_by_episode)
     from gauntlet.controllers.oversight.models import (ActionConditioned, RiskScore, ScalarRouter, failure_data,
                                                        save_model, utility_data)
     from gauntlet.controllers.oversight.online import compare_online
@@ -34,6 +36,7 @@ def run_demo(out_dir: Path, *, episodes: int = EPISODES, online_episodes: int = 
     train, test = split_by_episode(rows, 0.3, 0)
     table = evaluate(train, test, EvaluationConfig(controller_kinds=("rf",), n_boot=200), seed=0)
     print(markdown_table(table))
+    print(comparison_lines(table))
     for name, values in table["calibration"].items():
         print(f"risk {name}: ECE {values['ece']:.3f}, AUROC {values['auroc']:.3f}")
     config = UtilityConfig()

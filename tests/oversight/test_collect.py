@@ -173,6 +173,7 @@ def test_the_oversight_commands_end_to_end(tmp_path: Path) -> None:
                        "expert,expert_k", "--intervention", "stronger", "--json", str(tmp_path / "cross.json"))
     assert crossed.returncode == 0, crossed.stderr
     assert "cross-fitted over 4 folds" in crossed.stdout and "| reference_expert |" in crossed.stdout
+    assert "action_conditioned_rf vs best_scalar (scalar_" in crossed.stdout  # the paired comparison
     payload = json.loads((tmp_path / "cross.json").read_text())
     assert payload["folds"] == 4 and payload["result"]["n_test_episodes"] == 40
     assert payload["result"]["config"]["intervention"] == "stronger"

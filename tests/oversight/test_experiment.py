@@ -56,6 +56,7 @@ def test_the_demo_collects_evaluates_and_records_overseen_episodes(tmp_path: Pat
     run_demo(tmp_path, episodes=10, online_episodes=2)
     printed = capsys.readouterr().out
     assert "replay match 1.000" in printed and "| action_conditioned_rf |" in printed
+    assert "action_conditioned_rf vs best_scalar (scalar_" in printed and "regret difference" in printed
     overseen = load_episodes(tmp_path / "online" / "action_conditioned-100000.jsonl")[0]
     assert any(event.kind == "decision" for step in overseen.steps for event in step.events)
 
@@ -118,6 +119,7 @@ def test_the_llm_smoke_plan_branches_every_intervention_and_resumes(tmp_path: Pa
                    if name != "reference_expert")
     assert result["branch_cost"]["episode"] is None and "model calls" in result["branch_cost"]["reason"]
     assert "wall s by part" in (out / "oversight.md").read_text()
+    assert "action_conditioned_rf vs best_fixed (always_" in (out / "oversight.md").read_text()
     # Online, on a held-out game: the deployed controllers never had the privileged expert to choose.
     online = result["online"]["methods"]
     assert set(online) == {"no_oversight", "action_conditioned", "scalar"}

@@ -10,6 +10,7 @@ import pytest
 from gauntlet.stats import auroc, cluster_bootstrap_ci, expected_calibration_error
 from gauntlet.controllers.oversight.metrics import (
     EvaluationConfig,
+    comparison_lines,
     control_regret,
     cross_evaluate,
     cross_evaluate_by_strength,
@@ -253,6 +254,27 @@ def test_cross_evaluate_tests_every_episode_once_with_overseers_that_never_saw_i
     assert learned < min(methods[name]["regret"] for name in methods if name.startswith(("always", "scalar")))
     assert set(result["calibration"]) == {"raw", "platt", "isotonic"}
     assert "| action_conditioned_rf |" in markdown_table(result)
+
+
+def test_the_controllers_are_compared_with_scalar_routing_and_fixed_policies_prefix_by_prefix() -> None:
+    rows = synthetic_rows(24, 5, seed=22, noise=0.1)
+    result = cross_evaluate(rows, 3, EvaluationConfig(n_boot=200, controller_kinds=("rf",), trees=25), seed=0)
+    methods, comparisons = result["methods"], result["comparisons"]
+    assert set(comparisons) == {f"action_conditioned_{kind} vs {role}" for kind in ("rf", "rf_lambda0")
+                                for role in ("scalar_raw", "best_scalar", "best_fixed")}
+    best_scalar = min((name for name in methods if name.startswith("scalar_")), key=lambda n: methods[n]["regret"])
+    best_fixed = min((name for name in methods if name.startswith("always_")), key=lambda n: methods[n]["regret"])
+    for role, rival in (("scalar_raw", "scalar_raw"), ("best_scalar", best_scalar), ("best_fixed", best_fixed)):
+        part = comparisons[f"action_conditioned_rf vs {role}"]
+        assert part["rival"] == rival
+        # The mean of paired differences is the difference of the means.
+        assert part["regret_difference"] == pytest.approx(methods["action_conditioned_rf"]["regret"]
+                                                          - methods[rival]["regret"])
+        low, high = part["ci"]
+        assert low <= part["regret_difference"] <= high
+    # On rows whose best action the features decide, the learned controller wins, and surely.
+    assert comparisons["action_conditioned_rf vs best_scalar"]["ci"][1] < 0
+    assert "action_conditioned_rf vs best_fixed (always_" in comparison_lines(result)
 
 
 def test_cross_evaluate_refuses_folds_that_leave_too_little_to_train_on() -> None:
