@@ -12,7 +12,11 @@ counts once, with each action's utility averaged over its draws (``prefix_table`
 utility is what an overseer should maximise, and one prefix must not weigh more because it was drawn
 again. Uncertainty: percentile bootstrap over episodes (``gauntlet.stats.cluster_bootstrap_ci``), never
 over rows, since the prefixes of one episode share its rollouts. Splits are by episode
-(``split_by_episode``) for the same reason.
+(``split_by_episode``; ``cross_evaluate`` cross-fits over folds of episodes, for collections too small
+to hold out) for the same reason. Each action-conditioned controller is also compared with scalar
+routing and the fixed policies prefix by prefix (``comparisons``: the paired regret difference and its CI).
+An action kept as a reference (``EvaluationConfig.reference``, the LLM plans' privileged expert) is
+reported but never chosen, and the oracle is the best of the other actions.
 
 Calibration of the scalar baseline: ECE with 15 equal-width bins and AUROC (``sklearn``). The count of
 ``identical_risk_different_action`` measures how much a scalar cannot express.
