@@ -64,6 +64,33 @@ def _episodes(benchmark: str, options: dict[str, Any], first: int | None, count:
     return range(first, first + count)
 
 
+def _overseer_actions(rows: list[dict[str, Any]], intervention: str | None,
+                      reference: str | None) -> tuple[str, tuple[str, ...]]:
+    """The scalar routers' intervention and the reference actions for ``rows``: as given, or the defaults of
+    their benchmark (``overseer_defaults``: on the LLM benchmarks the privileged expert is a reference and
+    the routers escalate to the stronger model), refused in one line where the rows lack them."""
+    from gauntlet.controllers.oversight.benchmarks import overseer_defaults
+    from gauntlet.controllers.oversight.models import actions_in
+
+    present = actions_in(rows)
+    default_intervention, default_reference = overseer_defaults(str(rows[0]["benchmark"]))
+    if reference is None:
+        left_out = tuple(action for action in default_reference if action in present)
+    elif reference.strip().lower() == "none":
+        left_out = ()
+    else:
+        left_out = tuple(_csv("--reference", reference) or ())
+    intervention = intervention or default_intervention
+    unknown = [action for action in [*left_out, intervention] if action not in present]
+    if unknown:
+        raise UserError(f"the rows have no branches of {unknown}; their actions are {list(present)}: "
+                        "choose among those with --intervention and --reference")
+    if intervention in left_out:
+        raise UserError(f"--intervention {intervention} is also a --reference, which no overseer chooses; route to "
+                        "another action")
+    return intervention, left_out
+
+
 def _rows(folder: Path) -> list[dict[str, Any]]:
     from gauntlet.controllers.oversight.collect import load_rows
 
@@ -179,11 +206,12 @@ def evaluate(
     by_strength: Annotated[bool, typer.Option(help="Also evaluate each expert strength on its own.")] = False,
     trees: Annotated[int | None, typer.Option(min=1, help=(
         "Trees of every random forest (risk score and rf controller); default: the paper's 200."))] = None,
-    intervention: Annotated[str, typer.Option(help=(
-        "The action the scalar routers escalate to (on the LLM benchmarks: stronger)."))] = "expert",
+    intervention: Annotated[str | None, typer.Option(help=(
+        "The action the scalar routers escalate to (default: stronger on the LLM benchmarks, expert "
+        "elsewhere)."))] = None,
     reference: Annotated[str | None, typer.Option(help=(
-        "Comma-separated actions measured only as references, never chosen (on the LLM benchmarks: expert, "
-        "the privileged gold continuation)."))] = None,
+        "Comma-separated actions measured only as references, never chosen, or 'none' (default: on the LLM "
+        "benchmarks the privileged expert, elsewhere none)."))] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the full result here (JSON).")] = None,
 ) -> None:
     """Regret of scalar routing vs the action-conditioned controller vs oracle, calibration before/after."""
@@ -194,8 +222,9 @@ def evaluate(
     from gauntlet.controllers.oversight.metrics import evaluate as run_evaluation
     from gauntlet.fileio import write_atomically
 
-    left_out = tuple(_csv("--reference", reference) or ())
+    _csv("--reference", reference)
     data = _rows(rows)
+    intervention, left_out = _overseer_actions(data, intervention, reference)
     config = EvaluationConfig(dispersion=dispersion, trees=trees, intervention=intervention, reference=left_out)
     by: dict[str, dict[str, Any]] | None = None
     if folds is not None:
@@ -261,29 +290,25 @@ def train(
     trees: Annotated[int | None, typer.Option(min=1, help=(
         "Trees of each model (default: the paper's 200 for rf, 100 per boosted model for gbr); the scalar "
         "router's forest gets the same number."))] = None,
-    intervention: Annotated[str, typer.Option(help=(
-        "The action the scalar router escalates to (on the LLM benchmarks: stronger)."))] = "expert",
+    intervention: Annotated[str | None, typer.Option(help=(
+        "The action the scalar router escalates to (default: stronger on the LLM benchmarks, expert "
+        "elsewhere)."))] = None,
     reference: Annotated[str | None, typer.Option(help=(
-        "Comma-separated actions left out of training, as evaluate --reference leaves them out of the "
-        "choice (on the LLM benchmarks: expert)."))] = None,
+        "Comma-separated actions left out of training, as evaluate leaves them out of the choice, or 'none' "
+        "(default: on the LLM benchmarks the privileged expert, elsewhere none)."))] = None,
 ) -> None:
     """Train the action-conditioned controller (and the scalar router it is compared with) on the
     training episodes and save both for deployment: OUT and OUT with the suffix .scalar.joblib."""
     from gauntlet.cli_commands.common import console
     from gauntlet.controllers.oversight.collect import load_meta
     from gauntlet.controllers.oversight.metrics import drop_actions, split_by_episode, tune_dispersion
-    from gauntlet.controllers.oversight.models import (ActionConditioned, RiskScore, ScalarRouter, actions_in,
-                                                       failure_data, save_model, utility_data)
+    from gauntlet.controllers.oversight.models import (ActionConditioned, RiskScore, ScalarRouter, failure_data,
+                                                       save_model, utility_data)
     from gauntlet.controllers.oversight.utility import UtilityConfig
 
-    left_out = _csv("--reference", reference) or []
+    _csv("--reference", reference)
     data = _rows(rows)
-    present = actions_in(data)
-    unknown = [action for action in [*left_out, intervention] if action not in present]
-    if unknown:
-        raise UserError(f"{rows} has no branches of {unknown} on every row; its actions are {list(present)}")
-    if intervention in left_out:
-        raise UserError(f"--intervention {intervention} is also a --reference; route to an action the model keeps")
+    intervention, left_out = _overseer_actions(data, intervention, reference)
     data = drop_actions(data, left_out)
     meta = load_meta(rows)
     train_rows = split_by_episode(data, test_fraction, seed)[0] if test_fraction > 0 else data

@@ -217,3 +217,25 @@ def test_the_oversight_commands_end_to_end(tmp_path: Path) -> None:
 def test_bad_oversight_commands_fail_in_one_line(tmp_path: Path, args: list[str], words: list[str]) -> None:
     result = gauntlet("oversight", *[arg.replace("{tmp}", str(tmp_path)) for arg in args])
     assert_one_line_error(result, *words)
+
+
+def test_llm_rows_keep_the_privileged_expert_a_reference_unless_told_otherwise(tmp_path: Path) -> None:
+    # The real 0.5B's rows of the llm-smoke plan (kept in git): four games, seven actions a prefix.
+    rows = Path(__file__).resolve().parents[2] / "experiments/results/oversight-llm-smoke-exact/rows/llm-textworld"
+    out = tmp_path / "eval.json"
+    default = gauntlet("oversight", "evaluate", str(rows), "--folds", "4", "--trees", "5", "--json", str(out))
+    assert default.returncode == 0, default.stderr
+    result = json.loads(out.read_text())["result"]
+    assert result["config"]["intervention"] == "stronger" and result["config"]["reference"] == ["expert"]
+    assert "always_expert" not in result["methods"] and "reference_expert" in result["methods"]
+    told = gauntlet("oversight", "evaluate", str(rows), "--folds", "4", "--trees", "5", "--reference", "none",
+                    "--intervention", "expert", "--json", str(out))
+    assert told.returncode == 0, told.stderr
+    assert "always_expert" in json.loads(out.read_text())["result"]["methods"]
+    trained = gauntlet("oversight", "train", str(rows), "--out", str(tmp_path / "m.joblib"), "--trees", "5",
+                       "--test-fraction", "0")
+    assert trained.returncode == 0, trained.stderr
+    assert "expert" not in load_model(tmp_path / "m.joblib").model.actions
+    assert load_model(tmp_path / "m.scalar.joblib").model.intervention == "stronger"
+    assert_one_line_error(gauntlet("oversight", "evaluate", str(rows), "--intervention", "expert_k"),
+                          "no branches of ['expert_k']", "--intervention")

@@ -43,6 +43,20 @@ BENCHMARKS: dict[str, str] = {
 }
 
 
+PRIVILEGED_REFERENCE: dict[str, tuple[str, ...]] = {name: ("expert", "expert_k")
+                                                    for name in ("llm-chem", "llm-disaster", "llm-textworld")}
+"""Benchmarks whose ``expert`` is the privileged gold continuation, not an overseer a deployment has: their
+rows are evaluated and trained on with those actions kept as references that no overseer chooses, and
+the scalar routers escalate to ``stronger`` (``overseer_defaults``). Elsewhere the expert is the
+intervention, as in the paper."""
+
+
+def overseer_defaults(name: str) -> tuple[str, tuple[str, ...]]:
+    """(the scalar routers' intervention, the reference actions) for rows of benchmark ``name``."""
+    if name in PRIVILEGED_REFERENCE:
+        return "stronger", PRIVILEGED_REFERENCE[name]
+    return "expert", ()
+
 @runtime_checkable
 class Benchmark(Protocol):
     """What the branching protocol needs of a benchmark.
