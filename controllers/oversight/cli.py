@@ -226,27 +226,25 @@ def evaluate(
     data = _rows(rows)
     intervention, left_out = _overseer_actions(data, intervention, reference)
     config = EvaluationConfig(dispersion=dispersion, trees=trees, intervention=intervention, reference=left_out)
-    by: dict[str, dict[str, Any]] | None = None
-    if folds is not None:
-        try:
-            result = cross_evaluate(data, folds, config, seed=seed)
-            by = cross_evaluate_by_strength(data, folds, config, seed=seed) if by_strength else None
-        except ValueError as exc:
-            raise UserError(f"cannot evaluate {rows}: {exc}") from None
-        console.print(f"{len(data)} rows of {result['n_test_episodes']} episodes, cross-fitted over {folds} folds "
-                      f"of episodes (seed {seed}): every prefix decided by overseers that never saw its episode")
-    else:
+    if folds is None:
         train, test = split_by_episode(data, test_fraction, seed)
         if not train or not test:
             raise UserError(f"{rows} has too few episodes to split {test_fraction:g} of them off; "
                             "collect more episodes")
-        try:
+    try:
+        if folds is not None:
+            result = cross_evaluate(data, folds, config, seed=seed)
+            by = cross_evaluate_by_strength(data, folds, config, seed=seed) if by_strength else None
+            split = (f"{len(data)} rows of {result['n_test_episodes']} episodes, cross-fitted over {folds} folds of "
+                     f"episodes (seed {seed}): every prefix decided by overseers that never saw its episode")
+        else:
             result = run_evaluation(train, test, config, seed=seed)
             by = evaluate_by_strength(train, test, config, seed=seed) if by_strength else None
-        except ValueError as exc:
-            raise UserError(f"cannot evaluate {rows}: {exc}") from None
-        console.print(f"{len(train)} training rows, {len(test)} test rows (episodes split {1 - test_fraction:g}/"
-                      f"{test_fraction:g}, seed {seed})")
+            split = (f"{len(train)} training rows, {len(test)} test rows (episodes split {1 - test_fraction:g}/"
+                     f"{test_fraction:g}, seed {seed})")
+    except ValueError as exc:
+        raise UserError(f"cannot evaluate {rows}: {exc}") from None
+    console.print(split)
     console.print(markdown_table(result), soft_wrap=True)
     console.print(comparison_lines(result), soft_wrap=True)
     console.print(_calibration_lines(result), soft_wrap=True)
@@ -255,8 +253,8 @@ def evaluate(
             console.print(f"\nexpert strength {strength}")
             console.print(markdown_table(part), soft_wrap=True)
     if json_out is not None:
-        split: dict[str, Any] = {"folds": folds} if folds is not None else {"test_fraction": test_fraction}
-        payload = {"rows": str(rows), **split, "seed": seed, "result": result,
+        how: dict[str, Any] = {"folds": folds} if folds is not None else {"test_fraction": test_fraction}
+        payload = {"rows": str(rows), **how, "seed": seed, "result": result,
                    "by_strength": by}
         write_atomically(json_out, json.dumps(payload, indent=2, default=float))
         console.print(f"result in [bold]{json_out}[/bold]")
