@@ -64,11 +64,21 @@ def _episodes(benchmark: str, options: dict[str, Any], first: int | None, count:
     return range(first, first + count)
 
 
+def _references(text: str | None) -> tuple[str, ...] | None:
+    """``--reference`` parsed: None for the benchmark's default, () for 'none', else the named actions."""
+    if text is None:
+        return None
+    if text.strip().lower() == "none":
+        return ()
+    return tuple(_csv("--reference", text) or ())
+
+
 def _overseer_actions(rows: list[dict[str, Any]], intervention: str | None,
-                      reference: str | None) -> tuple[str, tuple[str, ...]]:
-    """The scalar routers' intervention and the reference actions for ``rows``: as given, or the defaults of
-    their benchmark (``overseer_defaults``: on the LLM benchmarks the privileged expert is a reference and
-    the routers escalate to the stronger model), refused in one line where the rows lack them."""
+                      reference: tuple[str, ...] | None) -> tuple[str, tuple[str, ...]]:
+    """The scalar routers' intervention and the reference actions for ``rows``: as given (``reference`` as
+    ``_references`` parses it), or the defaults of their benchmark (``overseer_defaults``: on the LLM
+    benchmarks the privileged expert is a reference and the routers escalate to the stronger model), refused
+    in one line where the rows lack them."""
     from gauntlet.controllers.oversight.benchmarks import overseer_defaults
     from gauntlet.controllers.oversight.models import actions_in
 
@@ -76,10 +86,8 @@ def _overseer_actions(rows: list[dict[str, Any]], intervention: str | None,
     default_intervention, default_reference = overseer_defaults(str(rows[0]["benchmark"]))
     if reference is None:
         left_out = tuple(action for action in default_reference if action in present)
-    elif reference.strip().lower() == "none":
-        left_out = ()
     else:
-        left_out = tuple(_csv("--reference", reference) or ())
+        left_out = reference
     intervention = intervention or default_intervention
     unknown = [action for action in [*left_out, intervention] if action not in present]
     if unknown:
@@ -222,9 +230,9 @@ def evaluate(
     from gauntlet.controllers.oversight.metrics import evaluate as run_evaluation
     from gauntlet.fileio import write_atomically
 
-    _csv("--reference", reference)
+    references = _references(reference)
     data = _rows(rows)
-    intervention, left_out = _overseer_actions(data, intervention, reference)
+    intervention, left_out = _overseer_actions(data, intervention, references)
     config = EvaluationConfig(dispersion=dispersion, trees=trees, intervention=intervention, reference=left_out)
     if folds is None:
         train, test = split_by_episode(data, test_fraction, seed)
@@ -304,9 +312,9 @@ def train(
                                                        save_model, utility_data)
     from gauntlet.controllers.oversight.utility import UtilityConfig
 
-    _csv("--reference", reference)
+    references = _references(reference)
     data = _rows(rows)
-    intervention, left_out = _overseer_actions(data, intervention, reference)
+    intervention, left_out = _overseer_actions(data, intervention, references)
     data = drop_actions(data, left_out)
     meta = load_meta(rows)
     train_rows = split_by_episode(data, test_fraction, seed)[0] if test_fraction > 0 else data

@@ -57,6 +57,7 @@ def overseer_defaults(name: str) -> tuple[str, tuple[str, ...]]:
         return "stronger", PRIVILEGED_REFERENCE[name]
     return "expert", ()
 
+
 @runtime_checkable
 class Benchmark(Protocol):
     """What the branching protocol needs of a benchmark.
